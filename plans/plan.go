@@ -1,0 +1,265 @@
+// Package plans is mqplan's plan language: it loads a YAML test plan
+// strictly (every error with its position), validates it, and compiles it
+// into a Program, a pure description of what a run does and when.
+//
+// Nothing here opens a socket, reads a clock or starts a goroutine, so a
+// plan can be explained, validated and tested exactly without a broker.
+package plans
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Pos is a position in a plan file (1-based line and column). A zero Line
+// means the position is unknown, for example a value set on the command line.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+// String formats the position as file:line:col, the form editors jump to.
+func (p Pos) String() string {
+	if p.Line == 0 {
+		if p.File == "" {
+			return "-"
+		}
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// Error is one problem in a plan, at a position and a path such as
+// groups[1].publish.qos.
+type Error struct {
+	Pos  Pos
+	Path string
+	Msg  string
+}
+
+// Error formats the problem as `file:line:col: path: message`.
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %s", e.Pos, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.Pos, e.Path, e.Msg)
+}
+
+// Errors is every problem found in a plan. Load and Compile return it (as an
+// error) so that a user fixes all of them in one pass instead of one a run.
+type Errors []*Error
+
+// Error joins the problems, one a line.
+func (es Errors) Error() string {
+	var b strings.Builder
+	for i, e := range es {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Secret is a string that is never printed: String, JSON and YAML forms
+// show only whether it is set, so passwords cannot leak into reports.
+type Secret string
+
+// String hides the value.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "******"
+}
+
+// MarshalText hides the value in JSON and YAML output.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Reveal returns the real value, for the one place that needs it (CONNECT).
+func (s Secret) Reveal() string { return string(s) }
+
+// Embedded is the broker URL that starts mochi-mqtt in-process on
+// 127.0.0.1 with a random port.
+const Embedded = "embedded"
+
+// Plan is a loaded, defaulted and validated plan: the user's intent,
+// before compilation into phases and clients.
+type Plan struct {
+	// File is the path the plan was loaded from ("-" for standard input).
+	File string `json:"file"`
+	// Name defaults to the file name without its extension.
+	Name string `json:"name"`
+	// Description is free text shown in the report.
+	Description string `json:"description,omitempty"`
+	// Broker says where and how clients connect.
+	Broker Broker `json:"broker"`
+	// Groups are the client groups, in plan order.
+	Groups []Group `json:"groups"`
+	// Warmup is publishing at the target rate that is not measured.
+	Warmup time.Duration `json:"warmup"`
+	// Ramp is the time over which the publish rate grows linearly from 0
+	// to its target.
+	Ramp time.Duration `json:"ramp"`
+	// Duration is the measured steady phase. When the plan leaves it out,
+	// every publisher has a count and Duration is the time the slowest
+	// needs to send its messages.
+	Duration time.Duration `json:"duration"`
+	// Drain bounds the wait for deliveries after publishing stops.
+	Drain time.Duration `json:"drain"`
+	// Thresholds are the pass conditions, each an expression.
+	Thresholds []ThresholdSource `json:"thresholds,omitempty"`
+}
+
+// Broker is the plan's `broker:` section.
+type Broker struct {
+	// URLs are the broker addresses (`url` or `urls`); clients are spread
+	// over them round-robin. A single "embedded" means the in-process broker.
+	URLs []string `json:"urls"`
+	// Protocol is the default MQTT version: 3 (3.1), 4 (3.1.1) or 5.
+	Protocol int `json:"protocol"`
+	// ConnectTimeout bounds dialing plus CONNECT→CONNACK for each client.
+	ConnectTimeout time.Duration `json:"connect_timeout"`
+	// TLS configures mqtts:// and wss:// connections; nil means defaults.
+	TLS *TLS `json:"tls,omitempty"`
+	// SourceAddresses are local IPs bound round-robin per client, so one
+	// machine can exceed the ephemeral-port limit of one address.
+	SourceAddresses []string `json:"source_addresses,omitempty"`
+	// Pos is where the section starts (or the plan start when absent).
+	Pos Pos `json:"-"`
+}
+
+// IsEmbedded reports whether the plan runs against the in-process broker.
+func (b Broker) IsEmbedded() bool { return len(b.URLs) == 1 && b.URLs[0] == Embedded }
+
+// TLS is the plan's `broker.tls:` section. Paths are resolved relative to
+// the plan file's directory when loaded.
+type TLS struct {
+	CA                 string `json:"ca,omitempty"`
+	Cert               string `json:"cert,omitempty"`
+	Key                string `json:"key,omitempty"`
+	ServerName         string `json:"server_name,omitempty"`
+	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
+}
+
+// Group is one client group: Count clients that share a configuration.
+type Group struct {
+	// Name identifies the group in reports and thresholds (groups.<name>).
+	Name string `json:"name"`
+	// Count is the number of clients.
+	Count int `json:"count"`
+	// Start is the first client number (%i); the clients are numbered
+	// Start, Start+1, ... Start+Count-1.
+	Start int `json:"start"`
+	// ClientID is the client identifier template. Defaulted to a template
+	// unique per run and group ("%r-<group>-%i", %r being the run id).
+	ClientID Template `json:"client_id"`
+	// Username is the user name template (%u expands to it); empty means none.
+	Username Template `json:"username,omitempty"`
+	// Password is sent in CONNECT and never printed.
+	Password Secret `json:"password,omitempty"`
+	// Keepalive is the MQTT keepalive interval.
+	Keepalive time.Duration `json:"keepalive"`
+	// CleanStart asks the broker for a new session.
+	CleanStart bool `json:"clean_start"`
+	// SessionExpiry is how long the broker keeps the session after a disconnect.
+	SessionExpiry time.Duration `json:"session_expiry"`
+	// ConnectRate is the group's connection ramp in connections per second;
+	// 0 means all at once.
+	ConnectRate float64 `json:"connect_rate"`
+	// Reconnect, when set, makes a dropped client reconnect.
+	Reconnect *Reconnect `json:"reconnect,omitempty"`
+	// Will is the last-will message, if any.
+	Will *Will `json:"will,omitempty"`
+	// Protocol is the group's MQTT version (the broker default unless overridden).
+	Protocol int `json:"protocol"`
+	// Subscribe lists the group's subscriptions; empty for a pure publisher.
+	Subscribe []Subscription `json:"subscribe,omitempty"`
+	// Publish is the group's publishing, nil for a pure subscriber.
+	Publish *Publish `json:"publish,omitempty"`
+	// Pos is where the group starts in the file.
+	Pos Pos `json:"-"`
+}
+
+// Reconnect is a group's reconnect policy.
+type Reconnect struct {
+	// After is the wait before each reconnect attempt.
+	After time.Duration `json:"after"`
+	// Max is the number of reconnects per client (0 = unlimited).
+	Max int `json:"max"`
+}
+
+// Will is a group's last-will message.
+type Will struct {
+	Topic   Template `json:"topic"`
+	Payload string   `json:"payload"`
+	QoS     byte     `json:"qos"`
+	Retain  bool     `json:"retain"`
+}
+
+// Subscription is one topic filter a group subscribes to. The filter may
+// use + and # wildcards and $share/<group>/<filter>.
+type Subscription struct {
+	Topic Template `json:"topic"`
+	QoS   byte     `json:"qos"`
+	Pos   Pos      `json:"-"`
+}
+
+// Publish is a group's publishing: what, how big and how fast.
+type Publish struct {
+	// Topic is the topic template (no wildcards).
+	Topic Template `json:"topic"`
+	QoS   byte     `json:"qos"`
+	// Size is the payload size in bytes, at least HeaderSize.
+	Size int `json:"size"`
+	// Every is the interval between one client's messages (per client).
+	// Exactly one of Every and Rate is set.
+	Every time.Duration `json:"every,omitempty"`
+	// Rate is the whole group's messages per second, spread evenly over
+	// its clients.
+	Rate float64 `json:"rate,omitempty"`
+	// Retain sets the retain flag.
+	Retain bool `json:"retain"`
+	// Count, when non-zero, stops each client after this many messages.
+	Count int `json:"count,omitempty"`
+	Pos   Pos `json:"-"`
+}
+
+// Interval returns the time between one client's messages at the target
+// rate, for a group of n clients.
+func (p *Publish) Interval(n int) time.Duration {
+	if p.Every > 0 {
+		return p.Every
+	}
+	if p.Rate <= 0 || n <= 0 {
+		return 0
+	}
+	return time.Duration(float64(n) / p.Rate * float64(time.Second))
+}
+
+// ThresholdSource is a threshold as written, with its position, so that
+// errors in it point into the file.
+type ThresholdSource struct {
+	Expr string `json:"expr"`
+	Pos  Pos    `json:"-"`
+}
+
+// HeaderSize is the measurement header every payload starts with:
+// publisher number (uint32), sequence (uint32), intended send time (int64).
+const HeaderSize = 16
+
+// Phase names, in timeline order. Thresholds reach them as phases.<name>.
+const (
+	PhaseConnect    = "connect"
+	PhaseSubscribe  = "subscribe"
+	PhaseWarmup     = "warmup"
+	PhaseRamp       = "ramp"
+	PhaseSteady     = "steady"
+	PhaseDrain      = "drain"
+	PhaseDisconnect = "disconnect"
+)
+
+// PhaseNames lists every phase name in timeline order.
+var PhaseNames = []string{PhaseConnect, PhaseSubscribe, PhaseWarmup, PhaseRamp, PhaseSteady, PhaseDrain, PhaseDisconnect}
