@@ -135,6 +135,7 @@ type indexedSub struct {
 	group  int    // the client's group
 	share  string // "" for an ordinary subscription
 	filter string // without the $share prefix
+	key    int    // ClientSubscription.ShareKey, -1 when share is ""
 }
 
 func (ix *subscriptionIndex) add(s indexedSub) {

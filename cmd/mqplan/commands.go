@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/report"
+	"github.com/mqplan/mqplan/runner"
+	"golang.org/x/term"
+)
+
+// stringList is a repeatable string flag (--set a=b --set c=d).
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(e *env, name, args, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: mqplan %s %s\n\n%s\n\nFlags:\n", name, args, help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses, mapping --help to exit 0 and bad flags to exit 2.
+func parseFlags(fs *flag.FlagSet, args []string) (done bool, code int, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, exitPass, nil
+		}
+		return true, exitInvalid, invalid(errReported)
+	}
+	return false, 0, nil
+}
+
+// planFlags are the flags shared by run and explain.
+type planFlags struct {
+	broker string
+	sets   stringList
+}
+
+func (p *planFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.broker, "broker", "", "broker URL replacing the plan's, e.g. mqtt://127.0.0.1:1883 (or \"embedded\")")
+	fs.Var(&p.sets, "set", "override a plan value, e.g. --set duration=10s --set groups.pub.count=50 (repeatable)")
+}
+
+// load reads and compiles the plan; every error is exit 2.
+func (p *planFlags) load(path, runID string) (*plans.Program, error) {
+	sets := append([]string(nil), p.sets...)
+	if p.broker != "" {
+		sets = append(sets, "broker.url="+p.broker)
+	}
+	plan, err := plans.Load(path, plans.LoadOptions{Sets: sets})
+	if err != nil {
+		return nil, invalid(err)
+	}
+	prog, err := plans.Compile(plan, plans.CompileOptions{RunID: runID})
+	if err != nil {
+		return nil, invalid(err)
+	}
+	return prog, nil
+}
+
+// oneArg insists on exactly one plan argument.
+func oneArg(fs *flag.FlagSet) (string, error) {
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", invalid(fmt.Errorf("expected one plan file, got %d arguments", fs.NArg()))
+	}
+	return fs.Arg(0), nil
+}
+
+func cmdRun(e *env, args []string) (int, error) {
+	fs := newFlags(e, "run", "[flags] PLAN", "Runs the plan, prints the report and exits 0 (pass), 1 (a threshold failed),\n2 (invalid plan) or 3 (the run could not complete).")
+	var pf planFlags
+	pf.register(fs)
+	jsonOut := fs.String("json", "", "write the full result as JSON to this file")
+	quiet := fs.Bool("quiet", false, "no live progress on stderr")
+	if done, code, err := parseFlags(fs, args); done {
+		return code, err
+	}
+	path, err := oneArg(fs)
+	if err != nil {
+		return exitInvalid, err
+	}
+	prog, err := pf.load(path, newRunID())
+	if err != nil {
+		return exitInvalid, err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		// First signal: stop publishing, drain briefly, report. Second: leave now.
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		fmt.Fprintln(e.stderr, "\nmqplan: interrupted: stopping and reporting what was measured (press Ctrl-C again to exit now)")
+		cancel()
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(e.stderr, "mqplan: interrupted again: exiting without a report")
+			os.Exit(exitIncomplete)
+		}
+	}()
+
+	opts := runner.Options{}
+	var prog_ *progressPrinter
+	if !*quiet {
+		prog_ = newProgressPrinter(e.stderr, prog)
+		opts.Progress = prog_.print
+	}
+	st, err := runner.Run(ctx, prog, opts)
+	if prog_ != nil {
+		prog_.finish()
+	}
+	if err != nil {
+		return exitIncomplete, incomplete(err)
+	}
+	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
+	if err := report.WriteTable(e.stdout, res); err != nil {
+		return exitIncomplete, incomplete(fmt.Errorf("write report: %w", err))
+	}
+	if *jsonOut != "" {
+		if err := report.WriteJSONFile(*jsonOut, res); err != nil {
+			return exitIncomplete, incomplete(fmt.Errorf("write %s: %w", *jsonOut, err))
+		}
+	}
+	switch {
+	case !res.Complete():
+		return exitIncomplete, nil
+	case !res.Passed():
+		return exitFail, nil
+	}
+	return exitPass, nil
+}
+
+// newRunID returns a short random id that makes default client ids unique
+// per run.
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func cmdValidate(e *env, args []string) (int, error) {
+	fs := newFlags(e, "validate", "PLAN...", "Checks each plan (syntax, fields, templates, topics, thresholds) without connecting.\nPrints every error as file:line:col: path: message and exits 2 if any plan is invalid.")
+	var sets stringList
+	fs.Var(&sets, "set", "override a plan value before validating (repeatable)")
+	if done, code, err := parseFlags(fs, args); done {
+		return code, err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitInvalid, invalid(errors.New("expected at least one plan file"))
+	}
+	bad := 0
+	for _, path := range fs.Args() {
+		plan, err := plans.Load(path, plans.LoadOptions{Sets: sets})
+		if err == nil {
+			_, err = plans.Compile(plan, plans.CompileOptions{})
+		}
+		if err != nil {
+			bad++
+			fmt.Fprintln(e.stderr, err)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "%s: ok (%s)\n", path, plan.Name)
+	}
+	if bad > 0 {
+		return exitInvalid, invalid(fmt.Errorf("%d of %d plans invalid", bad, fs.NArg()))
+	}
+	return exitPass, nil
+}
+
+func cmdExplain(e *env, args []string) (int, error) {
+	fs := newFlags(e, "explain", "[flags] PLAN", "Prints the compiled plan: phases, connections and messages per second, expected\ndeliveries, bandwidth, and the file descriptors and local ports the run needs.")
+	var pf planFlags
+	pf.register(fs)
+	if done, code, err := parseFlags(fs, args); done {
+		return code, err
+	}
+	path, err := oneArg(fs)
+	if err != nil {
+		return exitInvalid, err
+	}
+	prog, err := pf.load(path, "<run>")
+	if err != nil {
+		return exitInvalid, err
+	}
+	if err := report.WriteExplain(e.stdout, prog, systemLimits()); err != nil {
+		return exitIncomplete, incomplete(err)
+	}
+	return exitPass, nil
+}
+
+func cmdBroker(e *env, args []string) (int, error) {
+	fs := newFlags(e, "broker", "[flags]", "Runs the embedded MQTT broker (mochi-mqtt) until Ctrl-C, for self-tests and demos.")
+	listen := fs.String("listen", "127.0.0.1:1883", "TCP address to listen on")
+	dropEvery := fs.Int("drop-every", 0, "fault injection: drop every N-th delivery (0 = off)")
+	dupEvery := fs.Int("duplicate-every", 0, "fault injection: deliver every N-th message twice (0 = off)")
+	delay := fs.Duration("delay", 0, "fault injection: delay every delivery by this much")
+	if done, code, err := parseFlags(fs, args); done {
+		return code, err
+	}
+	if fs.NArg() != 0 {
+		return exitInvalid, invalid(fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+	}
+	if *dropEvery < 0 || *dupEvery < 0 || *delay < 0 {
+		return exitInvalid, invalid(errors.New("fault options must not be negative"))
+	}
+	b, err := runner.StartBroker(runner.BrokerOptions{
+		Listen: *listen,
+		Faults: runner.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
+	})
+	if err != nil {
+		return exitIncomplete, incomplete(err)
+	}
+	fmt.Fprintf(e.stderr, "mqplan broker listening on %s (Ctrl-C to stop)\n", b.URL())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	<-sigs
+	signal.Stop(sigs)
+	st := b.Stats()
+	fmt.Fprintf(e.stderr, "mqplan broker: received %d, sent %d, dropped %d (queue) + %d (inflight)\n",
+		st.MessagesReceived, st.MessagesSent, st.MessagesDropped, st.InflightDropped)
+	if err := b.Close(5 * time.Second); err != nil {
+		return exitIncomplete, incomplete(err)
+	}
+	return exitPass, nil
+}
+
+// progressPrinter writes the live progress line to stderr: rewritten in
+// place on a terminal, one line a second otherwise (CI logs).
+type progressPrinter struct {
+	w       *os.File
+	out     interface{ Write([]byte) (int, error) }
+	tty     bool
+	planned time.Duration
+	last    int
+}
+
+func newProgressPrinter(w interface{ Write([]byte) (int, error) }, prog *plans.Program) *progressPrinter {
+	p := &progressPrinter{out: w}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.tty = true
+	}
+	for _, ph := range prog.Phases {
+		p.planned += ph.Length
+	}
+	return p
+}
+
+func (p *progressPrinter) print(pr runner.Progress) {
+	p99 := "-"
+	if pr.P99 > 0 {
+		p99 = pr.P99.Round(10 * time.Microsecond).String()
+	}
+	line := fmt.Sprintf("[%-10s %5.0fs/%.0fs] connected %d/%d  send %.0f/s  recv %.0f/s  p99 %s  errors %d",
+		pr.Phase, pr.Elapsed.Seconds(), p.planned.Seconds(), pr.Connected, pr.Clients, pr.SendRate, pr.RecvRate, p99, pr.Errors)
+	if p.tty {
+		pad := ""
+		if n := p.last - len(line); n > 0 {
+			pad = strings.Repeat(" ", n)
+		}
+		fmt.Fprintf(p.out, "\r%s%s", line, pad)
+		p.last = len(line)
+		return
+	}
+	fmt.Fprintln(p.out, line)
+}
+
+func (p *progressPrinter) finish() {
+	if p.tty && p.last > 0 {
+		fmt.Fprintln(p.out)
+	}
+}

@@ -1,0 +1,443 @@
+package plans
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// CompileOptions are the inputs of Compile that do not come from the plan.
+type CompileOptions struct {
+	// RunID makes default client ids unique per run, so that two runs (or
+	// a leftover session on a real broker) never collide. Empty means "run".
+	RunID string
+}
+
+// Program is a compiled plan: every client with its expanded identity,
+// subscriptions, topic, schedule and expected deliveries, and the phases
+// of the timeline. It is a pure value: explain prints it, the runner
+// executes it, and tests check it exactly.
+type Program struct {
+	Plan *Plan
+	// Thresholds are the compiled pass conditions.
+	Thresholds []*Threshold
+	// Groups parallels Plan.Groups.
+	Groups []GroupProgram
+	// Clients holds every client in connect order: the clients of
+	// subscribing groups first, so that subscriptions are in place before
+	// anything is published. A client's index here is its publisher number
+	// in message headers.
+	Clients []Client
+	// Phases lists every phase in PhaseNames order with its planned length.
+	Phases []PhasePlan
+	// Warmup, Ramp and Steady are the publishing phases' lengths (Steady is
+	// derived from publish counts when the plan has no duration).
+	Warmup, Ramp, Steady, Drain time.Duration
+	// MaxPayload is the largest payload any publisher sends.
+	MaxPayload int
+}
+
+// GroupProgram is one group after compilation.
+type GroupProgram struct {
+	// Index is the group's position in Plan.Groups.
+	Index int
+	Name  string
+	// Stage is 0 for groups that subscribe (connected first) and 1 for the
+	// others.
+	Stage int
+	// First is the index of the group's first client in Program.Clients;
+	// its clients are Clients[First : First+Count].
+	First, Count int
+	// Subscribes and Publishes say what the group does.
+	Subscribes, Publishes bool
+	// ConnectSpan is how long the group's connection ramp lasts.
+	ConnectSpan time.Duration
+	// Interval is the time between one client's messages at the target rate.
+	Interval time.Duration
+	// PayloadSize is the publish size (0 for non-publishers).
+	PayloadSize int
+	// ExpectedPerMessage is the deliveries one message of this group
+	// implies, averaged over the group's clients (exact per client in
+	// Client.Publish).
+	ExpectedPerMessage float64
+}
+
+// Client is one MQTT client, fully expanded.
+type Client struct {
+	// Index is the client's position in Program.Clients and its publisher
+	// number in message headers.
+	Index int
+	// Group is the index of the client's group.
+	Group int
+	// N is the client number (%i).
+	N        int
+	ID       string
+	Username string
+	Password Secret
+	// URL is the broker this client connects to (round-robin over urls).
+	URL string
+	// SourceAddr is the local address to bind, or "".
+	SourceAddr string
+	// ConnectAt is the client's offset in its stage's connection ramp.
+	ConnectAt time.Duration
+	// Subscriptions are the client's expanded filters.
+	Subscriptions []ClientSubscription
+	// WillTopic is the expanded will topic, if the group has a will.
+	WillTopic string
+	// Publish is nil for clients that do not publish.
+	Publish *ClientPublish
+}
+
+// ClientSubscription is one expanded subscription.
+type ClientSubscription struct {
+	// Filter is the filter as sent in SUBSCRIBE (with any $share prefix).
+	Filter string
+	QoS    byte
+	// Share is the $share group name, "" for an ordinary subscription.
+	Share string
+	// ShareKey identifies the share group for duplicate accounting: one
+	// index per distinct (share name, filter) of the plan, -1 when Share is "".
+	ShareKey int
+}
+
+// ClientPublish is one client's publishing.
+type ClientPublish struct {
+	Topic    string
+	QoS      byte
+	Size     int
+	Retain   bool
+	Schedule Schedule
+	// Expected is the number of deliveries each message implies: one per
+	// subscribing client whose filters match (a client with several
+	// matching filters gets one copy) and one per matching $share group.
+	Expected int
+	// ExpectedByGroup splits Expected by receiving group (len = groups).
+	ExpectedByGroup []int
+}
+
+// PhasePlan is one phase of the timeline as planned.
+type PhasePlan struct {
+	Name string
+	// Length is the planned length: exact for warmup, ramp and steady; the
+	// connection ramps' span for connect; the upper bound for drain; 0 for
+	// phases whose length depends on the broker (subscribe, disconnect).
+	Length time.Duration
+	// Connects is the number of connections opened in the phase.
+	Connects int
+	// Messages is the number of PUBLISH packets intended in the phase;
+	// Deliveries the deliveries they imply; Bytes their payload bytes
+	// (out) and DeliveredBytes the payload bytes delivered (in).
+	Messages, Deliveries, Bytes, DeliveredBytes int64
+}
+
+// Rate returns per-second figures of the phase: n spread over Length.
+func (p PhasePlan) Rate(n int64) float64 {
+	if p.Length <= 0 {
+		return 0
+	}
+	return float64(n) / p.Length.Seconds()
+}
+
+// ShareGroups counts the distinct (share name, filter) pairs of the
+// program, the range of ClientSubscription.ShareKey.
+func (p *Program) ShareGroups() int {
+	n := 0
+	for i := range p.Clients {
+		for _, s := range p.Clients[i].Subscriptions {
+			if s.ShareKey+1 > n {
+				n = s.ShareKey + 1
+			}
+		}
+	}
+	return n
+}
+
+// Publishers returns the number of publishing clients.
+func (p *Program) Publishers() int {
+	n := 0
+	for i := range p.Clients {
+		if p.Clients[i].Publish != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Compile turns a loaded plan into a Program. It is pure: the same plan
+// and options always give the same program. The errors it can return are
+// threshold errors (unknown metric, group or phase), positioned in the plan.
+func Compile(p *Plan, opts CompileOptions) (*Program, error) {
+	ths, errs := CompileThresholds(p)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	runID := opts.RunID
+	if runID == "" {
+		runID = "run"
+	}
+	prog := &Program{
+		Plan:       p,
+		Thresholds: ths,
+		Groups:     make([]GroupProgram, len(p.Groups)),
+		Warmup:     p.Warmup,
+		Ramp:       p.Ramp,
+		Steady:     p.Duration,
+		Drain:      p.Drain,
+	}
+
+	// Connect order: subscribing groups first (stage 0), then the rest.
+	order := make([]int, 0, len(p.Groups))
+	for stage := 0; stage < 2; stage++ {
+		for gi := range p.Groups {
+			if (len(p.Groups[gi].Subscribe) > 0) == (stage == 0) {
+				order = append(order, gi)
+			}
+		}
+	}
+	total := 0
+	for _, g := range p.Groups {
+		total += g.Count
+	}
+	prog.Clients = make([]Client, 0, total)
+	shareKeys := map[string]int{}
+	for _, gi := range order {
+		g := &p.Groups[gi]
+		gp := &prog.Groups[gi]
+		gp.Index, gp.Name, gp.First, gp.Count = gi, g.Name, len(prog.Clients), g.Count
+		gp.Subscribes, gp.Publishes = len(g.Subscribe) > 0, g.Publish != nil
+		if !gp.Subscribes {
+			gp.Stage = 1
+		}
+		if g.ConnectRate > 0 {
+			gp.ConnectSpan = time.Duration(float64(g.Count-1) / g.ConnectRate * float64(time.Second))
+		}
+		if g.Publish != nil {
+			gp.Interval = g.Publish.Interval(g.Count)
+			gp.PayloadSize = g.Publish.Size
+			prog.MaxPayload = max(prog.MaxPayload, g.Publish.Size)
+		}
+		for j := 0; j < g.Count; j++ {
+			c := Client{Index: len(prog.Clients), Group: gi, N: g.Start + j, Password: g.Password}
+			c.Username = g.Username.Expand(TemplateVars{N: c.N})
+			if g.ClientID.IsZero() {
+				c.ID = "mqplan-" + runID + "-" + g.Name + "-" + strconv.Itoa(c.N)
+			} else {
+				c.ID = g.ClientID.Expand(TemplateVars{N: c.N, Username: c.Username})
+			}
+			vars := TemplateVars{ClientID: c.ID, Username: c.Username, N: c.N}
+			urls := p.Broker.URLs
+			if len(urls) > 0 {
+				c.URL = urls[c.Index%len(urls)]
+			}
+			if sa := p.Broker.SourceAddresses; len(sa) > 0 {
+				c.SourceAddr = sa[c.Index%len(sa)]
+			}
+			if g.ConnectRate > 0 {
+				c.ConnectAt = time.Duration(float64(j) / g.ConnectRate * float64(time.Second))
+			}
+			for _, s := range g.Subscribe {
+				f := s.Topic.Expand(vars)
+				cs := ClientSubscription{Filter: f, QoS: s.QoS, ShareKey: -1}
+				if share, filter, err := SplitShare(f); err == nil && share != "" {
+					cs.Share = share
+					key := share + "\x00" + filter
+					k, ok := shareKeys[key]
+					if !ok {
+						k = len(shareKeys)
+						shareKeys[key] = k
+					}
+					cs.ShareKey = k
+				}
+				c.Subscriptions = append(c.Subscriptions, cs)
+			}
+			if g.Will != nil {
+				c.WillTopic = g.Will.Topic.Expand(vars)
+			}
+			if pub := g.Publish; pub != nil {
+				c.Publish = &ClientPublish{
+					Topic:  pub.Topic.Expand(vars),
+					QoS:    pub.QoS,
+					Size:   pub.Size,
+					Retain: pub.Retain,
+					Schedule: Schedule{
+						Interval: gp.Interval,
+						Phase:    float64(j) / float64(g.Count),
+						Warmup:   p.Warmup,
+						Ramp:     p.Ramp,
+						Steady:   p.Duration,
+						Count:    pub.Count,
+					},
+				}
+			}
+			prog.Clients = append(prog.Clients, c)
+		}
+	}
+
+	if prog.Steady <= 0 {
+		prog.Steady = steadyFromCounts(prog)
+	}
+	for i := range prog.Clients {
+		if pub := prog.Clients[i].Publish; pub != nil {
+			pub.Schedule.Steady = prog.Steady
+		}
+	}
+	computeExpectations(prog)
+	prog.Phases = planPhases(prog)
+	return prog, nil
+}
+
+// steadyFromCounts sizes the steady phase of a plan whose publishers all
+// have counts: just long enough for the slowest to send its last message.
+func steadyFromCounts(prog *Program) time.Duration {
+	var last time.Duration
+	for i := range prog.Clients {
+		if pub := prog.Clients[i].Publish; pub != nil {
+			last = max(last, pub.Schedule.LastAt())
+		}
+	}
+	steady := last - prog.Warmup - prog.Ramp + time.Millisecond
+	if steady < time.Millisecond {
+		steady = time.Millisecond
+	}
+	return steady
+}
+
+// computeExpectations fills ClientPublish.Expected with a topic trie of
+// every subscription, matched once per publishing client (not per message).
+func computeExpectations(prog *Program) {
+	var ix subscriptionIndex
+	for i := range prog.Clients {
+		c := &prog.Clients[i]
+		for _, s := range c.Subscriptions {
+			_, filter, err := SplitShare(s.Filter)
+			if err != nil {
+				continue // validated at load time; unreachable
+			}
+			ix.add(indexedSub{client: c.Index, group: c.Group, share: s.Share, filter: filter, key: s.ShareKey})
+		}
+	}
+	seenClient := map[int]bool{}
+	seenShare := map[int]bool{}
+	byTopic := map[string][]int{}
+	for i := range prog.Clients {
+		pub := prog.Clients[i].Publish
+		if pub == nil {
+			continue
+		}
+		if by, ok := byTopic[pub.Topic]; ok {
+			pub.ExpectedByGroup = by
+			for _, n := range by {
+				pub.Expected += n
+			}
+			continue
+		}
+		clear(seenClient)
+		clear(seenShare)
+		by := make([]int, len(prog.Groups))
+		ix.match(pub.Topic, func(s indexedSub) {
+			if s.share != "" {
+				if !seenShare[s.key] {
+					seenShare[s.key] = true
+					by[shareOwner(prog, s.key)]++
+				}
+				return
+			}
+			if !seenClient[s.client] {
+				seenClient[s.client] = true
+				by[s.group]++
+			}
+		})
+		byTopic[pub.Topic] = by
+		pub.ExpectedByGroup = by
+		for _, n := range by {
+			pub.Expected += n
+		}
+	}
+	for gi := range prog.Groups {
+		gp := &prog.Groups[gi]
+		if !gp.Publishes || gp.Count == 0 {
+			continue
+		}
+		sum := 0
+		for _, c := range prog.Clients[gp.First : gp.First+gp.Count] {
+			sum += c.Publish.Expected
+		}
+		gp.ExpectedPerMessage = float64(sum) / float64(gp.Count)
+	}
+}
+
+// shareOwner is the group credited with a share group's deliveries: the
+// group of its first member. Members normally all sit in one group.
+func shareOwner(prog *Program, key int) int {
+	for i := range prog.Clients {
+		for _, s := range prog.Clients[i].Subscriptions {
+			if s.ShareKey == key {
+				return prog.Clients[i].Group
+			}
+		}
+	}
+	return 0
+}
+
+// planPhases computes each phase's planned length and load, exactly, by
+// walking every publisher's schedule.
+func planPhases(prog *Program) []PhasePlan {
+	phases := make([]PhasePlan, len(PhaseNames))
+	for i, n := range PhaseNames {
+		phases[i].Name = n
+	}
+	var span [2]time.Duration
+	for _, gp := range prog.Groups {
+		span[gp.Stage] = max(span[gp.Stage], gp.ConnectSpan)
+	}
+	phases[0].Length = span[0] + span[1]
+	phases[0].Connects = len(prog.Clients)
+	phases[2].Length, phases[3].Length, phases[4].Length = prog.Warmup, prog.Ramp, prog.Steady
+	phases[5].Length = prog.Drain
+	bounds := []time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
+	for i := range prog.Clients {
+		pub := prog.Clients[i].Publish
+		if pub == nil {
+			continue
+		}
+		for ph := 0; ph < 3; ph++ {
+			n := int64(pub.Schedule.Messages(bounds[ph], bounds[ph+1]))
+			phases[2+ph].Messages += n
+			phases[2+ph].Deliveries += n * int64(pub.Expected)
+			phases[2+ph].Bytes += n * int64(pub.Size)
+			phases[2+ph].DeliveredBytes += n * int64(pub.Expected) * int64(pub.Size)
+		}
+	}
+	return phases
+}
+
+// PhaseOf returns the index in PhaseNames of the publishing phase that
+// contains offset t from the start of warmup (warmup, ramp or steady).
+func (p *Program) PhaseOf(t time.Duration) int {
+	switch {
+	case t < p.Warmup:
+		return 2
+	case t < p.Warmup+p.Ramp:
+		return 3
+	default:
+		return 4
+	}
+}
+
+// String summarises a client for error messages.
+func (c *Client) String() string {
+	return fmt.Sprintf("client %q", c.ID)
+}
+
+// PeakRate is the program's highest publish rate in messages per second
+// (at the target rate, all publishers together).
+func (p *Program) PeakRate() float64 {
+	r := 0.0
+	for i := range p.Clients {
+		if pub := p.Clients[i].Publish; pub != nil && pub.Schedule.Interval > 0 {
+			r += float64(time.Second) / float64(pub.Schedule.Interval)
+		}
+	}
+	return math.Round(r*1000) / 1000
+}

@@ -1,0 +1,186 @@
+package plans
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// LoadOptions controls Load.
+type LoadOptions struct {
+	// LookupEnv resolves ${VAR}; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Sets are --set key=value overrides, applied before decoding, e.g.
+	// "duration=10s", "broker.url=mqtt://127.0.0.1:1883", "groups.pub.count=50",
+	// "groups[1].publish.qos=1", "groups.sub.subscribe[0].topic=a/#".
+	Sets []string
+}
+
+// setPosFile is the Pos.File of problems that come from --set overrides
+// rather than from the plan file: they have no line to point at.
+const setPosFile = "--set"
+
+// maxPlanBytes bounds the plan file. A real plan is a few kilobytes; the
+// limit only keeps a wrong file (a log, a binary) from costing seconds of
+// parsing and a large tree before it is rejected.
+const maxPlanBytes = 4 << 20
+
+// Load reads the plan file at path ("-" for standard input) and returns
+// the decoded, defaulted and validated plan.
+//
+// A file that cannot be read gives the read error as is (it names the file,
+// e.g. "open plans/nope.yaml: no such file or directory"). Problems in the
+// plan give Errors: every problem at once, sorted by line and column.
+func Load(path string, opts LoadOptions) (*Plan, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(io.LimitReader(os.Stdin, maxPlanBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("read plan from standard input: %w", err)
+		}
+	} else {
+		data, err = os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return LoadBytes(path, data, opts)
+}
+
+// LoadBytes decodes a plan from data; file names it in positions, gives the
+// default plan name (its base name without extension) and the directory
+// that relative TLS paths are resolved against.
+//
+// Every problem is returned as Errors and the plan is nil; LoadBytes never
+// panics, whatever data holds.
+func LoadBytes(file string, data []byte, opts LoadOptions) (*Plan, error) {
+	l := &loader{file: file, data: data, lookup: opts.LookupEnv, origin: map[*yaml.Node]string{}}
+	if l.lookup == nil {
+		l.lookup = os.LookupEnv
+	}
+	p := l.load(opts.Sets)
+	if len(l.errs) > 0 {
+		return nil, l.sorted()
+	}
+	return p, nil
+}
+
+// loader holds the state of one LoadBytes call. Its methods report problems
+// with errorf and keep going, so that one call finds every problem.
+type loader struct {
+	file   string
+	data   []byte
+	lookup func(string) (string, bool)
+	errs   Errors
+	// origin maps a node made by a --set override to the key it was set
+	// with, so that problems in it are reported as "--set: <key>: ...".
+	origin map[*yaml.Node]string
+	// budget is the number of nodes alias expansion may still produce.
+	budget int
+	// overBudget is set once the alias budget is exhausted, so that the
+	// problem is reported once.
+	overBudget bool
+	// outerAlias is the outermost alias being expanded, if any.
+	outerAlias *yaml.Node
+}
+
+func (l *loader) load(sets []string) *Plan {
+	if len(l.data) > maxPlanBytes {
+		l.errs = append(l.errs, &Error{Pos: Pos{File: l.file, Line: 1, Col: 1},
+			Msg: fmt.Sprintf("the plan is %d bytes, more than the limit of %d: is this the right file?", len(l.data), maxPlanBytes)})
+		return nil
+	}
+	root := l.parse()
+	if root == nil {
+		return nil
+	}
+	root = l.expandAliases(root)
+	if l.overBudget || root.Kind != yaml.MappingNode {
+		// Past the node budget the tree is cut short, and decoding it
+		// would only add noise to the one problem that matters.
+		return nil
+	}
+	l.applySets(root, sets)
+	return l.plan(root)
+}
+
+// sorted returns the problems ordered by line then column (--set problems,
+// which have no line, first), without exact repeats: a node reached through
+// several aliases would otherwise report the same problem more than once.
+func (l *loader) sorted() Errors {
+	es := append(Errors(nil), l.errs...)
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].Pos.Line != es[j].Pos.Line {
+			return es[i].Pos.Line < es[j].Pos.Line
+		}
+		return es[i].Pos.Col < es[j].Pos.Col
+	})
+	out := es[:0]
+	seen := map[string]bool{}
+	for _, e := range es {
+		s := e.Error()
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+// pos is the position of n in the plan file, or the --set position for a
+// node that a --set override made (those have no line).
+func (l *loader) pos(n *yaml.Node) Pos {
+	if n == nil || n.Line <= 0 {
+		return Pos{File: setPosFile}
+	}
+	return Pos{File: l.file, Line: n.Line, Col: max(n.Column, 1)}
+}
+
+// errorf records a problem at n.
+func (l *loader) errorf(n *yaml.Node, path, format string, args ...any) {
+	l.errs = append(l.errs, &Error{Pos: l.pos(n), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// at returns the path of node n reached as path: a node made by --set is
+// named by the key it was set with, so the user recognises it.
+func (l *loader) at(path string, n *yaml.Node) string {
+	if k, ok := l.origin[n]; ok {
+		return k
+	}
+	return path
+}
+
+// planChildPath is path.key, or key at the top level.
+func planChildPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// planIndexPath is path[i].
+func planIndexPath(path string, i int) string {
+	return path + "[" + strconv.Itoa(i) + "]"
+}
+
+// defaultPlanName is the plan name when the plan does not give one: the file
+// name without its extension.
+func defaultPlanName(file string) string {
+	if file == "-" {
+		return "stdin"
+	}
+	base := filepath.Base(file)
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	if base == "" || base == "." || base == string(filepath.Separator) {
+		return "plan"
+	}
+	return base
+}

@@ -1,0 +1,1027 @@
+package plans
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// The keys of each section, in the order the messages list them.
+var (
+	planKeys      = []string{"name", "description", "broker", "groups", "warmup", "ramp", "duration", "drain", "thresholds"}
+	brokerKeys    = []string{"url", "urls", "protocol", "connect_timeout", "tls", "source_addresses"}
+	tlsKeys       = []string{"ca", "cert", "key", "server_name", "insecure_skip_verify"}
+	groupKeys     = []string{"name", "count", "start", "client_id", "username", "password", "keepalive", "clean_start", "session_expiry", "connect_rate", "connect_every", "reconnect", "will", "protocol", "subscribe", "publish"}
+	reconnectKeys = []string{"after", "max"}
+	willKeys      = []string{"topic", "payload", "qos", "retain"}
+	subKeys       = []string{"topic", "qos"}
+	publishKeys   = []string{"topic", "qos", "size", "every", "rate", "retain", "count"}
+)
+
+// Defaults and limits of the plan format (plan-format.md). Each is
+// documented where the plan's types are, and pinned by the loader tests.
+const (
+	defDrain          = 5 * time.Second  // drain: wait for late deliveries
+	defProtocol       = 5                // broker.protocol: MQTT 5.0
+	defConnectTimeout = 10 * time.Second // broker.connect_timeout
+	defGroupCount     = 1                // groups[].count
+	defGroupStart     = 1                // groups[].start: the first %i
+	defKeepalive      = 60 * time.Second // groups[].keepalive
+	defConnectRate    = 1000.0           // groups[].connect_rate, connections per second
+	defReconnectAfter = time.Second      // groups[].reconnect.after
+	defPayloadSize    = 256              // groups[].publish.size, bytes
+
+	maxGroupCount    = 1_000_000                // clients in one group
+	maxGroupStart    = math.MaxInt32            // keeps start+count-1 inside an int32 %i
+	maxKeepalive     = 65535 * time.Second      // the MQTT keepalive field is 16 bits of seconds
+	maxSessionExpiry = 4294967295 * time.Second // the MQTT 5 property is 32 bits of seconds
+	maxPayloadSize   = 256 << 20                // the MQTT packet limit is 256 MiB
+	minPlanRate      = 1.0 / 3600               // one per hour: slower rates overflow intervals
+)
+
+// Values that plan text is expected to hold, for "must be X, got Y".
+const (
+	wantString   = "a string"
+	wantInt      = "a whole number"
+	wantBool     = "true or false"
+	wantDuration = "a duration like 10s"
+	wantRate     = "a rate like 500/s, 60/min or 2/ms"
+	wantSize     = "a size like 1KB, 512B or 1024"
+	wantQoS      = "0, 1 or 2"
+	wantProtocol = "3 (MQTT 3.1), 4 (MQTT 3.1.1) or 5 (MQTT 5.0)"
+)
+
+// loadGroupNameRE is what a group name may hold: it appears in paths,
+// thresholds (groups.<name>) and --set keys.
+var loadGroupNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// keyEntry is one key of a mapping with its value and the value's path.
+type keyEntry struct {
+	key, val *yaml.Node
+	path     string
+}
+
+// section is a mapping checked against its schema: unknown and duplicate
+// keys are reported once, when it is made; the typed getters report bad
+// values and leave the destination (holding its default) alone.
+type keySection struct {
+	l      *loader
+	path   string
+	node   *yaml.Node
+	fields map[string]keyEntry
+}
+
+// section checks mapping n against its known keys. A null n (a key with
+// nothing under it) is an empty section. With extensions, keys starting
+// with "x-" are ignored: a place for anchors that other keys alias.
+func (l *loader) section(path string, n *yaml.Node, known []string, extensions bool) *keySection {
+	s := &keySection{l: l, path: path, node: n, fields: map[string]keyEntry{}}
+	if isNullNode(n) {
+		return s
+	}
+	if n.Kind != yaml.MappingNode {
+		l.errorf(n, path, "must be a mapping with keys like %s; got %s", strings.Join(known, ", "), describeNode(n))
+		return s
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			l.errorf(k, path, "a key must be a name, got %s", describeNode(k))
+			continue
+		}
+		name := k.Value
+		if extensions && strings.HasPrefix(name, "x-") {
+			continue
+		}
+		if !slices.Contains(known, name) {
+			if hint := suggestKey(name, known); hint != "" {
+				l.errorf(k, path, "unknown key %s (did you mean %q?)", quoteValue(name), hint)
+			} else {
+				l.errorf(k, path, "unknown key %s (known keys: %s)", quoteValue(name), strings.Join(known, ", "))
+			}
+			continue
+		}
+		if first, dup := s.fields[name]; dup {
+			where := ""
+			switch {
+			case first.key.Line == k.Line && k.Line > 0:
+				where = fmt.Sprintf(" (first at column %d)", first.key.Column)
+			case first.key.Line > 0:
+				where = fmt.Sprintf(" (first at line %d)", first.key.Line)
+			}
+			l.errorf(k, path, "duplicate key %q%s", name, where)
+			continue
+		}
+		s.fields[name] = keyEntry{key: k, val: v, path: l.at(planChildPath(path, name), v)}
+	}
+	return s
+}
+
+// get returns the entry for key. Callers treat a null value as absent
+// for sections (broker:, will:, ...) but not for typed scalars, whose
+// getters report "got nothing".
+func (s *keySection) get(key string) (keyEntry, bool) {
+	e, ok := s.fields[key]
+	return e, ok
+}
+
+// laterEntry returns whichever of two entries comes later in the text,
+// the one a "not both" problem is reported at.
+func laterEntry(a, b keyEntry) keyEntry {
+	if b.key.Line > a.key.Line || b.key.Line == a.key.Line && b.key.Column > a.key.Column || b.key.Line == 0 {
+		return b
+	}
+	return a
+}
+
+// text returns the scalar at e after ${VAR} expansion. null reports a
+// YAML null (an empty value); ok is false, with the problem recorded, when
+// the value is not a scalar or does not expand.
+func (l *loader) text(e keyEntry, want string) (s string, null, ok bool) {
+	if e.val.Kind != yaml.ScalarNode {
+		l.errorf(e.val, e.path, "must be %s, got %s", want, describeNode(e.val))
+		return "", false, false
+	}
+	if isNullNode(e.val) {
+		return "", true, true
+	}
+	s, err := expandEnvVars(e.val.Value, l.lookup)
+	if err != nil {
+		l.errorf(e.val, e.path, "%v", err)
+		return "", false, false
+	}
+	return s, false, true
+}
+
+// value is text for a typed scalar: null is a problem, since an empty
+// value cannot mean a number.
+func (l *loader) value(e keyEntry, want string) (string, bool) {
+	s, null, ok := l.text(e, want)
+	if ok && null {
+		l.errorf(e.val, e.path, "must be %s, got %s", want, describeNode(e.val))
+		return "", false
+	}
+	return s, ok
+}
+
+func (s *keySection) str(key string, dst *string) bool {
+	e, ok := s.get(key)
+	if !ok {
+		return false
+	}
+	v, _, ok := s.l.text(e, wantString)
+	if ok {
+		*dst = v
+	}
+	return ok
+}
+
+func (s *keySection) boolean(key string, dst *bool) {
+	e, ok := s.get(key)
+	if !ok {
+		return
+	}
+	v, ok := s.l.value(e, wantBool)
+	if !ok {
+		return
+	}
+	b, ok := parsePlanBool(v)
+	if !ok {
+		s.l.errorf(e.val, e.path, "must be %s, got %s", wantBool, gotValue(v))
+		return
+	}
+	*dst = b
+}
+
+// integer reads a whole number in [lo, hi]; present reports whether the
+// key was there at all, valid or not.
+func (s *keySection) integer(key string, dst *int, lo, hi int) (present bool) {
+	e, ok := s.get(key)
+	if !ok {
+		return false
+	}
+	v, ok := s.l.value(e, wantInt)
+	if !ok {
+		return true
+	}
+	n, err := parsePlanInt(v)
+	switch {
+	case err != nil && planIntRE.MatchString(strings.TrimSpace(v)):
+		s.l.errorf(e.val, e.path, "must be at most %d, got %s", hi, gotValue(v))
+	case err != nil:
+		s.l.errorf(e.val, e.path, "must be %s, got %s", wantInt, gotValue(v))
+	case n < lo:
+		s.l.errorf(e.val, e.path, "must be at least %d, got %d", lo, n)
+	case n > hi:
+		s.l.errorf(e.val, e.path, "must be at most %d, got %d", hi, n)
+	default:
+		*dst = n
+	}
+	return true
+}
+
+// qos reads an MQTT QoS level.
+func (s *keySection) qos(key string, dst *byte) {
+	e, ok := s.get(key)
+	if !ok {
+		return
+	}
+	v, ok := s.l.value(e, wantQoS)
+	if !ok {
+		return
+	}
+	n, err := parsePlanInt(v)
+	if err != nil || n < 0 || n > 2 {
+		s.l.errorf(e.val, e.path, "must be %s, got %s", wantQoS, gotValue(v))
+		return
+	}
+	*dst = byte(n)
+}
+
+// protocol reads an MQTT protocol level.
+func (s *keySection) protocol(key string, dst *int) {
+	e, ok := s.get(key)
+	if !ok {
+		return
+	}
+	v, ok := s.l.value(e, wantProtocol)
+	if !ok {
+		return
+	}
+	n, err := parsePlanInt(v)
+	if err != nil || n < 3 || n > 5 {
+		s.l.errorf(e.val, e.path, "must be %s, got %s", wantProtocol, gotValue(v))
+		return
+	}
+	*dst = n
+}
+
+// durationOpts bounds a duration: positive means it must be more than 0
+// (otherwise 0 is allowed); max 0 means no upper bound; seconds means a
+// whole number of seconds, for MQTT fields counted in seconds.
+type durationOpts struct {
+	positive bool
+	max      time.Duration
+	seconds  bool
+}
+
+// duration reads a Go duration ("250us", "1m30s", or "0"); present
+// reports whether the key was there.
+func (s *keySection) duration(key string, dst *time.Duration, o durationOpts) (present bool) {
+	e, ok := s.get(key)
+	if !ok {
+		return false
+	}
+	v, ok := s.l.value(e, wantDuration)
+	if !ok {
+		return true
+	}
+	t := strings.TrimSpace(v)
+	d, err := time.ParseDuration(t)
+	switch {
+	case err != nil && planIntRE.MatchString(t):
+		s.l.errorf(e.val, e.path, "must be %s, got %s: add a unit (ns, us, ms, s, m or h)", wantDuration, gotValue(v))
+	case err != nil:
+		s.l.errorf(e.val, e.path, "must be %s, got %s", wantDuration, gotValue(v))
+	case d < 0:
+		s.l.errorf(e.val, e.path, "must not be negative, got %s", t)
+	case d == 0 && o.positive:
+		s.l.errorf(e.val, e.path, "must be more than 0, got %s", t)
+	case o.max > 0 && d > o.max && o.seconds:
+		s.l.errorf(e.val, e.path, "must be at most %ds, got %s", o.max/time.Second, t)
+	case o.max > 0 && d > o.max:
+		s.l.errorf(e.val, e.path, "must be at most %s, got %s", o.max, t)
+	case o.seconds && d%time.Second != 0:
+		s.l.errorf(e.val, e.path, "must be a whole number of seconds (MQTT counts it in seconds), got %s", t)
+	default:
+		*dst = d
+	}
+	return true
+}
+
+// rate reads a rate in events per second; zeroOK allows 0.
+func (s *keySection) rate(key string, dst *float64, zeroOK bool) (present bool) {
+	e, ok := s.get(key)
+	if !ok {
+		return false
+	}
+	v, ok := s.l.value(e, wantRate)
+	if !ok {
+		return true
+	}
+	r, err := ParseRate(v)
+	switch {
+	case err != nil:
+		s.l.errorf(e.val, e.path, "must be %s, got %s", wantRate, gotValue(v))
+	case r < 0:
+		s.l.errorf(e.val, e.path, "must not be negative, got %s", strings.TrimSpace(v))
+	case r == 0 && zeroOK:
+		*dst = 0
+	case r == 0:
+		s.l.errorf(e.val, e.path, "must be more than 0, got %s", strings.TrimSpace(v))
+	case r < minPlanRate:
+		s.l.errorf(e.val, e.path, "must be at least 1/h, got %s", strings.TrimSpace(v))
+	case r > maxPlanRate:
+		s.l.errorf(e.val, e.path, "must be at most %s/s, got %s", strconv.FormatFloat(maxPlanRate, 'f', -1, 64), strings.TrimSpace(v))
+	default:
+		*dst = r
+	}
+	return true
+}
+
+// size reads a byte size in [lo, hi].
+func (s *keySection) size(key string, dst *int, lo, hi int64, why string) {
+	e, ok := s.get(key)
+	if !ok {
+		return
+	}
+	v, ok := s.l.value(e, wantSize)
+	if !ok {
+		return
+	}
+	n, err := ParseSize(v)
+	switch {
+	case err == errNegativeSize:
+		s.l.errorf(e.val, e.path, "must not be negative, got %s", strings.TrimSpace(v))
+	case err != nil:
+		s.l.errorf(e.val, e.path, "must be %s, got %s", wantSize, gotValue(v))
+	case n < lo:
+		s.l.errorf(e.val, e.path, "must be at least %d bytes%s, got %s", lo, why, strings.TrimSpace(v))
+	case n > hi:
+		s.l.errorf(e.val, e.path, "must be at most %s, got %s", formatByteSize(hi), strings.TrimSpace(v))
+	default:
+		*dst = int(n)
+	}
+}
+
+// templateUse is a template read from the plan, kept with its node so that
+// checks needing the whole group (%u needs a username) point at it.
+type templateUse struct {
+	t    Template
+	e    keyEntry
+	kind string // "filter", "topic" or "" (no topic check)
+}
+
+// templateVerbNames describes the placeholders a field allows, for messages.
+var templateVerbNames = map[byte]string{'c': "%c", 'u': "%u", 'i': "%i"}
+
+// template reads a %c/%u/%i template allowing the verbs in allowed.
+func (s *keySection) template(key, allowed string) (templateUse, bool) {
+	e, ok := s.get(key)
+	if !ok {
+		return templateUse{}, false
+	}
+	return s.l.templateAt(e, allowed)
+}
+
+func (l *loader) templateAt(e keyEntry, allowed string) (templateUse, bool) {
+	v, _, ok := l.text(e, "a string")
+	if !ok {
+		return templateUse{}, false
+	}
+	t, err := ParseTemplate(v, allowed)
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "not allowed here") {
+			var names []string
+			for i := 0; i < len(allowed); i++ {
+				names = append(names, templateVerbNames[allowed[i]])
+			}
+			msg += fmt.Sprintf(" (here only %s and %%%% are)", strings.Join(names, ", "))
+		}
+		l.errorf(e.val, e.path, "%s", msg)
+		return templateUse{}, false
+	}
+	return templateUse{t: t, e: e}, true
+}
+
+// plan decodes the top-level mapping.
+func (l *loader) plan(root *yaml.Node) *Plan {
+	top := l.section("", root, planKeys, true)
+	p := &Plan{File: l.file, Name: defaultPlanName(l.file), Drain: defDrain}
+	if e, ok := top.get("name"); ok {
+		if v, _, ok := l.text(e, wantString); ok {
+			if strings.TrimSpace(v) == "" {
+				l.errorf(e.val, e.path, "must not be empty (leave it out to use the file name)")
+			} else {
+				p.Name = v
+			}
+		}
+	}
+	if top.str("description", &p.Description) {
+		// A folded or literal block ends with a newline; the report
+		// prints the text on its own.
+		p.Description = strings.TrimRight(p.Description, " \t\n")
+	}
+	p.Broker = l.broker(top)
+	groups, publishKnown := l.groups(top, p.Broker)
+	p.Groups = groups
+	top.duration("warmup", &p.Warmup, durationOpts{})
+	top.duration("ramp", &p.Ramp, durationOpts{})
+	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
+	top.duration("drain", &p.Drain, durationOpts{})
+	p.Thresholds = l.thresholds(top)
+
+	if !hasDuration && publishKnown {
+		publishers, counted := 0, 0
+		for _, g := range p.Groups {
+			if g.Publish != nil {
+				publishers++
+				if g.Publish.Count > 0 {
+					counted++
+				}
+			}
+		}
+		switch {
+		case publishers == 0:
+			l.errorf(root, "", "missing \"duration\": say how long the measured phase lasts, like duration: 30s")
+		case counted < publishers:
+			l.errorf(root, "", "missing \"duration\": say how long the measured phase lasts, like duration: 30s (it may be left out only when every publishing group has a publish.count)")
+		}
+	}
+	return p
+}
+
+// broker decodes the broker: section; absent means the embedded broker.
+func (l *loader) broker(top *keySection) Broker {
+	b := Broker{URLs: []string{Embedded}, Protocol: defProtocol, ConnectTimeout: defConnectTimeout, Pos: l.pos(top.node)}
+	e, ok := top.get("broker")
+	if !ok || isNullNode(e.val) {
+		return b
+	}
+	b.Pos = l.pos(e.val)
+	s := l.section(e.path, e.val, brokerKeys, false)
+
+	ue, hasURL := s.get("url")
+	ve, hasURLs := s.get("urls")
+	switch {
+	case hasURL && hasURLs:
+		w := laterEntry(ue, ve)
+		l.errorf(w.key, w.path, "set either url or urls, not both")
+	case hasURL:
+		if v, ok := l.value(ue, "a broker URL"); ok {
+			if u, err := normalizeBrokerURL(v); err != nil {
+				l.errorf(ue.val, ue.path, "%v", err)
+			} else {
+				b.URLs = []string{u}
+			}
+		}
+	case hasURLs:
+		if urls, ok := l.brokerURLs(ve); ok {
+			b.URLs = urls
+		}
+	}
+	s.protocol("protocol", &b.Protocol)
+	s.duration("connect_timeout", &b.ConnectTimeout, durationOpts{positive: true})
+	if te, ok := s.get("tls"); ok && !isNullNode(te.val) {
+		b.TLS = l.tls(te)
+	}
+	if ae, ok := s.get("source_addresses"); ok && !isNullNode(ae.val) {
+		b.SourceAddresses = l.sourceAddresses(ae)
+	}
+	return b
+}
+
+// brokerURLs decodes broker.urls, a cluster's URLs.
+func (l *loader) brokerURLs(e keyEntry) ([]string, bool) {
+	if e.val.Kind != yaml.SequenceNode {
+		l.errorf(e.val, e.path, "must be a list of broker URLs like [mqtt://n1:1883, mqtt://n2:1883], got %s", describeNode(e.val))
+		return nil, false
+	}
+	if len(e.val.Content) == 0 {
+		l.errorf(e.val, e.path, "must list at least one broker URL")
+		return nil, false
+	}
+	var urls []string
+	ok := true
+	embedded := false
+	for i, item := range e.val.Content {
+		ie := keyEntry{val: item, path: l.at(planIndexPath(e.path, i), item)}
+		v, vok := l.value(ie, "a broker URL")
+		if !vok {
+			ok = false
+			continue
+		}
+		u, err := normalizeBrokerURL(v)
+		if err != nil {
+			l.errorf(item, ie.path, "%v", err)
+			ok = false
+			continue
+		}
+		embedded = embedded || u == Embedded
+		urls = append(urls, u)
+	}
+	if ok && embedded && len(urls) > 1 {
+		l.errorf(e.val, e.path, "embedded is the in-process broker and cannot be mixed with other URLs")
+		return nil, false
+	}
+	return urls, ok
+}
+
+// brokerSchemes maps each accepted URL scheme to the one the runner dials
+// and its default port. tcp is an alias of mqtt, ssl and tls of mqtts, so
+// that the runner has four schemes to handle, not seven.
+var brokerSchemes = map[string]struct{ canonical, port string }{
+	"mqtt":  {"mqtt", "1883"},
+	"tcp":   {"mqtt", "1883"},
+	"mqtts": {"mqtts", "8883"},
+	"ssl":   {"mqtts", "8883"},
+	"tls":   {"mqtts", "8883"},
+	"ws":    {"ws", "80"},
+	"wss":   {"wss", "443"},
+}
+
+// normalizeBrokerURL checks a broker URL and writes it out in full, as
+// scheme://host:port (plus the path for WebSocket, default /mqtt), so that
+// reports show exactly where clients connect.
+func normalizeBrokerURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == Embedded {
+		return raw, nil
+	}
+	const kinds = "embedded, or mqtt://host:1883, mqtts://host:8883, ws://host:8083/mqtt or wss://host/mqtt"
+	u, err := url.Parse(raw)
+	if err != nil {
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("%s is not a valid URL (%v): write %s", quoteValue(raw), err, kinds)
+	}
+	if u.Scheme == "" || u.Opaque != "" {
+		return "", fmt.Errorf("%s is not a broker URL: write %s", quoteValue(raw), kinds)
+	}
+	sc, ok := brokerSchemes[u.Scheme]
+	if !ok {
+		return "", fmt.Errorf("%s has the unknown scheme %q: use mqtt, tcp, mqtts, ssl, tls, ws or wss", quoteValue(raw), u.Scheme)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("%s holds credentials: give them as the groups' username and password instead", quoteValue(raw))
+	}
+	host := u.Hostname()
+	if host == "" {
+		return "", fmt.Errorf("%s has no host", quoteValue(raw))
+	}
+	port := u.Port()
+	if port == "" {
+		port = sc.port
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("%s has the invalid port %q", quoteValue(raw), port)
+	}
+	if u.Fragment != "" || u.RawFragment != "" {
+		return "", fmt.Errorf("%s must not have a #fragment", quoteValue(raw))
+	}
+	out := sc.canonical + "://" + net.JoinHostPort(host, port)
+	if sc.canonical == "ws" || sc.canonical == "wss" {
+		path := u.EscapedPath()
+		if path == "" {
+			path = "/mqtt"
+		}
+		out += path
+		if u.RawQuery != "" {
+			out += "?" + u.RawQuery
+		}
+		return out, nil
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return "", fmt.Errorf("%s has a path or query, which only ws:// and wss:// URLs use", quoteValue(raw))
+	}
+	return out, nil
+}
+
+// tls decodes broker.tls. File paths are resolved against the plan file's
+// directory (not opened: the runner does that, and reports its own errors).
+func (l *loader) tls(e keyEntry) *TLS {
+	t := &TLS{}
+	s := l.section(e.path, e.val, tlsKeys, false)
+	dir := filepath.Dir(l.file)
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"ca", &t.CA}, {"cert", &t.Cert}, {"key", &t.Key}} {
+		var p string
+		if s.str(f.key, &p) && strings.TrimSpace(p) != "" {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			*f.dst = filepath.Clean(p)
+		}
+	}
+	ce, hasCert := s.get("cert")
+	ke, hasKey := s.get("key")
+	switch {
+	case t.Cert != "" && t.Key == "" && hasCert:
+		l.errorf(ce.val, ce.path, "needs key as well: mutual TLS uses a certificate and its private key")
+	case t.Key != "" && t.Cert == "" && hasKey:
+		l.errorf(ke.val, ke.path, "needs cert as well: mutual TLS uses a certificate and its private key")
+	}
+	s.str("server_name", &t.ServerName)
+	s.boolean("insecure_skip_verify", &t.InsecureSkipVerify)
+	return t
+}
+
+// sourceAddresses decodes broker.source_addresses, local IP literals.
+func (l *loader) sourceAddresses(e keyEntry) []string {
+	if e.val.Kind != yaml.SequenceNode {
+		l.errorf(e.val, e.path, "must be a list of local IP addresses like [127.0.0.2, 127.0.0.3], got %s", describeNode(e.val))
+		return nil
+	}
+	var out []string
+	for i, item := range e.val.Content {
+		ie := keyEntry{val: item, path: l.at(planIndexPath(e.path, i), item)}
+		v, ok := l.value(ie, "an IP address")
+		if !ok {
+			continue
+		}
+		a, err := netip.ParseAddr(strings.TrimSpace(v))
+		if err != nil {
+			l.errorf(item, ie.path, "must be an IP address like 127.0.0.2 or ::1, got %s", gotValue(v))
+			continue
+		}
+		out = append(out, a.String())
+	}
+	return out
+}
+
+// groups decodes the groups: list. publishKnown is false when some
+// group's publish: section could not be decoded, so whether a duration is
+// required cannot be told (and saying so would be noise).
+func (l *loader) groups(top *keySection, b Broker) (groups []Group, publishKnown bool) {
+	e, ok := top.get("groups")
+	if !ok || isNullNode(e.val) {
+		l.errorf(top.node, "", "missing \"groups\": a plan needs at least one client group")
+		return nil, false
+	}
+	if e.val.Kind != yaml.SequenceNode {
+		l.errorf(e.val, e.path, "must be a list of groups (each item starting with - name: ...), got %s", describeNode(e.val))
+		return nil, false
+	}
+	if len(e.val.Content) == 0 {
+		l.errorf(e.val, e.path, "must list at least one group")
+		return nil, false
+	}
+	type first struct {
+		path string
+		line int
+	}
+	names := map[string]first{}
+	publishKnown = true
+	for i, item := range e.val.Content {
+		path := l.at(planIndexPath(e.path, i), item)
+		g, nameEntry, pubOK := l.group(path, item, b)
+		publishKnown = publishKnown && pubOK
+		if g.Name != "" {
+			if f, dup := names[g.Name]; dup {
+				where := ""
+				if f.line > 0 {
+					where = fmt.Sprintf(" at line %d", f.line)
+				}
+				l.errorf(nameEntry.val, nameEntry.path, "duplicate group name %q (already used by %s%s)", g.Name, f.path, where)
+			} else {
+				names[g.Name] = first{path: path, line: nameEntry.val.Line}
+			}
+		}
+		groups = append(groups, g)
+	}
+	return groups, publishKnown
+}
+
+// group decodes one group. It returns the name's entry for the duplicate
+// check, and whether its publish section (if any) decoded.
+func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bool) {
+	g := Group{
+		Count:       defGroupCount,
+		Start:       defGroupStart,
+		Keepalive:   defKeepalive,
+		CleanStart:  true,
+		ConnectRate: defConnectRate,
+		Protocol:    b.Protocol,
+		Pos:         l.pos(n),
+	}
+	if n.Kind != yaml.MappingNode {
+		l.errorf(n, path, "must be a group mapping (name, count, subscribe, publish, ...), got %s", describeNode(n))
+		return g, keyEntry{}, false
+	}
+	s := l.section(path, n, groupKeys, false)
+
+	ne, ok := s.get("name")
+	if !ok {
+		l.errorf(n, path, "missing \"name\": every group needs one, for reports and thresholds (groups.<name>)")
+	} else if v, ok := l.value(ne, "a group name"); ok {
+		if loadGroupNameRE.MatchString(v) {
+			g.Name = v
+		} else if v == "" {
+			l.errorf(ne.val, ne.path, "must not be empty")
+		} else {
+			l.errorf(ne.val, ne.path, "must be letters, digits, _ and - only, got %s", gotValue(v))
+		}
+	}
+	s.integer("count", &g.Count, 1, maxGroupCount)
+	s.integer("start", &g.Start, 0, maxGroupStart)
+
+	var refs []templateUse
+	if r, ok := s.template("client_id", "iu"); ok {
+		g.ClientID = r.t
+		refs = append(refs, r)
+	}
+	if r, ok := s.template("username", "i"); ok {
+		g.Username = r.t
+	}
+	var pw string
+	if s.str("password", &pw) {
+		g.Password = Secret(pw)
+	}
+	s.duration("keepalive", &g.Keepalive, durationOpts{max: maxKeepalive, seconds: true})
+	s.boolean("clean_start", &g.CleanStart)
+	s.duration("session_expiry", &g.SessionExpiry, durationOpts{max: maxSessionExpiry, seconds: true})
+
+	re, hasRate := s.get("connect_rate")
+	ee, hasEvery := s.get("connect_every")
+	if hasRate && hasEvery {
+		w := laterEntry(re, ee)
+		l.errorf(w.key, w.path, "set either connect_rate or connect_every, not both")
+	} else if hasRate {
+		s.rate("connect_rate", &g.ConnectRate, true)
+	} else if hasEvery {
+		var every time.Duration
+		s.duration("connect_every", &every, durationOpts{positive: true, max: time.Hour})
+		if every > 0 {
+			g.ConnectRate = float64(time.Second) / float64(every)
+		}
+	}
+
+	if e, ok := s.get("reconnect"); ok && !isNullNode(e.val) {
+		r := &Reconnect{After: defReconnectAfter}
+		rs := l.section(e.path, e.val, reconnectKeys, false)
+		rs.duration("after", &r.After, durationOpts{positive: true})
+		rs.integer("max", &r.Max, 0, math.MaxInt32)
+		g.Reconnect = r
+	}
+	if e, ok := s.get("will"); ok && !isNullNode(e.val) {
+		w := &Will{}
+		ws := l.section(e.path, e.val, willKeys, false)
+		if r, ok := ws.template("topic", "cui"); ok {
+			w.Topic = r.t
+			r.kind = "topic"
+			refs = append(refs, r)
+		} else if _, present := ws.get("topic"); !present {
+			l.errorf(e.val, e.path, "missing \"topic\": a will needs the topic it is published to")
+		}
+		ws.str("payload", &w.Payload)
+		ws.qos("qos", &w.QoS)
+		ws.boolean("retain", &w.Retain)
+		g.Will = w
+	}
+	s.protocol("protocol", &g.Protocol)
+	if e, ok := s.get("subscribe"); ok {
+		var subRefs []templateUse
+		g.Subscribe, subRefs = l.subscriptions(e)
+		refs = append(refs, subRefs...)
+	}
+	pubOK := true
+	if e, ok := s.get("publish"); ok && !isNullNode(e.val) {
+		var r templateUse
+		var hasTopic bool
+		g.Publish, r, hasTopic, pubOK = l.publish(e)
+		if hasTopic {
+			refs = append(refs, r)
+		}
+	}
+	l.checkTemplates(g, refs)
+	return g, ne, pubOK
+}
+
+// subscriptions decodes subscribe: one filter, one {topic, qos} mapping,
+// or a list of either.
+func (l *loader) subscriptions(e keyEntry) ([]Subscription, []templateUse) {
+	if isNullNode(e.val) {
+		return nil, nil
+	}
+	items := []keyEntry{e}
+	if e.val.Kind == yaml.SequenceNode {
+		items = items[:0]
+		for i, item := range e.val.Content {
+			items = append(items, keyEntry{key: e.key, val: item, path: l.at(planIndexPath(e.path, i), item)})
+		}
+	}
+	var subs []Subscription
+	var refs []templateUse
+	for _, it := range items {
+		sub := Subscription{Pos: l.pos(it.val)}
+		var r templateUse
+		var ok bool
+		switch it.val.Kind {
+		case yaml.ScalarNode:
+			r, ok = l.templateAt(it, "cui")
+		case yaml.MappingNode:
+			s := l.section(it.path, it.val, subKeys, false)
+			if _, present := s.get("topic"); !present {
+				l.errorf(it.val, it.path, "missing \"topic\": say which topic filter to subscribe to")
+			}
+			r, ok = s.template("topic", "cui")
+			s.qos("qos", &sub.QoS)
+		default:
+			l.errorf(it.val, it.path, "must be a topic filter, a {topic, qos} mapping or a list of them, got %s", describeNode(it.val))
+		}
+		if !ok {
+			continue
+		}
+		r.kind = "filter"
+		sub.Topic = r.t
+		subs = append(subs, sub)
+		refs = append(refs, r)
+	}
+	return subs, refs
+}
+
+// publish decodes a group's publish: section. ok is false when the
+// section could not be decoded as a whole.
+func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic, ok bool) {
+	pub = &Publish{Size: defPayloadSize, Pos: l.pos(e.val)}
+	if e.val.Kind != yaml.MappingNode {
+		l.errorf(e.val, e.path, "must be a mapping with keys like %s; got %s", strings.Join(publishKeys, ", "), describeNode(e.val))
+		return pub, topic, false, false
+	}
+	s := l.section(e.path, e.val, publishKeys, false)
+	if r, tok := s.template("topic", "cui"); tok {
+		pub.Topic = r.t
+		r.kind = "topic"
+		topic, hasTopic = r, true
+	} else if _, present := s.get("topic"); !present {
+		l.errorf(e.val, e.path, "missing \"topic\": say which topic to publish to")
+	}
+	s.qos("qos", &pub.QoS)
+	s.size("size", &pub.Size, HeaderSize, maxPayloadSize, " (the measurement header)")
+	ee, hasEvery := s.get("every")
+	re, hasRate := s.get("rate")
+	switch {
+	case hasEvery && hasRate:
+		w := laterEntry(ee, re)
+		l.errorf(w.key, w.path, "set either every or rate, not both: every is one client's interval, rate is the whole group's messages per second")
+	case hasEvery:
+		s.duration("every", &pub.Every, durationOpts{positive: true})
+	case hasRate:
+		s.rate("rate", &pub.Rate, false)
+	default:
+		l.errorf(e.val, e.path, "missing \"every\" or \"rate\": say how often to publish, like every: 100ms (per client) or rate: 500/s (the whole group)")
+	}
+	s.boolean("retain", &pub.Retain)
+	s.integer("count", &pub.Count, 0, math.MaxInt32)
+	return pub, topic, hasTopic, true
+}
+
+// checkTemplates checks what a template can only be checked against with
+// the whole group known: %u needs a username, and a topic or filter must
+// be valid once expanded. The expansion uses a sample client (the group's
+// first), so a client id or user name holding + or # is caught too.
+func (l *loader) checkTemplates(g Group, refs []templateUse) {
+	user := "u"
+	if !g.Username.IsZero() {
+		user = g.Username.Expand(TemplateVars{N: g.Start})
+	}
+	id := "x"
+	if !g.ClientID.IsZero() {
+		id = g.ClientID.Expand(TemplateVars{Username: user, N: g.Start})
+	}
+	sample := TemplateVars{ClientID: id, Username: user, N: g.Start}
+	for _, r := range refs {
+		if r.t.Uses('u') && g.Username.IsZero() {
+			l.errorf(r.e.val, r.e.path, "uses %%u, but the group has no username")
+			continue
+		}
+		var err error
+		x := r.t.Expand(sample)
+		switch r.kind {
+		case "topic":
+			err = ValidateTopic(x)
+		case "filter":
+			err = ValidateFilter(x)
+		}
+		switch {
+		case err == nil:
+		case x != r.t.Literal() && (r.t.Uses('c') || r.t.Uses('u')):
+			// The problem came with a placeholder's value: say so.
+			l.errorf(r.e.val, r.e.path, "%v (%s as the group's first client expands it)", err, quoteValue(r.t.String()))
+		default:
+			l.errorf(r.e.val, r.e.path, "%v", err)
+		}
+	}
+}
+
+// thresholds decodes the thresholds: list, keeping each expression's text
+// and position for the threshold compiler; they are not parsed here.
+func (l *loader) thresholds(top *keySection) []ThresholdSource {
+	e, ok := top.get("thresholds")
+	if !ok || isNullNode(e.val) {
+		return nil
+	}
+	if e.val.Kind != yaml.SequenceNode {
+		l.errorf(e.val, e.path, "must be a list of expressions like - p99 < 10ms, got %s", describeNode(e.val))
+		return nil
+	}
+	var out []ThresholdSource
+	for i, item := range e.val.Content {
+		ie := keyEntry{val: item, path: l.at(planIndexPath(e.path, i), item)}
+		v, null, ok := l.text(ie, "an expression like p99 < 10ms")
+		if !ok {
+			continue
+		}
+		if null || strings.TrimSpace(v) == "" {
+			l.errorf(item, ie.path, "is empty: write an expression like p99 < 10ms")
+			continue
+		}
+		out = append(out, ThresholdSource{Expr: v, Pos: l.exprPos(item)})
+	}
+	return out
+}
+
+// exprPos is where the text of scalar n starts, so that the threshold
+// compiler can add an offset into the expression and land on the right
+// column: past the quote of a quoted scalar, and on the first line of a
+// literal or folded block.
+func (l *loader) exprPos(n *yaml.Node) Pos {
+	p := l.pos(n)
+	if p.Line == 0 {
+		return p
+	}
+	switch {
+	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+		p.Col++
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		lines := strings.Split(string(l.data), "\n")
+		for i := n.Line; i < len(lines); i++ {
+			if strings.TrimSpace(lines[i]) != "" {
+				p.Line = i + 1
+				p.Col = firstNonBlankCol([]byte(lines[i]))
+				break
+			}
+		}
+	}
+	return p
+}
+
+// suggestKey returns the known key a user most likely meant by key: the same
+// key up to case and -/_ , or one within a small edit distance; "" if
+// none is close enough to be a useful guess.
+func suggestKey(key string, known []string) string {
+	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
+	for _, k := range known {
+		if norm(k) == norm(key) {
+			return k
+		}
+	}
+	best, bestD := "", 3
+	limit := 2
+	if utf8.RuneCountInString(key) <= 4 {
+		limit = 1
+	}
+	for _, k := range known {
+		if d := keyDistance(norm(key), k); d <= limit && d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// keyDistance is the edit distance between a and b in runes, counting
+// an insertion, a deletion, a substitution or a swap of two neighbours
+// (the commonest typo: nmae) as one edit. Keys are short, so the
+// quadratic table is cheap; long inputs are cut off, since no known key
+// is long.
+func keyDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 64
+	}
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}

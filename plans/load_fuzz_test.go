@@ -1,0 +1,132 @@
+package plans
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fuzzEnv gives the fuzzer a few variables to find, and leaves the rest
+// unset so that the unset-variable path is exercised too.
+func fuzzEnv(name string) (string, bool) {
+	switch name {
+	case "A":
+		return "a", true
+	case "N":
+		return "5", true
+	case "EMPTY":
+		return "", true
+	case "MQTT_PASSWORD":
+		return "s3cret", true
+	}
+	return "", false
+}
+
+// FuzzLoad feeds arbitrary plans and --set lists (one a line) to
+// LoadBytes. Whatever the input, it must not panic, and it must return
+// either a plan or positioned Errors, never both.
+func FuzzLoad(f *testing.F) {
+	for _, dir := range []string{validDir, invalidDir} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data, "")
+		}
+	}
+	minimal, err := os.ReadFile(filepath.Join(validDir, "minimal.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, sets := range []string{
+		"duration=1s\ngroups.pub.count=3",
+		"groups[0].publish={topic: x, rate: 5/s}",
+		"groups.pub.subscribe[0]=a/#\ngroups.pub.subscribe[1]={topic: b}",
+		"broker.urls=[mqtt://a, ws://b]\nthresholds[0]=p99 < 1s",
+		"groups.nope.x=1\n=\ngroups[9].count=1\nx[1][2]=[",
+	} {
+		f.Add(minimal, sets)
+	}
+
+	f.Fuzz(func(t *testing.T, data []byte, sets string) {
+		var opts LoadOptions
+		opts.LookupEnv = fuzzEnv
+		if sets != "" {
+			opts.Sets = strings.Split(sets, "\n")
+		}
+		p, err := LoadBytes("fuzz.yaml", data, opts)
+		if err == nil {
+			if p == nil {
+				t.Fatal("no plan and no error")
+			}
+			checkPlanInvariants(t, p)
+			return
+		}
+		if p != nil {
+			t.Fatal("a plan along with an error")
+		}
+		var es Errors
+		if !errors.As(err, &es) {
+			t.Fatalf("LoadBytes returned %T, want Errors: %v", err, err)
+		}
+		if len(es) == 0 {
+			t.Fatal("empty Errors")
+		}
+		for _, e := range es {
+			if e.Pos.Line < 1 && e.Pos.File != setPosFile {
+				t.Fatalf("error without a line: %q", e)
+			}
+			if e.Pos.Line >= 1 && e.Pos.Col < 1 {
+				t.Fatalf("error without a column: %q", e)
+			}
+		}
+	})
+}
+
+// checkPlanInvariants checks what every loaded plan promises, so that the
+// compiler can rely on it without checking again.
+func checkPlanInvariants(t *testing.T, p *Plan) {
+	t.Helper()
+	if p.Name == "" {
+		t.Error("empty plan name")
+	}
+	if len(p.Broker.URLs) == 0 {
+		t.Error("no broker URL")
+	}
+	if p.Broker.Protocol < 3 || p.Broker.Protocol > 5 || p.Broker.ConnectTimeout <= 0 {
+		t.Errorf("bad broker: %+v", p.Broker)
+	}
+	if len(p.Groups) == 0 {
+		t.Error("no groups")
+	}
+	if p.Warmup < 0 || p.Ramp < 0 || p.Duration < 0 || p.Drain < 0 {
+		t.Errorf("negative phase: %+v", p)
+	}
+	counted := true
+	for _, g := range p.Groups {
+		if g.Name == "" || g.Count < 1 || g.Start < 0 || g.Protocol < 3 || g.Protocol > 5 || g.ConnectRate < 0 {
+			t.Errorf("bad group: %+v", g)
+		}
+		for _, s := range g.Subscribe {
+			if s.QoS > 2 || s.Topic.IsZero() {
+				t.Errorf("bad subscription in %s: %+v", g.Name, s)
+			}
+		}
+		if pub := g.Publish; pub != nil {
+			if pub.QoS > 2 || pub.Size < HeaderSize || (pub.Every > 0) == (pub.Rate > 0) || pub.Count < 0 {
+				t.Errorf("bad publish in %s: %+v", g.Name, pub)
+			}
+			counted = counted && pub.Count > 0
+		}
+	}
+	if p.Duration == 0 && !counted {
+		t.Error("no duration, and a publisher without a count")
+	}
+}

@@ -1,0 +1,110 @@
+package plans
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// thFuzzSeeds are expressions that exercise every branch of the rewriter.
+var thFuzzSeeds = []string{
+	"p99 < 10ms and dup_rate < 0.001",
+	"p99 < 1m30s or p50 < 1.5s or p90 < .5s or p95 < 250µs or ack.max < 250μs",
+	"groups.g1.p99 < groups.g10ms.p99",
+	`groups["10ms"].p99 < 1s and groups['5s'].sent > 0 and groups["a\"1s"].sent > 0`,
+	"groups[`a``10ms`].p99 < 1s",
+	"p99 < 1s // 10ms\n and /* 5s */ p50 < 1ms",
+	"p99 < 1e3s or 0x10s or 1_000ms or 10msx or 10 ms or 1..5 or #1s or a?.5s",
+	"1s.5s 1s.x 1h0.5m",
+	"\"unterminated 10ms",
+	"`unterminated 10ms",
+	"/* unterminated 10ms",
+	"p99 < 1s \xff\xfe 2s",
+	"é1s 1sé ١s",
+}
+
+// thLiteralRe is the grammar of a rewritten literal: (number unit)+.
+var thLiteralRe = regexp.MustCompile(`^(?:(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
+
+// FuzzThresholdRewrite checks that the duration rewriter never panics,
+// preserves everything outside number+unit tokens byte for byte, maps
+// every column of its output inside the source, rewrites only well-formed
+// literals that do not touch an identifier, and leaves its own output alone.
+func FuzzThresholdRewrite(f *testing.F) {
+	for _, s := range thFuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		rw := rewriteDurations(src)
+		checkRewrite(t, src, rw)
+		for _, s := range rw.segs {
+			lit := src[s.srcByte:s.srcByteEnd]
+			if !thLiteralRe.MatchString(lit) {
+				t.Fatalf("rewrote %q, which is not a duration literal, in %q", lit, src)
+			}
+			if lit[0] != '.' {
+				if prev, _ := utf8.DecodeLastRuneInString(src[:s.srcByte]); s.srcByte > 0 && prev != utf8.RuneError && thIsAlnum(prev) {
+					t.Fatalf("rewrote %q inside an identifier in %q", lit, src)
+				}
+			}
+			if next, _ := utf8.DecodeRuneInString(src[s.srcByteEnd:]); s.srcByteEnd < len(src) && next != utf8.RuneError && thIsAlnum(next) {
+				t.Fatalf("rewrote %q, which runs on into an identifier, in %q", lit, src)
+			}
+		}
+		if again := rewriteDurations(rw.out); again.out != rw.out {
+			t.Fatalf("rewriting %q twice changed it again: %q", rw.out, again.out)
+		}
+	})
+}
+
+// FuzzThresholdCompile checks that compiling any expression never panics,
+// that every error is one line and points inside the expression, and that
+// evaluating whatever compiles never panics either.
+func FuzzThresholdCompile(f *testing.F) {
+	for _, s := range thFuzzSeeds {
+		f.Add(s)
+	}
+	for _, s := range []string{
+		"p99 < 10", "p98 < 1s", "groups.typo.p99 < 1s", `groups["my-group"].p99 < 1s`, "phases.nope.sent > 0",
+		"p99", "sent % received == 0", "sent > 0 ? p99 < 1s : false", "not (loss_rate > 0.01)",
+		"let x = 1; x > 0", "all([1], # > 0)", "$env.p99 < 1s", "p99 * loss_rate < 1s",
+	} {
+		f.Add(s)
+	}
+	m := Measured{
+		Top: MetricSet{"latency.p99": time.Millisecond, "latency.p50": time.Microsecond, "sent": 10, "received": 0,
+			"loss_rate": 0.5, "recv_rate": 100.0, "ack.max": time.Second},
+		Groups: map[string]MetricSet{"sub": {"sent": 1, "latency.p99": time.Millisecond}},
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		p := &Plan{
+			Groups:     []Group{{Name: "sub"}, {Name: "my-group"}},
+			Thresholds: []ThresholdSource{{Expr: src, Pos: Pos{File: "f.yaml", Line: 3, Col: 7}}},
+		}
+		ths, errs := CompileThresholds(p)
+		if len(ths)+len(errs) != 1 {
+			t.Fatalf("%q gave %d thresholds and %d errors", src, len(ths), len(errs))
+		}
+		n := 0
+		for range src {
+			n++
+		}
+		for _, e := range errs {
+			if lines := strings.Count(src, "\n"); e.Pos.Line < 3 || e.Pos.Line > 3+lines || e.Pos.Col < 7 || e.Pos.Col > 7+n {
+				t.Fatalf("%q: error at %v, outside the expression (%d runes): %s", src, e.Pos, n, e.Msg)
+			}
+			if strings.ContainsAny(e.Msg, "\n\r") || e.Msg == "" {
+				t.Fatalf("%q: bad message %q", src, e.Msg)
+			}
+		}
+		for _, th := range ths {
+			res := th.Eval(m)
+			if !res.Pass && res.Reason == "" {
+				t.Fatalf("%q failed without a reason", src)
+			}
+			th.Eval(Measured{})
+		}
+	})
+}

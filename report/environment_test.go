@@ -1,0 +1,347 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/runner"
+)
+
+// kindType is the Go type each metric kind promises (plans.MetricKind).
+var kindType = map[plans.MetricKind]reflect.Type{
+	plans.Count:    reflect.TypeFor[int](),
+	plans.Rate:     reflect.TypeFor[float64](),
+	plans.Fraction: reflect.TypeFor[float64](),
+	plans.Duration: reflect.TypeFor[time.Duration](),
+}
+
+// TestEnvironmentCatalogue checks that a fully populated run produces every
+// catalogue metric at the top level and in the steady phase, each with its
+// kind's Go type, so that a metric added to plans.Metrics cannot be
+// forgotten here (a threshold on it would fail as "no samples" forever).
+func TestEnvironmentCatalogue(t *testing.T) {
+	m := Environment(testPlan(), fullStats(t))
+	scopes := []struct {
+		name string
+		set  plans.MetricSet
+	}{
+		{"top", m.Top},
+		{"phases.steady+connect", mergeSets(m.Phases[plans.PhaseSteady], m.Phases[plans.PhaseConnect], m.Phases[plans.PhaseSubscribe])},
+	}
+	for _, sc := range scopes {
+		t.Run(sc.name, func(t *testing.T) {
+			for _, md := range plans.Metrics {
+				v, ok := sc.set[md.Name]
+				if !ok {
+					t.Errorf("%s: missing", md.Name)
+					continue
+				}
+				if got, want := reflect.TypeOf(v), kindType[md.Kind]; got != want {
+					t.Errorf("%s (%s): type %v, want %v", md.Name, md.Kind, got, want)
+				}
+			}
+		})
+	}
+	// Every set, of every scope, holds only catalogue names with the right
+	// types, even when sparse.
+	all := map[string]plans.MetricSet{"top": m.Top}
+	for n, s := range m.Groups {
+		all["groups."+n] = s
+	}
+	for n, s := range m.Phases {
+		all["phases."+n] = s
+	}
+	for scope, set := range all {
+		for name, v := range set {
+			md, ok := plans.LookupMetric(name)
+			if !ok || md.Name != name {
+				t.Errorf("%s.%s: not a canonical catalogue name", scope, name)
+				continue
+			}
+			if got, want := reflect.TypeOf(v), kindType[md.Kind]; got != want {
+				t.Errorf("%s.%s: type %v, want %v", scope, name, got, want)
+			}
+		}
+	}
+	if len(m.Phases) != len(plans.PhaseNames) {
+		t.Errorf("phases: got %d sets, want one per plans.PhaseNames (%d)", len(m.Phases), len(plans.PhaseNames))
+	}
+}
+
+// mergeSets overlays sets; the phase test needs connect figures (from the
+// connect phase) and message figures (from steady) to see every name.
+func mergeSets(sets ...plans.MetricSet) plans.MetricSet {
+	out := plans.MetricSet{}
+	for _, s := range sets {
+		for k, v := range s {
+			if _, ok := out[k]; !ok {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// lookup reads scope.metric from m, the way a threshold names it.
+func lookup(m plans.Measured, scope, name, metric string) (any, bool) {
+	var set plans.MetricSet
+	switch scope {
+	case "":
+		set = m.Top
+	case "groups":
+		set = m.Groups[name]
+	case "phases":
+		set = m.Phases[name]
+	}
+	v, ok := set[metric]
+	return v, ok
+}
+
+func TestEnvironmentValues(t *testing.T) {
+	m := Environment(testPlan(), fullStats(t))
+	ms := time.Millisecond
+	us := time.Microsecond
+	tests := []struct {
+		name                 string
+		scope, group, metric string
+		want                 any
+	}{
+		// Top level: steady messages.
+		{"sent", "", "", "sent", 8000},
+		{"acked", "", "", "acked", 7998},
+		{"expected", "", "", "expected", 8000},
+		{"received counts duplicates", "", "", "received", 7993},
+		{"lost", "", "", "lost", 10},
+		{"duplicates", "", "", "duplicates", 3},
+		{"out of order", "", "", "out_of_order", 2},
+		{"corrupted", "", "", "corrupted", 1},
+		{"bytes sent", "", "", "sent_bytes", 8_000_000},
+		{"bytes received", "", "", "received_bytes", 7_993_000},
+		{"loss rate = lost/expected", "", "", "loss_rate", 10.0 / 8000},
+		{"dup rate = duplicates/received", "", "", "dup_rate", 3.0 / 7993},
+		{"ooo rate = out_of_order/received", "", "", "ooo_rate", 2.0 / 7993},
+		{"late rate = late/sent", "", "", "late_rate", 200.0 / 8000},
+		{"send rate over steady's 10s", "", "", "send_rate", 800.0},
+		{"recv rate over steady's 10s", "", "", "recv_rate", 799.3},
+		{"latency min", "", "", "latency.min", 1000 * us},
+		{"latency p50", "", "", "latency.p50", 1000 * us},
+		{"latency p90", "", "", "latency.p90", 1000 * us},
+		{"latency p99 takes a percent", "", "", "latency.p99", 1500 * us},
+		{"latency p999 is 99.9", "", "", "latency.p999", 2000 * us},
+		{"latency max", "", "", "latency.max", 2 * ms},
+		{"latency mean keeps sub-µs", "", "", "latency.mean", time.Duration(math.Round((7900*1000 + 83*1500 + 10*2000) / 7993.0 * 1000))},
+		{"ack p99", "", "", "ack.p99", 700 * us},
+		{"lag p99", "", "", "lag.p99", 1200 * us},
+		{"lag max", "", "", "lag.max", 1200 * us},
+		// Top level: the whole run's connections.
+		{"connect attempts over the run", "", "", "connect.attempts", 9},
+		{"connect ok over the run", "", "", "connect.ok", 8},
+		{"connect failed seen from steady's top", "", "", "connect.failed", 1},
+		{"connect max", "", "", "connect.max", 900 * us},
+		{"connect p50", "", "", "connect.p50", 600 * us},
+		{"subscribe max", "", "", "subscribe.max", 400 * us},
+		{"subscribe p99", "", "", "subscribe.p99", 400 * us},
+		{"errors over the run", "", "", "errors", 3},
+		{"disconnects over the run", "", "", "disconnects", 1},
+		{"reconnects over the run", "", "", "reconnects", 1},
+		// Groups.
+		{"subscriber: expected deliveries to it", "groups", "sub", "expected", 8000},
+		{"subscriber: received", "groups", "sub", "received", 7993},
+		{"subscriber: sent nothing", "groups", "sub", "sent", 0},
+		{"subscriber: recv rate", "groups", "sub", "recv_rate", 799.3},
+		{"subscriber: send rate 0, not absent", "groups", "sub", "send_rate", 0.0},
+		{"subscriber: latency", "groups", "sub", "latency.p99", 1500 * us},
+		{"subscriber: its connections", "groups", "sub", "connect.attempts", 4},
+		{"subscriber: no failed connect", "groups", "sub", "connect.failed", 0},
+		{"publisher: expected deliveries of its messages", "groups", "pub", "expected", 8000},
+		{"publisher: received = deliveries of its messages", "groups", "pub", "received", 7993},
+		{"publisher: lost = its messages lost", "groups", "pub", "lost", 10},
+		{"publisher: loss rate", "groups", "pub", "loss_rate", 10.0 / 8000},
+		{"publisher: recv rate of its messages", "groups", "pub", "recv_rate", 799.3},
+		{"publisher: send rate", "groups", "pub", "send_rate", 800.0},
+		{"publisher: failed connect", "groups", "pub", "connect.failed", 1},
+		{"publisher: late rate", "groups", "pub", "late_rate", 0.025},
+		// Phases: their own figures.
+		{"connect phase: failed", "phases", plans.PhaseConnect, "connect.failed", 1},
+		{"connect phase: sent nothing", "phases", plans.PhaseConnect, "sent", 0},
+		{"steady phase: no connects", "phases", plans.PhaseSteady, "connect.attempts", 0},
+		{"steady phase: errors of steady only", "phases", plans.PhaseSteady, "errors", 2},
+		{"steady phase: p99", "phases", plans.PhaseSteady, "latency.p99", 1500 * us},
+		{"subscribe phase: subscribe max", "phases", plans.PhaseSubscribe, "subscribe.max", 400 * us},
+		{"warmup never ran: counts 0", "phases", plans.PhaseWarmup, "sent", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := lookup(m, tc.scope, tc.group, tc.metric)
+			if !ok {
+				t.Fatalf("%s %s %s: absent, want %v", tc.scope, tc.group, tc.metric, tc.want)
+			}
+			if f, isF := tc.want.(float64); isF {
+				g, ok := got.(float64)
+				if !ok || math.Abs(g-f) > 1e-9 {
+					t.Fatalf("got %#v, want %v", got, f)
+				}
+				return
+			}
+			if got != tc.want {
+				t.Fatalf("got %#v (%T), want %#v (%T)", got, got, tc.want, tc.want)
+			}
+		})
+	}
+}
+
+// TestEnvironmentMissing checks that what was not measured is absent (so a
+// threshold on it fails) while counts stay present as real zeros.
+func TestEnvironmentMissing(t *testing.T) {
+	full := Environment(testPlan(), fullStats(t))
+	empty := Environment(testPlan(), emptyStats(t))
+	tests := []struct {
+		name                 string
+		m                    plans.Measured
+		scope, group, metric string
+		present              bool
+	}{
+		{"no run: sent is a real 0", empty, "", "", "sent", true},
+		{"no run: connect.failed is a real 0", empty, "", "", "connect.failed", true},
+		{"no run: no latency", empty, "", "", "latency.p99", false},
+		{"no run: no loss rate without expectations", empty, "", "", "loss_rate", false},
+		{"no run: no dup rate without deliveries", empty, "", "", "dup_rate", false},
+		{"no run: no late rate without sends", empty, "", "", "late_rate", false},
+		{"no run: no send rate over no time", empty, "", "", "send_rate", false},
+		{"no run: no connect latency", empty, "", "", "connect.p99", false},
+		{"no run: groups still have counts", empty, "groups", "sub", "received", true},
+		{"no run: every phase has counts", empty, "phases", plans.PhaseDrain, "received", true},
+		{"zero-length phase: no rate", full, "phases", plans.PhaseWarmup, "send_rate", false},
+		{"zero-length phase: counts", full, "phases", plans.PhaseWarmup, "sent", true},
+		{"publisher: no latency of its own deliveries", full, "groups", "pub", "latency.p99", false},
+		{"publisher: no dup rate (nothing delivered to it)", full, "groups", "pub", "dup_rate", false},
+		{"subscriber: no ack latency", full, "groups", "sub", "ack.p99", false},
+		{"subscriber: no late rate (sends nothing)", full, "groups", "sub", "late_rate", false},
+		{"drain: no subscribe latency", full, "phases", plans.PhaseDrain, "subscribe.max", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, ok := lookup(tc.m, tc.scope, tc.group, tc.metric)
+			if ok != tc.present {
+				t.Fatalf("present = %v (value %#v), want %v", ok, v, tc.present)
+			}
+		})
+	}
+}
+
+// TestGroupSemantics pins which figures a group's delivery metrics count.
+func TestGroupSemantics(t *testing.T) {
+	steady := runner.Metrics{
+		Expected: 5, Received: 4, Lost: 1,
+		ExpectedOwn: 50, ReceivedOwn: 40, LostOwn: 10,
+		Sent: 100,
+	}
+	pub := &plans.Publish{Topic: plans.MustTemplate("t"), QoS: 1, Size: 16, Rate: 10}
+	sub := []plans.Subscription{{Topic: plans.MustTemplate("t"), QoS: 1}}
+	tests := []struct {
+		name                     string
+		group                    plans.Group
+		expected, received, lost int
+	}{
+		{"pure subscriber: deliveries to it", plans.Group{Name: "g", Count: 1, Subscribe: sub}, 5, 4, 1},
+		{"pure publisher: deliveries of its messages", plans.Group{Name: "g", Count: 1, Publish: pub}, 50, 40, 10},
+		{"publishes and subscribes: deliveries to it", plans.Group{Name: "g", Count: 1, Publish: pub, Subscribe: sub}, 5, 4, 1},
+		{"neither: deliveries to it (none)", plans.Group{Name: "g", Count: 1}, 5, 4, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &plans.Plan{Name: "x", Groups: []plans.Group{tc.group}}
+			phases := phasesAt()
+			for i := range phases {
+				if phases[i].Name == plans.PhaseSteady {
+					phases[i].Groups = []runner.Metrics{steady}
+					phases[i].Total = steady
+				}
+			}
+			set := Environment(p, &runner.Stats{Phases: phases}).Groups["g"]
+			got := [3]any{set["expected"], set["received"], set["lost"]}
+			want := [3]any{tc.expected, tc.received, tc.lost}
+			if got != want {
+				t.Fatalf("expected, received, lost = %v, want %v", got, want)
+			}
+			if got, want := set["loss_rate"], float64(tc.lost)/float64(tc.expected); got != want {
+				t.Errorf("loss_rate = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestEnvironmentDoesNotMutate makes sure that building the environment
+// (which merges histograms across phases) leaves the run's own stats alone:
+// the CLI may write several reports from one Stats.
+func TestEnvironmentDoesNotMutate(t *testing.T) {
+	st := fullStats(t)
+	before := fmt.Sprint(st.Phase(plans.PhaseConnect).Total.Connect.TotalCount(), st.Phase(plans.PhaseSteady).Total.Latency.TotalCount())
+	Environment(testPlan(), st)
+	Evaluate(testPlan(), nil, st)
+	after := fmt.Sprint(st.Phase(plans.PhaseConnect).Total.Connect.TotalCount(), st.Phase(plans.PhaseSteady).Total.Latency.TotalCount())
+	if before != after {
+		t.Fatalf("histogram counts changed: %s -> %s", before, after)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	us, ms := time.Microsecond, time.Millisecond
+	durations := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{500 * time.Nanosecond, "500ns"},
+		{850 * us, "850µs"},
+		{1 * us, "1µs"},
+		{1500 * time.Nanosecond, "1.5µs"},
+		{1234567 * time.Nanosecond, "1.23ms"},
+		{12345 * us, "12.3ms"},
+		{999 * ms, "999ms"},
+		{2100 * ms, "2.1s"},
+		{2 * time.Second, "2s"},
+		{90 * time.Second, "1m30s"},
+	}
+	for _, tc := range durations {
+		if got := fmtDuration(tc.in); got != tc.want {
+			t.Errorf("fmtDuration(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	percents := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0%"},
+		{0.025, "2.5%"},
+		{1, "100%"},
+		{1e-6, "0.0001%"}, // one in a million never shows as 0%
+		{3.0 / 7993, "0.0375%"},
+	}
+	for _, tc := range percents {
+		if got := fmtPercent(tc.in); got != tc.want {
+			t.Errorf("fmtPercent(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	values := []struct {
+		in   any
+		want string
+	}{
+		{nil, "-"},
+		{0, "0"},
+		{0.001, "0.001"},
+		{799.3, "799.3"},
+		{123456.7, "123457"},
+		{0.0003753, "0.0003753"},
+		{1500 * us, "1.5ms"},
+	}
+	for _, tc := range values {
+		if got := fmtValue(tc.in); got != tc.want {
+			t.Errorf("fmtValue(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mqplan/mqplan/plans"
+)
+
+// Limits are the machine limits a run must fit in, read by the caller
+// (explain itself does no system calls). Zero means unknown.
+type Limits struct {
+	// OpenFiles is the per-process open-file limit.
+	OpenFiles int
+	// EphemeralPorts is the size of the local port range, per source address
+	// and broker address.
+	EphemeralPorts int
+}
+
+// descriptorSlack is what a run needs besides one descriptor per client:
+// listeners, the runtime's poller, stdio, the JSON file.
+const descriptorSlack = 32
+
+// Needs are the resources a program needs at its peak.
+type Needs struct {
+	// Connections is the peak number of client connections.
+	Connections int
+	// FileDescriptors counts one per client, one more per client when the
+	// broker runs in-process (its side of each connection), plus slack.
+	FileDescriptors int
+	// PortsPerAddress is the most local ports used from one source address
+	// towards one broker address.
+	PortsPerAddress int
+}
+
+// ComputeNeeds works out the peak resources of a program.
+func ComputeNeeds(prog *plans.Program) Needs {
+	n := Needs{Connections: len(prog.Clients)}
+	n.FileDescriptors = n.Connections + descriptorSlack
+	if prog.Plan.Broker.IsEmbedded() {
+		n.FileDescriptors += n.Connections
+	}
+	pairs := map[string]int{}
+	for i := range prog.Clients {
+		c := &prog.Clients[i]
+		pairs[c.SourceAddr+"|"+c.URL]++
+	}
+	for _, v := range pairs {
+		n.PortsPerAddress = max(n.PortsPerAddress, v)
+	}
+	return n
+}
+
+// Warnings lists what will not fit in the machine's limits.
+func (n Needs) Warnings(l Limits) []string {
+	var w []string
+	if l.OpenFiles > 0 && n.FileDescriptors > l.OpenFiles {
+		w = append(w, fmt.Sprintf("needs %d file descriptors but the open-file limit is %d: raise it (ulimit -n) or lower the client count", n.FileDescriptors, l.OpenFiles))
+	}
+	if l.EphemeralPorts > 0 && n.PortsPerAddress > l.EphemeralPorts {
+		w = append(w, fmt.Sprintf("needs %d local ports from one source address to one broker address but the ephemeral range has %d: add broker.source_addresses", n.PortsPerAddress, l.EphemeralPorts))
+	}
+	return w
+}
+
+// WriteExplain prints the compiled program without connecting anything:
+// the groups, each phase's planned load, and the resources the run needs.
+func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
+	p := prog.Plan
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan %s (%s)\n", p.Name, p.File)
+	if p.Description != "" {
+		fmt.Fprintf(&b, "  %s\n", strings.TrimSpace(p.Description))
+	}
+	broker := strings.Join(p.Broker.URLs, ", ")
+	if p.Broker.IsEmbedded() {
+		broker = "embedded (mochi-mqtt in-process on 127.0.0.1, random port)"
+	}
+	fmt.Fprintf(&b, "broker %s, MQTT protocol %d, connect timeout %s\n\n", broker, p.Broker.Protocol, p.Broker.ConnectTimeout)
+
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "group\tclients\tconnect\tsubscribes\tpublishes\tper client\tgroup total\tdeliveries/msg")
+	for gi, gp := range prog.Groups {
+		g := &p.Groups[gi]
+		connect := "all at once"
+		if g.ConnectRate > 0 {
+			connect = fmt.Sprintf("%s/s over %s", fmtFloat(g.ConnectRate), fmtDuration(gp.ConnectSpan))
+		}
+		subs := "-"
+		if len(g.Subscribe) > 0 {
+			var ss []string
+			for _, s := range g.Subscribe {
+				ss = append(ss, fmt.Sprintf("%s q%d", s.Topic, s.QoS))
+			}
+			subs = strings.Join(ss, ", ")
+		}
+		pub, per, total, exp := "-", "-", "-", "-"
+		if g.Publish != nil && gp.Interval > 0 {
+			pub = fmt.Sprintf("%s q%d %dB", g.Publish.Topic, g.Publish.QoS, g.Publish.Size)
+			rate := float64(time.Second) / float64(gp.Interval)
+			per = fmt.Sprintf("%s msg/s", fmtFloat(rate))
+			total = fmt.Sprintf("%s msg/s", fmtFloat(rate*float64(gp.Count)))
+			exp = fmtFloat(gp.ExpectedPerMessage)
+			if g.Publish.Count > 0 {
+				pub += fmt.Sprintf(" (%d each)", g.Publish.Count)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", gp.Name, gp.Count, connect, subs, pub, per, total, exp)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tlength\tconnects/s\tpublishes/s\tdeliveries/s\tout bytes/s\tin bytes/s\tmessages\tdeliveries\t")
+	for _, ph := range prog.Phases {
+		length := fmtDuration(ph.Length)
+		switch ph.Name {
+		case plans.PhaseSubscribe, plans.PhaseDisconnect:
+			length = "as needed"
+		case plans.PhaseDrain:
+			length = "≤ " + fmtDuration(ph.Length)
+		}
+		connects := "-"
+		if ph.Connects > 0 {
+			if ph.Length > 0 {
+				connects = fmtFloat(ph.Rate(int64(ph.Connects)))
+			} else {
+				connects = fmt.Sprintf("%d at once", ph.Connects)
+			}
+		}
+		dash := func(n int64, rate bool) string {
+			if n == 0 {
+				return "-"
+			}
+			if rate {
+				return fmtFloat(ph.Rate(n))
+			}
+			return fmt.Sprint(n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", ph.Name, length, connects,
+			dash(ph.Messages, true), dash(ph.Deliveries, true), dash(ph.Bytes, true), dash(ph.DeliveredBytes, true),
+			dash(ph.Messages, false), dash(ph.Deliveries, false))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	n := ComputeNeeds(prog)
+	fmt.Fprintf(&b, "\npeak connections %d\n", n.Connections)
+	fds := fmt.Sprintf("file descriptors %d", n.FileDescriptors)
+	if p.Broker.IsEmbedded() {
+		fds += " (the in-process broker holds the other end of each connection)"
+	}
+	if l.OpenFiles > 0 {
+		fds += fmt.Sprintf(", limit %d", l.OpenFiles)
+	}
+	fmt.Fprintln(&b, fds)
+	ports := fmt.Sprintf("local ports %d per source address and broker", n.PortsPerAddress)
+	if l.EphemeralPorts > 0 {
+		ports += fmt.Sprintf(", ephemeral range %d", l.EphemeralPorts)
+	}
+	fmt.Fprintln(&b, ports)
+	for _, warn := range n.Warnings(l) {
+		fmt.Fprintf(&b, "WARNING: %s\n", warn)
+	}
+	if len(prog.Thresholds) > 0 {
+		b.WriteString("\nthresholds\n")
+		for _, th := range prog.Thresholds {
+			fmt.Fprintf(&b, "  %s\n", th.Source.Expr)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

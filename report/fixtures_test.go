@@ -1,0 +1,180 @@
+package report
+
+import (
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/runner"
+)
+
+// The fixtures describe one small, fully populated run that every test
+// shares: a subscribing group "sub" (4 clients) and a publishing group
+// "pub" (4 clients, 800 msg/s together) over a 10 s steady phase. The
+// figures are chosen so that expected values can be worked out by hand;
+// histogram values stay below 2048 µs, where a 3-digit HDR histogram is
+// exact, so percentiles come out as recorded.
+
+const (
+	subPassword = "hunter2-sub-secret"
+	pubPassword = "correct-horse-pub-secret"
+)
+
+// started is fixed so that golden files never change with the clock.
+var started = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func testPlan(thresholds ...string) *plans.Plan {
+	p := &plans.Plan{
+		File:        "plans/1to1-qos1.yaml",
+		Name:        "1to1-qos1",
+		Description: "One-to-one QoS 1 <&> every publisher has its own subscriber.\n",
+		Broker: plans.Broker{
+			URLs:           []string{plans.Embedded},
+			Protocol:       5,
+			ConnectTimeout: 10 * time.Second,
+		},
+		Groups: []plans.Group{
+			{
+				Name: "sub", Count: 4, Start: 1,
+				ClientID:   plans.MustTemplate("sub-%i"),
+				Username:   plans.MustTemplate("user-%i"),
+				Password:   subPassword,
+				Keepalive:  60 * time.Second,
+				CleanStart: true, ConnectRate: 500, Protocol: 5,
+				Subscribe: []plans.Subscription{{Topic: plans.MustTemplate("bench/%i"), QoS: 1}},
+			},
+			{
+				Name: "pub", Count: 4, Start: 1,
+				ClientID:   plans.MustTemplate("pub-%i"),
+				Password:   pubPassword,
+				Keepalive:  60 * time.Second,
+				CleanStart: true, ConnectRate: 500, Protocol: 5,
+				Publish: &plans.Publish{Topic: plans.MustTemplate("bench/%i"), QoS: 1, Size: 1000, Rate: 800},
+			},
+		},
+		Duration: 10 * time.Second,
+		Drain:    5 * time.Second,
+	}
+	for i, th := range thresholds {
+		p.Thresholds = append(p.Thresholds, plans.ThresholdSource{
+			Expr: th,
+			Pos:  plans.Pos{File: p.File, Line: 30 + i, Col: 5},
+		})
+	}
+	return p
+}
+
+// hist returns a histogram holding n samples of each value (µs), given as
+// value, count pairs.
+func hist(t testing.TB, pairs ...int64) *hdrhistogram.Histogram {
+	t.Helper()
+	h := runner.NewHistogram()
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := h.RecordValues(pairs[i], pairs[i+1]); err != nil {
+			t.Fatalf("RecordValues(%d, %d): %v", pairs[i], pairs[i+1], err)
+		}
+	}
+	return h
+}
+
+// phasesAt builds the phases of the fixture run: connect 1 s, subscribe
+// 100 ms, no warmup or ramp, steady 10 s, drain 500 ms, disconnect 100 ms.
+func phasesAt() []runner.PhaseStats {
+	bounds := map[string][2]time.Duration{
+		plans.PhaseConnect:    {0, time.Second},
+		plans.PhaseSubscribe:  {time.Second, 1100 * time.Millisecond},
+		plans.PhaseWarmup:     {1100 * time.Millisecond, 1100 * time.Millisecond},
+		plans.PhaseRamp:       {1100 * time.Millisecond, 1100 * time.Millisecond},
+		plans.PhaseSteady:     {1100 * time.Millisecond, 11100 * time.Millisecond},
+		plans.PhaseDrain:      {11100 * time.Millisecond, 11600 * time.Millisecond},
+		plans.PhaseDisconnect: {11600 * time.Millisecond, 11700 * time.Millisecond},
+	}
+	var out []runner.PhaseStats
+	for _, name := range plans.PhaseNames {
+		b := bounds[name]
+		out = append(out, runner.PhaseStats{Name: name, Start: b[0], End: b[1], Groups: make([]runner.Metrics, 2)})
+	}
+	return out
+}
+
+// fullStats is the fixture run with every kind of figure present.
+func fullStats(t testing.TB) *runner.Stats {
+	t.Helper()
+	st := &runner.Stats{
+		Started:   started,
+		Elapsed:   11700 * time.Millisecond,
+		BrokerURL: "mqtt://127.0.0.1:41883",
+		Phases:    phasesAt(),
+		Groups: []runner.GroupInfo{
+			{Name: "sub", Clients: 4, Connected: 4, ConnectedAtEnd: 4},
+			{Name: "pub", Clients: 4, Connected: 3, ConnectedAtEnd: 3},
+		},
+		Broker: &runner.BrokerStats{
+			MessagesReceived: 8000, MessagesSent: 7993,
+			MessagesDropped: 7, InflightDropped: 3, ClientsMaximum: 8,
+		},
+		ErrorSamples: []string{"pub-4: connect: connection refused"},
+	}
+	set := func(phase string, g int, m runner.Metrics) {
+		ph := st.Phase(phase)
+		ph.Groups[g] = m
+	}
+
+	// connect: sub 4/4 in 500..900 µs; pub 4 of 5 attempts, one refused.
+	set(plans.PhaseConnect, 0, runner.Metrics{ConnectAttempts: 4, ConnectOK: 4, Connect: hist(t, 500, 2, 900, 2)})
+	set(plans.PhaseConnect, 1, runner.Metrics{ConnectAttempts: 5, ConnectOK: 4, ConnectFailed: 1, Errors: 1, Connect: hist(t, 600, 4)})
+	// subscribe: four SUBACKs.
+	set(plans.PhaseSubscribe, 0, runner.Metrics{Subscribe: hist(t, 200, 3, 400, 1)})
+
+	// steady: 8000 published, 7993 deliveries of which 3 duplicates, 10 lost.
+	set(plans.PhaseSteady, 0, runner.Metrics{
+		Expected: 8000, Received: 7993, Lost: 10, Duplicates: 3, OutOfOrder: 2, Corrupted: 1,
+		ReceivedBytes: 7_993_000,
+		Latency:       hist(t, 1000, 7900, 1500, 83, 2000, 10),
+	})
+	set(plans.PhaseSteady, 1, runner.Metrics{
+		Sent: 8000, Acked: 7998, SentBytes: 8_000_000,
+		ExpectedOwn: 8000, ReceivedOwn: 7993, LostOwn: 10,
+		Late: 200, Errors: 2, Disconnects: 1, Reconnects: 1,
+		Ack: hist(t, 300, 7900, 700, 98),
+		Lag: hist(t, 10, 7800, 1200, 200),
+	})
+	for i := range st.Phases {
+		ph := &st.Phases[i]
+		for g := range ph.Groups {
+			ph.Total.Merge(&ph.Groups[g])
+		}
+	}
+	for s := 1; s <= 3; s++ {
+		st.Timeline = append(st.Timeline, runner.Second{
+			At: time.Duration(s) * time.Second, Phase: plans.PhaseSteady, Connected: 7,
+			Sent: 800, Received: 799, P50: time.Millisecond, P99: 1500 * time.Microsecond,
+			Max: 2 * time.Millisecond, LagMax: 1200 * time.Microsecond,
+		})
+	}
+	return st
+}
+
+// emptyStats is a run that measured nothing: interrupted before it
+// connected.
+func emptyStats(testing.TB) *runner.Stats {
+	return &runner.Stats{
+		Started:     started,
+		Elapsed:     300 * time.Millisecond,
+		BrokerURL:   "mqtt://broker.invalid:1883",
+		Interrupted: true,
+		Incomplete:  "group sub: no client could connect",
+	}
+}
+
+// compile compiles p's thresholds, failing the test on a plan error.
+func compile(t testing.TB, p *plans.Plan) []*plans.Threshold {
+	t.Helper()
+	ths, errs := plans.CompileThresholds(p)
+	if len(errs) > 0 {
+		t.Fatalf("CompileThresholds: %v", errs)
+	}
+	return ths
+}

@@ -1,0 +1,313 @@
+// Package report owns mqplan's verdicts and their presentation: it turns a
+// run's runner.Stats into the metric environment (Environment), judges the
+// plan's thresholds against it (Evaluate), and writes the outcome as a human
+// summary table (WriteTable) or a JSON document (WriteJSON, WriteJSONFile).
+//
+// Nothing here touches the network or reads a clock: every time shown comes
+// from the Stats, so the same run always renders the same report and golden
+// files can pin it byte for byte.
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/runner"
+)
+
+// Verdicts, as shown on the table's last line and in JSON's "verdict".
+const (
+	// VerdictPass: the run completed and every threshold held (exit 0).
+	VerdictPass = "PASS"
+	// VerdictFail: the run completed and a threshold failed (exit 1).
+	VerdictFail = "FAIL"
+	// VerdictIncomplete: the run could not complete (exit 3); what was
+	// measured is still reported and judged, but no verdict on it stands.
+	VerdictIncomplete = "INCOMPLETE"
+)
+
+// lateWarnRate is the share of late sends above which the report warns that
+// the generator fell behind: below it the percentiles are still honest (they
+// are taken from intended times), above it the offered load was not the
+// planned one and the user must know.
+const lateWarnRate = 0.01
+
+// Result is the verdict of one run and everything its outputs show. It is a
+// plain value: Evaluate fills it, the writers only read it, so the CLI can
+// write several formats from one Result.
+type Result struct {
+	// Plan is the plan as run. Its secrets (plans.Secret) are masked in
+	// every output this package writes.
+	Plan *plans.Plan
+	// BrokerURL is where the clients connected (the embedded broker's real
+	// address included).
+	BrokerURL string
+	// Started is the run's wall-clock start; Elapsed its whole length.
+	Started time.Time
+	Elapsed time.Duration
+	// Phases are the run's phases, in timeline order, as they happened.
+	Phases []Phase
+	// Groups describe each plan group's clients, in plan order.
+	Groups []Group
+	// Measured is the metric environment the thresholds were judged
+	// against (see Environment).
+	Measured plans.Measured
+	// Latency summarises the run's latency histograms: end-to-end and ack
+	// over the steady phase, connect and subscribe over the whole run.
+	Latency []LatencyRow
+	// Late counts steady-phase sends more than runner.LateThreshold behind
+	// their schedule (late_rate is Late / sent).
+	Late int64
+	// Thresholds are the plan's thresholds with their outcomes, in plan order.
+	Thresholds []ThresholdOutcome
+	// Timeline is the per-second history.
+	Timeline []runner.Second
+	// Broker holds the embedded broker's own counters (nil when external).
+	Broker *runner.BrokerStats
+	// Interrupted is set when a signal or a cancelled context stopped the run.
+	Interrupted bool
+	// Incomplete, when non-empty, says why the run could not complete.
+	Incomplete string
+	// ErrorSamples are the first distinct error messages seen.
+	ErrorSamples []string
+	// Warnings are the conditions that make figures misleading if read
+	// alone (a generator behind schedule, broker drops, values out of the
+	// histograms' range). Every output shows them: they are never silent.
+	Warnings []string
+}
+
+// Phase is one phase of the run as it happened, as offsets from the start.
+type Phase struct {
+	Name       string
+	Start, End time.Duration
+}
+
+// Duration is how long the phase lasted.
+func (p Phase) Duration() time.Duration { return p.End - p.Start }
+
+// Group is one plan group's clients and role.
+type Group struct {
+	Name string
+	// Clients is the planned count; Connected the clients that completed
+	// CONNECT at least once; ConnectedAtEnd those still connected when
+	// publishing stopped.
+	Clients, Connected, ConnectedAtEnd int
+	// Publishes and Subscribes say what the group does, which decides
+	// whether its expected/received/lost are deliveries to it or of its
+	// messages.
+	Publishes, Subscribes bool
+	// Late counts the group's steady-phase sends more than
+	// runner.LateThreshold behind their schedule.
+	Late int64
+}
+
+// LatencyRow summarises one latency histogram. The durations are zero, and
+// meaningless, when Samples is 0: outputs show them as absent.
+type LatencyRow struct {
+	// Name is e2e, ack, connect or subscribe.
+	Name                                string
+	Samples                             int64
+	Min, Mean, P50, P90, P99, P999, Max time.Duration
+}
+
+// ThresholdOutcome is one threshold as written and how it fared.
+type ThresholdOutcome struct {
+	// Expr is the expression exactly as the plan wrote it.
+	Expr string
+	// Pos is where it is written, so a failing line can be found.
+	Pos plans.Pos
+	// Pass, Values and Reason are the evaluation's result: the values are
+	// the metrics the expression read, Reason why it failed (empty on PASS).
+	Pass   bool
+	Values []plans.MetricValue
+	Reason string
+}
+
+// Evaluate judges a run: it builds the metric environment from st, evaluates
+// every compiled threshold against it, and gathers what the outputs show.
+// A threshold that reads a metric with no samples fails (Threshold.Eval
+// decides); thresholds are judged even on an incomplete run, so the user
+// sees how far it got, but the verdict is then INCOMPLETE.
+func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *runner.Stats) *Result {
+	if st == nil {
+		st = &runner.Stats{}
+	}
+	env := Environment(p, st)
+	r := &Result{
+		Plan:         p,
+		BrokerURL:    st.BrokerURL,
+		Started:      st.Started,
+		Elapsed:      st.Elapsed,
+		Measured:     env,
+		Timeline:     st.Timeline,
+		Broker:       st.Broker,
+		Interrupted:  st.Interrupted,
+		Incomplete:   st.Incomplete,
+		ErrorSamples: st.ErrorSamples,
+	}
+	for _, ph := range st.Phases {
+		r.Phases = append(r.Phases, Phase{Name: ph.Name, Start: ph.Start, End: ph.End})
+	}
+
+	steady := st.Phase(plans.PhaseSteady)
+	if steady != nil {
+		r.Late = steady.Total.Late
+	}
+	if p != nil {
+		for gi, g := range p.Groups {
+			grp := Group{Name: g.Name, Clients: g.Count, Publishes: g.Publish != nil, Subscribes: len(g.Subscribe) > 0}
+			if gi < len(st.Groups) {
+				info := st.Groups[gi]
+				grp.Clients, grp.Connected, grp.ConnectedAtEnd = info.Clients, info.Connected, info.ConnectedAtEnd
+			}
+			if steady != nil && gi < len(steady.Groups) {
+				grp.Late = steady.Groups[gi].Late
+			}
+			r.Groups = append(r.Groups, grp)
+		}
+	}
+	r.Latency = latencyRows(st)
+
+	for _, th := range ths {
+		res := th.Eval(env)
+		r.Thresholds = append(r.Thresholds, ThresholdOutcome{
+			Expr: th.Source.Expr, Pos: th.Source.Pos,
+			Pass: res.Pass, Values: res.Values, Reason: res.Reason,
+		})
+	}
+	r.Warnings = warnings(r, st)
+	return r
+}
+
+// latencyRows summarises the top-level histograms, scoped like the
+// environment: messages over steady, connections over the whole run.
+func latencyRows(st *runner.Stats) []LatencyRow {
+	var steady, run runner.Metrics
+	if ph := st.Phase(plans.PhaseSteady); ph != nil {
+		steady.Merge(&runner.Metrics{Latency: ph.Total.Latency, Ack: ph.Total.Ack})
+	}
+	for i := range st.Phases {
+		run.Merge(&runner.Metrics{Connect: st.Phases[i].Total.Connect, Subscribe: st.Phases[i].Total.Subscribe})
+	}
+	rows := []LatencyRow{{Name: "e2e"}, {Name: "ack"}, {Name: "connect"}, {Name: "subscribe"}}
+	for i, h := range [...]*hdrhistogram.Histogram{steady.Latency, steady.Ack, run.Connect, run.Subscribe} {
+		if h == nil || h.TotalCount() == 0 {
+			continue
+		}
+		row := &rows[i]
+		row.Samples = h.TotalCount()
+		row.Min = micros(h.Min())
+		row.Mean = microsF(h.Mean())
+		row.P50 = micros(h.ValueAtQuantile(50))
+		row.P90 = micros(h.ValueAtQuantile(90))
+		row.P99 = micros(h.ValueAtQuantile(99))
+		row.P999 = micros(h.ValueAtQuantile(99.9))
+		row.Max = micros(h.Max())
+	}
+	return rows
+}
+
+// warnings lists what makes the figures misleading if read alone.
+func warnings(r *Result, st *runner.Stats) []string {
+	var ws []string
+	if lr, ok := r.Measured.Top["late_rate"].(float64); ok && lr > lateWarnRate {
+		ws = append(ws, fmt.Sprintf("generator fell behind its schedule: %d sends (%s) more than %s late",
+			r.Late, fmtPercent(lr), fmtDuration(runner.LateThreshold)))
+	}
+	if b := st.Broker; b != nil {
+		if n := b.MessagesDropped + b.InflightDropped; n > 0 {
+			ws = append(ws, fmt.Sprintf("the embedded broker dropped %d messages: losses below are the broker's, not mqplan's", n))
+		}
+	}
+	var over int64
+	for i := range st.Phases {
+		over += st.Phases[i].Total.OverRange
+	}
+	if over > 0 {
+		ws = append(ws, fmt.Sprintf("%d measurements above the histograms' 60s limit were counted but left out of the percentiles", over))
+	}
+	return ws
+}
+
+// Passed reports whether every threshold held. A plan without thresholds
+// passes: the run itself is then the test. Whether the run completed is a
+// separate question (Complete).
+func (r *Result) Passed() bool {
+	for _, t := range r.Thresholds {
+		if !t.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// Complete reports whether the run ran to its end: not interrupted, and
+// nothing made it give up.
+func (r *Result) Complete() bool { return !r.Interrupted && r.Incomplete == "" }
+
+// Verdict is VerdictIncomplete, VerdictFail or VerdictPass, in that order of
+// precedence: an incomplete run's thresholds judge only part of a run.
+func (r *Result) Verdict() string {
+	switch {
+	case !r.Complete():
+		return VerdictIncomplete
+	case !r.Passed():
+		return VerdictFail
+	default:
+		return VerdictPass
+	}
+}
+
+// Summary is the one-line verdict that ends the table, for example
+// "PASS: 3 of 3 thresholds held", "FAIL: 1 of 3 thresholds failed" or
+// "INCOMPLETE: interrupted (2 of 3 thresholds held on what was measured)".
+func (r *Result) Summary() string {
+	failed := 0
+	for _, t := range r.Thresholds {
+		if !t.Pass {
+			failed++
+		}
+	}
+	n := len(r.Thresholds)
+	switch r.Verdict() {
+	case VerdictIncomplete:
+		var why []string
+		if r.Interrupted {
+			why = append(why, "interrupted")
+		}
+		if r.Incomplete != "" {
+			why = append(why, r.Incomplete)
+		}
+		s := VerdictIncomplete + ": " + strings.Join(why, "; ")
+		if n > 0 {
+			s += fmt.Sprintf(" (%d of %d %s held on what was measured)", n-failed, n, plural(n, "threshold"))
+		}
+		return s
+	case VerdictFail:
+		return fmt.Sprintf("%s: %d of %d %s failed", VerdictFail, failed, n, plural(n, "threshold"))
+	default:
+		if n == 0 {
+			return VerdictPass + ": run completed (no thresholds)"
+		}
+		return fmt.Sprintf("%s: %d of %d %s held", VerdictPass, n, n, plural(n, "threshold"))
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// name is the plan's name, tolerating a missing plan.
+func (r *Result) name() string {
+	if r.Plan == nil {
+		return ""
+	}
+	return r.Plan.Name
+}

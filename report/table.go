@@ -1,0 +1,352 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/runner"
+)
+
+// WriteTable writes the human summary: a header line, warnings, then the
+// groups, latency, delivery, generator-health, broker (embedded only),
+// errors and thresholds sections, and a final verdict line (Result.Summary).
+//
+// The output is meant for terminals and CI logs alike: plain ASCII borders,
+// no colour codes, headers exactly as written (tablewriter v1 upper-cases
+// them unless told not to). Metrics with no samples show as "-", never as
+// 0. The whole report is built in memory and written at once, so a write
+// error is returned rather than leaving half a table behind silently.
+func WriteTable(w io.Writer, r *Result) error {
+	var b bytes.Buffer
+	steps := []func(*bytes.Buffer, *Result) error{
+		writeHeader,
+		writeGroups,
+		writeLatency,
+		writeDelivery,
+		writeHealth,
+		writeBroker,
+		writeErrors,
+		writeThresholds,
+	}
+	for _, step := range steps {
+		if err := step(&b, r); err != nil {
+			return err
+		}
+	}
+	b.WriteString(r.Summary())
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// newTable makes a table in the report's one style. The first column is a
+// name and left-aligned; numbers are right-aligned so that digits line up.
+func newTable(w io.Writer, header ...string) *tablewriter.Table {
+	aligns := make([]tw.Align, len(header))
+	for i := range aligns {
+		aligns[i] = tw.AlignRight
+	}
+	aligns[0] = tw.AlignLeft
+	return newTableAligned(w, aligns, header...)
+}
+
+// newTableAligned makes a table whose first columns take the given
+// alignments; the rest are right-aligned.
+func newTableAligned(w io.Writer, aligns []tw.Align, header ...string) *tablewriter.Table {
+	full := make([]tw.Align, len(header))
+	for i := range full {
+		full[i] = tw.AlignRight
+		if i < len(aligns) {
+			full[i] = aligns[i]
+		}
+	}
+	aligns = full
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: aligns}),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: aligns}),
+	)
+	t.Header(toAny(header)...)
+	return t
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// render appends the rows and renders, returning the first error.
+func render(t *tablewriter.Table, rows [][]string) error {
+	for _, row := range rows {
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// section writes a blank line and a section title.
+func section(b *bytes.Buffer, title string) {
+	b.WriteByte('\n')
+	b.WriteString(title)
+	b.WriteByte('\n')
+}
+
+func writeHeader(b *bytes.Buffer, r *Result) error {
+	broker := orDash(redactURL(r.BrokerURL))
+	fmt.Fprintf(b, "mqplan %s | broker %s | %s | %s\n", orDash(r.name()), broker, fmtDuration(r.Elapsed), r.Verdict())
+	if r.Plan != nil {
+		for _, line := range strings.Split(strings.TrimSpace(r.Plan.Description), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				b.WriteString(line)
+				b.WriteByte('\n')
+			}
+		}
+	}
+	var phases []string
+	for _, ph := range r.Phases {
+		if ph.Duration() > 0 {
+			phases = append(phases, ph.Name+" "+fmtDuration(ph.Duration()))
+		}
+	}
+	if len(phases) > 0 {
+		fmt.Fprintf(b, "phases: %s\n", strings.Join(phases, ", "))
+	}
+	// Warnings come first, right under the header, so that nobody reads
+	// the figures below without them.
+	for _, w := range r.Warnings {
+		fmt.Fprintf(b, "WARNING: %s\n", w)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return absent
+	}
+	return s
+}
+
+// steadyLength is the measured window's length for section titles, as
+// ", 10s", or "" when the run never reached it.
+func (r *Result) steadyLength() string {
+	for _, ph := range r.Phases {
+		if ph.Name == plans.PhaseSteady {
+			return ", " + fmtDuration(ph.Duration())
+		}
+	}
+	return ""
+}
+
+// role names what a group does, which decides how its delivery figures
+// read.
+func (g Group) role() string {
+	switch {
+	case g.Publishes && g.Subscribes:
+		return "pub+sub"
+	case g.Publishes:
+		return "pub"
+	case g.Subscribes:
+		return "sub"
+	default:
+		return absent
+	}
+}
+
+func writeGroups(b *bytes.Buffer, r *Result) error {
+	section(b, "Groups (steady phase"+r.steadyLength()+"; per client = total / clients)")
+	t := newTableAligned(b, []tw.Align{tw.AlignLeft, tw.AlignLeft},
+		"group", "role", "clients", "connected", "sent", "received",
+		"send/s total", "send/s per client", "recv/s total", "recv/s per client")
+	var rows [][]string
+	clients, connected := 0, 0
+	for _, g := range r.Groups {
+		m := r.Measured.Groups[g.Name]
+		clients += g.Clients
+		connected += g.Connected
+		rows = append(rows, []string{
+			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected),
+			count(m, "sent"), count(m, "received"),
+			rate(m, "send_rate", 1), rate(m, "send_rate", g.Clients),
+			rate(m, "recv_rate", 1), rate(m, "recv_rate", g.Clients),
+		})
+	}
+	// The total's per-client rates would mix publishers and subscribers
+	// into one meaningless average, so they are left out.
+	top := r.Measured.Top
+	rows = append(rows, []string{
+		"total", "", itoa(clients), itoa(connected),
+		count(top, "sent"), count(top, "received"),
+		rate(top, "send_rate", 1), absent, rate(top, "recv_rate", 1), absent,
+	})
+	return render(t, rows)
+}
+
+func writeLatency(b *bytes.Buffer, r *Result) error {
+	section(b, "Latency (e2e and ack over the steady phase; connect and subscribe over the whole run)")
+	t := newTable(b, "", "samples", "min", "p50", "p90", "p99", "p99.9", "max")
+	var rows [][]string
+	for _, l := range r.Latency {
+		row := []string{l.Name, fmt.Sprint(l.Samples)}
+		for _, d := range []time.Duration{l.Min, l.P50, l.P90, l.P99, l.P999, l.Max} {
+			if l.Samples == 0 {
+				row = append(row, absent)
+			} else {
+				row = append(row, fmtDuration(d))
+			}
+		}
+		rows = append(rows, row)
+	}
+	return render(t, rows)
+}
+
+func writeDelivery(b *bytes.Buffer, r *Result) error {
+	section(b, "Delivery (steady-phase messages, deliveries during drain included)")
+	t := newTable(b, "group", "expected", "received", "lost", "dup", "out-of-order", "corrupted", "loss rate", "dup rate")
+	var rows [][]string
+	row := func(name string, m plans.MetricSet) []string {
+		return []string{name,
+			count(m, "expected"), count(m, "received"), count(m, "lost"),
+			count(m, "duplicates"), count(m, "out_of_order"), count(m, "corrupted"),
+			percent(m, "loss_rate"), percent(m, "dup_rate"),
+		}
+	}
+	for _, g := range r.Groups {
+		rows = append(rows, row(g.Name, r.Measured.Groups[g.Name]))
+	}
+	rows = append(rows, row("total", r.Measured.Top))
+	if err := render(t, rows); err != nil {
+		return err
+	}
+	// Users ask why a publishing group "receives": say it once, here.
+	b.WriteString("a subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages\n")
+	return nil
+}
+
+func writeHealth(b *bytes.Buffer, r *Result) error {
+	section(b, "Generator health (steady phase; lag = actual - intended send time; late = lag over "+fmtDuration(runner.LateThreshold)+")")
+	t := newTable(b, "group", "lag p99", "lag max", "late sends", "late %")
+	var rows [][]string
+	row := func(name string, m plans.MetricSet, late int64) []string {
+		return []string{name, duration(m, "lag.p99"), duration(m, "lag.max"), fmt.Sprint(late), percent(m, "late_rate")}
+	}
+	for _, g := range r.Groups {
+		if g.Publishes {
+			rows = append(rows, row(g.Name, r.Measured.Groups[g.Name], g.Late))
+		}
+	}
+	rows = append(rows, row("total", r.Measured.Top, r.Late))
+	return render(t, rows)
+}
+
+func writeBroker(b *bytes.Buffer, r *Result) error {
+	if r.Broker == nil {
+		return nil
+	}
+	section(b, "Embedded broker (its own counters: drops here are the broker's, not mqplan's)")
+	t := newTableAligned(b, nil, "publishes in", "publishes out", "dropped: queue full", "dropped: inflight full", "max clients")
+	br := r.Broker
+	return render(t, [][]string{{
+		fmt.Sprint(br.MessagesReceived), fmt.Sprint(br.MessagesSent),
+		fmt.Sprint(br.MessagesDropped), fmt.Sprint(br.InflightDropped), fmt.Sprint(br.ClientsMaximum),
+	}})
+}
+
+func writeErrors(b *bytes.Buffer, r *Result) error {
+	if len(r.ErrorSamples) == 0 {
+		return nil
+	}
+	section(b, fmt.Sprintf("Errors (first %d distinct; %s in all)", len(r.ErrorSamples), count(r.Measured.Top, "errors")))
+	for _, e := range r.ErrorSamples {
+		fmt.Fprintf(b, "  %s\n", e)
+	}
+	return nil
+}
+
+func writeThresholds(b *bytes.Buffer, r *Result) error {
+	if len(r.Thresholds) == 0 {
+		section(b, "Thresholds: none")
+		return nil
+	}
+	section(b, "Thresholds")
+	t := newTableAligned(b, []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignLeft}, "threshold", "measured", "result")
+	var rows [][]string
+	for _, th := range r.Thresholds {
+		res := "PASS"
+		if !th.Pass {
+			res = "FAIL"
+			// "false" (the expression simply did not hold) says nothing
+			// the measured column does not; other reasons (no samples)
+			// are the whole story and are shown.
+			if th.Reason != "" && th.Reason != "false" {
+				res += ": " + th.Reason
+			}
+		}
+		rows = append(rows, []string{th.Expr, measuredValues(th.Values), res})
+	}
+	return render(t, rows)
+}
+
+// measuredValues shows what a threshold read, as `p99=1.2ms dup_rate=0`,
+// with "-" for a metric that had no samples.
+func measuredValues(vs []plans.MetricValue) string {
+	parts := make([]string, 0, len(vs))
+	for _, v := range vs {
+		val := absent
+		if !v.Missing {
+			val = fmtValue(v.Value)
+		}
+		parts = append(parts, v.Ref.String()+"="+val)
+	}
+	return strings.Join(parts, " ")
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// count shows a count metric; counts are always measured, but a scope that
+// is missing altogether (no such group) shows "-".
+func count(m plans.MetricSet, name string) string {
+	if v, ok := m[name]; ok {
+		return fmtValue(v)
+	}
+	return absent
+}
+
+// rate shows a rate metric divided by n (the per-client figure when n is
+// the group's client count).
+func rate(m plans.MetricSet, name string, n int) string {
+	f, ok := m[name].(float64)
+	if !ok || n <= 0 {
+		return absent
+	}
+	return fmtRate(f / float64(n))
+}
+
+func percent(m plans.MetricSet, name string) string {
+	if f, ok := m[name].(float64); ok {
+		return fmtPercent(f)
+	}
+	return absent
+}
+
+func duration(m plans.MetricSet, name string) string {
+	if d, ok := m[name].(time.Duration); ok {
+		return fmtDuration(d)
+	}
+	return absent
+}

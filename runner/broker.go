@@ -1,0 +1,464 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/auth"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// defaultBrokerListen is the address the embedded broker binds when
+// BrokerOptions.Listen is empty: loopback, with a port chosen by the kernel,
+// so that a self-test never exposes a broker that accepts every client
+// (auth.AllowHook) to the network by accident.
+const defaultBrokerListen = "127.0.0.1:0"
+
+// brokerListenerID names the embedded broker's only listener inside mochi.
+const brokerListenerID = "mqplan-tcp"
+
+// BrokerOptions configures the embedded broker.
+type BrokerOptions struct {
+	// Listen is the TCP address to bind, host:port. Empty means
+	// 127.0.0.1:0, a free loopback port. Any host is
+	// allowed, but remember the broker lets every client in: bind a public
+	// address only on purpose.
+	Listen string
+	// Logger receives mochi's logs. Nil discards them: mochi would otherwise
+	// log to stdout and corrupt mqplan's summary table.
+	Logger *slog.Logger
+	// Faults injects broker-side misbehaviour (loss, duplicates, delay) so
+	// that mqplan's own accounting can be tested against known truth. The
+	// zero value injects nothing and installs no hook at all.
+	Faults Faults
+	// Hooks are extra mochi hooks (tests, instrumentation), added after the
+	// built-in ones (allow-all auth, the send-quota workaround, faults), so
+	// they see packets as the fault hook left them.
+	Hooks []mqtt.Hook
+}
+
+// Broker is an in-process mochi-mqtt broker listening on one TCP address,
+// configured for load tests: it accepts every client, never logs to stdout,
+// has queues and inflight stores large enough that it does not drop
+// messages under the loads mqplan generates on one machine, and works
+// around mochi v2.7.9's send-quota bug (see sendQuotaHook). Create it with
+// StartBroker and stop it with Close.
+type Broker struct {
+	srv    *mqtt.Server
+	ln     *brokerListener
+	faults *faultHook // nil when Faults is zero
+	stop   chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartBroker starts an embedded broker and returns once it is accepting
+// connections: mochi binds the socket when the listener is added, so Addr
+// reports the real port even for "127.0.0.1:0".
+func StartBroker(opts BrokerOptions) (*Broker, error) {
+	return startBroker(opts, true)
+}
+
+// startBroker is StartBroker with the send-quota workaround optional, so
+// that a test can show the mochi bug it works around still exists.
+func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
+	if err := opts.Faults.validate(); err != nil {
+		return nil, err
+	}
+	addr := opts.Listen
+	if addr == "" {
+		addr = defaultBrokerListen
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	mo := &mqtt.Options{
+		Capabilities: brokerCapabilities(),
+		Logger:       logger,
+		// $SYS topics are refreshed once a minute instead of every second:
+		// each refresh calls runtime.ReadMemStats, which stops the world
+		// inside the very process that measures latency, and mqplan reads
+		// the counters it needs from server.Info directly.
+		SysTopicResendInterval: 60,
+		// ClientNetWriteBufferSize and ClientNetReadBufferSize keep mochi's
+		// 2 KiB defaults: the read buffer is allocated per connection up
+		// front (10,000 clients would pin 160 MiB at 16 KiB), and the write
+		// buffer only coalesces packets while a client's queue is non-empty.
+	}
+	if opts.Faults.needsUnbufferedWrites() {
+		// mochi coalesces a client's writes while its outbound queue is
+		// non-empty and flushes them at the next successful write. The fault
+		// hook drops or defers a delivery by making its write fail, which
+		// would strand the bytes already coalesced before it until some
+		// later write (possibly never, at the end of a test). A size of 1
+		// makes every packet go to the socket at once; that costs a syscall
+		// per packet, which only self-tests with faults pay.
+		mo.ClientNetWriteBufferSize = 1
+	}
+
+	b := &Broker{
+		srv:  mqtt.New(mo),
+		ln:   &brokerListener{id: brokerListenerID, address: addr, conns: map[net.Conn]struct{}{}},
+		stop: make(chan struct{}),
+	}
+
+	// mochi refuses every client unless some hook says yes.
+	hooks := []mqtt.Hook{new(auth.AllowHook)}
+	if quotaWorkaround {
+		hooks = append(hooks, new(sendQuotaHook))
+	}
+	if opts.Faults.enabled() {
+		b.faults = newFaultHook(opts.Faults, b.srv.Info, b.stop)
+		hooks = append(hooks, b.faults)
+	}
+	hooks = append(hooks, opts.Hooks...)
+	for _, h := range hooks {
+		if h == nil {
+			continue
+		}
+		if err := b.srv.AddHook(h, nil); err != nil {
+			return nil, fmt.Errorf("embedded broker: add hook %s: %w", h.ID(), err)
+		}
+	}
+
+	if err := b.srv.AddListener(b.ln); err != nil { // binds the socket
+		return nil, fmt.Errorf("embedded broker: listen on %s: %w", addr, err)
+	}
+	if err := b.srv.Serve(); err != nil { // does not block
+		_ = b.Close(time.Second)
+		return nil, fmt.Errorf("embedded broker: serve: %w", err)
+	}
+	return b, nil
+}
+
+// brokerCapabilities returns mochi's capabilities raised for load tests. The
+// targets are a 1-to-1 QoS 1 run of 200 publisher/subscriber pairs at
+// 20,000 msg/s in total and a fan-out to 1,000 subscribers, with nothing
+// dropped by the broker: every broker drop would look like mqplan losing
+// messages (Stats reports them separately so that it never does).
+func brokerCapabilities() *mqtt.Capabilities {
+	c := mqtt.NewDefaultServerCapabilities()
+
+	// The per-client outbound queue (a buffered channel of packet pointers).
+	// When it is full mochi drops the delivery silently and counts
+	// MessagesDropped. It absorbs bursts while a subscriber's writer is
+	// descheduled, blocked on a full socket, or waiting for a slow client
+	// (paho.golang blocks its reader once ReceiveMaximum messages await the
+	// application): 16,384 slots is over 16 s of a 1,000 msg/s stream, or
+	// 0.8 s at the whole 20,000 msg/s. The channel's buffer is allocated at
+	// connect, 8 bytes a slot (128 KiB a client, mostly never touched), which
+	// is why it is not larger.
+	c.MaximumClientWritesPending = 16 * 1024
+
+	// QoS 1/2 messages stored per client, unacknowledged or queued. With the
+	// send quota disabled (sendQuotaHook) a QoS 1/2 subscriber can have a
+	// whole backlog outstanding, and above this limit mochi drops the
+	// delivery and counts InflightDropped. 65,535 is the packet-identifier
+	// space, the most that can be outstanding anyway; entries cost memory
+	// only while they exist.
+	c.MaximumInflight = math.MaxUint16
+
+	// The Receive Maximum mochi announces in CONNACK: how many QoS 2
+	// publishes a client may have unacknowledged towards the broker (QoS 1
+	// releases its slot as soon as the PUBACK is written). A client that
+	// exceeds it is disconnected, and paho.golang blocks Publish when it is
+	// reached, so the default of 1,024 would cap an asynchronous QoS 2
+	// publisher. paho.golang's send quota is O(1) in memory, so the maximum
+	// costs nothing.
+	c.ReceiveMaximum = math.MaxUint16
+
+	// 0 = no broker-imposed message expiry. With the default (one day) mochi
+	// stamps every delivery with an expiry, so every MQTT 5 PUBLISH carries
+	// a Message Expiry Interval property mqplan did not ask for, and a soak
+	// test running longer than the limit would see inflight QoS 1/2
+	// messages and retained messages purged behind its back. Messages that
+	// carry their own expiry still expire.
+	c.MaximumMessageExpiryInterval = 0
+
+	// Already unlimited by default, pinned here because a limit would turn
+	// a connection ramp into refusals: MaximumClients (math.MaxInt64),
+	// MaximumPacketSize (0 = none), MaximumQos 2.
+	c.MaximumClients = math.MaxInt64
+	c.MaximumPacketSize = 0
+	c.MaximumQos = 2
+	return c
+}
+
+// Addr returns the host:port the broker listens on, with the real port when
+// it was started on port 0.
+func (b *Broker) Addr() string { return b.ln.Address() }
+
+// URL returns the broker's address as an mqtt:// URL for plans and clients.
+func (b *Broker) URL() string { return "mqtt://" + b.Addr() }
+
+// Stats returns mochi's own counters (server.Info). MessagesDropped and
+// InflightDropped are deliveries the broker discarded because a client's
+// outbound queue or inflight store was full; a run must report them, or the
+// broker's losses look like mqplan's. Deliveries removed on purpose by
+// BrokerOptions.Faults are not in these counters (see FaultCounts):
+// MessagesSent counts PUBLISH packets actually written, so with faults it is
+// FaultCounts.Deliveries - Dropped + Duplicated once everything is flushed.
+func (b *Broker) Stats() BrokerStats {
+	info := b.srv.Info
+	return BrokerStats{
+		MessagesReceived: atomic.LoadInt64(&info.MessagesReceived),
+		MessagesSent:     atomic.LoadInt64(&info.MessagesSent),
+		MessagesDropped:  atomic.LoadInt64(&info.MessagesDropped),
+		InflightDropped:  atomic.LoadInt64(&info.InflightDropped),
+		ClientsMaximum:   atomic.LoadInt64(&info.ClientsMaximum),
+	}
+}
+
+// FaultCounts returns the fault hook's exact counters. They are all zero
+// when BrokerOptions.Faults is zero, since no hook is installed then.
+func (b *Broker) FaultCounts() FaultCounts {
+	if b.faults == nil {
+		return FaultCounts{}
+	}
+	return b.faults.counts()
+}
+
+// Close stops the broker within timeout and is safe to call more than once
+// (later calls return the first call's result). mochi's own Close can hang
+// (mochi-mqtt/server#424): it waits for every connection goroutine, and one
+// that never sent CONNECT, or whose socket is full while mochi writes the
+// DISCONNECT, never ends. The broker's listener closes the connections that
+// never sent CONNECT itself (see brokerListener.Close); for the rest, Close
+// gives mochi half the timeout, then closes every accepted socket, which
+// unblocks any read or write stuck on it, and waits the other half. It
+// returns an error only if mochi still has not returned; its goroutines are
+// then abandoned. A timeout <= 0 means 5 s.
+func (b *Broker) Close(timeout time.Duration) error {
+	b.closeOnce.Do(func() { b.closeErr = b.shutdown(timeout) })
+	return b.closeErr
+}
+
+func (b *Broker) shutdown(timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	close(b.stop) // abandons deliveries still held by the Delay fault
+
+	done := make(chan struct{})
+	go func() {
+		_ = b.srv.Close()
+		close(done)
+	}()
+
+	grace := timeout / 2
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+	}
+	b.ln.closeConns()
+	t.Reset(timeout - grace)
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("embedded broker: not stopped after %v", timeout)
+	}
+}
+
+// sendQuotaHook works around a bug in mochi v2.7.9's outbound flow control.
+//
+// ParseConnect sets a client's send quota to the Receive Maximum N it sent
+// in CONNECT. Once N QoS 1/2 deliveries are unacknowledged, publishToClient
+// parks further deliveries in the inflight store marked "send when quota
+// frees" (Expiry -1). After each packet from the client, processPacket
+// writes one parked delivery and then *deletes* it from the inflight store
+// while spending a quota unit; that delivery's PUBACK then finds no inflight
+// entry, so processPuback never gives the unit back. N parked deliveries
+// later the quota is 0 for good: a subscriber with a backlog larger than N
+// receives about 2N messages and then nothing (and the parked ones come
+// out in arbitrary order, sorted by a uint16 of their creation second).
+//
+// ResetSendQuota(0) sets both the quota and its maximum to 0, exactly as for
+// an MQTT 3.1.1 client (which sends no Receive Maximum): the parking branch
+// requires maximumSendQuota > 0 and the release branch sendQuota > 0, so
+// neither runs and every delivery goes straight to the client's outbound
+// queue. A non-zero value (say 65535) would not do: the release branch would
+// still scan and sort the whole inflight store after every PUBACK. The cost
+// is that the broker ignores the subscriber's Receive Maximum
+// ([MQTT-3.3.4-9]); paho.golang tolerates that, its reader simply blocks
+// once its ReceiveMaximum-sized queue is full, so the backlog waits in TCP
+// buffers and in mochi's outbound queue (MaximumClientWritesPending).
+//
+// The quota is reset twice. OnSessionEstablish runs after ParseConnect and
+// before the client is registered, so no delivery can be parked before it.
+// But a session taken over from an earlier connection gets a cloned
+// inflight store with the quota reset to N again (inheritClientSession), so
+// OnSessionEstablished, after the takeover, resets it once more. A delivery
+// parked in the short window between the resend of the inherited inflight
+// messages and OnSessionEstablished would stay parked; mqplan's clients use
+// clean sessions, which never take that path.
+type sendQuotaHook struct {
+	mqtt.HookBase
+}
+
+// ID names the hook in mochi's logs.
+func (h *sendQuotaHook) ID() string { return "mqplan-send-quota" }
+
+// Provides selects the two session hooks: the workaround costs nothing per
+// message.
+func (h *sendQuotaHook) Provides(b byte) bool {
+	return b == mqtt.OnSessionEstablish || b == mqtt.OnSessionEstablished
+}
+
+// OnSessionEstablish disables the send quota of a new session before the
+// client can receive anything.
+func (h *sendQuotaHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
+	cl.State.Inflight.ResetSendQuota(0)
+}
+
+// OnSessionEstablished disables it again after a session takeover replaced
+// the inflight store.
+func (h *sendQuotaHook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
+	cl.State.Inflight.ResetSendQuota(0)
+}
+
+// brokerListener is mochi's TCP listener with three changes. It remembers
+// every accepted connection, so that connections mochi does not know about
+// (no CONNECT yet) can be closed at shutdown and any connection can be
+// forced shut when the shutdown hangs. It closes the listening socket before
+// disconnecting clients, so no connection is accepted after the clients
+// were told to go (mochi's listener does it the other way round). And a
+// temporary Accept error (EMFILE at 20,000 files) pauses accepting instead
+// of stopping it for good.
+type brokerListener struct {
+	id      string
+	address string
+	ln      net.Listener
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup // one per tracked connection; Add under mu
+}
+
+// ID implements listeners.Listener.
+func (l *brokerListener) ID() string { return l.id }
+
+// Protocol implements listeners.Listener.
+func (l *brokerListener) Protocol() string { return "tcp" }
+
+// Address returns the bound address once Init has run.
+func (l *brokerListener) Address() string {
+	if l.ln != nil {
+		return l.ln.Addr().String()
+	}
+	return l.address
+}
+
+// Init binds the socket; mochi calls it from AddListener.
+func (l *brokerListener) Init(log *slog.Logger) error {
+	l.log = log
+	ln, err := net.Listen("tcp", l.address)
+	if err != nil {
+		return err
+	}
+	l.ln = ln
+	return nil
+}
+
+// Serve accepts connections until Close and hands each to mochi.
+func (l *brokerListener) Serve(establish listeners.EstablishFn) {
+	var backoff time.Duration
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || l.isClosed() {
+				return
+			}
+			// Out of descriptors or similar: wait and retry, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			l.log.Warn("accept failed, retrying", "error", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if !l.track(c) {
+			_ = c.Close()
+			return
+		}
+		go func() {
+			defer l.untrack(c)
+			if err := establish(l.id, c); err != nil {
+				l.log.Debug("connection ended", "error", err, "remote", c.RemoteAddr())
+			}
+		}()
+	}
+}
+
+// Close stops accepting, lets mochi disconnect the clients it knows (those
+// that completed CONNECT), closes the connections it does not know, and
+// waits for every connection goroutine to return. mochi's Close calls it
+// and then waits for its own count of connections (Listeners.ClientsWg);
+// waiting here first means that wait cannot hang on a connection that never
+// sent CONNECT, and that every connection's ClientsWg.Add happens before
+// mochi's Wait (an Add racing with Wait is a misuse the race detector
+// reports, and one mochi's own TCP listener allows).
+func (l *brokerListener) Close(closeClients listeners.CloseFn) {
+	l.mu.Lock()
+	already := l.closed
+	l.closed = true
+	l.mu.Unlock()
+	if already {
+		return
+	}
+	if l.ln != nil {
+		_ = l.ln.Close()
+	}
+	closeClients(l.id)
+	l.closeConns()
+	l.wg.Wait()
+}
+
+func (l *brokerListener) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+func (l *brokerListener) track(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.conns[c] = struct{}{}
+	l.wg.Add(1)
+	return true
+}
+
+func (l *brokerListener) untrack(c net.Conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+	l.wg.Done()
+}
+
+// closeConns closes every connection still open, which makes mochi's
+// blocked reads and writes on them return.
+func (l *brokerListener) closeConns() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		_ = c.Close()
+	}
+}

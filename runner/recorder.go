@@ -1,0 +1,291 @@
+package runner
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/mqplan/mqplan/plans"
+)
+
+// recorder collects every measurement of a run. It is striped: each client
+// writes to the stripe of its index, so there is no global lock on the hot
+// path, and there are a few stripes per CPU, never one per client (a
+// histogram is ~144 KiB). Stripes are merged at per-second snapshots and at
+// the end.
+type recorder struct {
+	stripes []stripe
+	nGroups int
+}
+
+// stripe holds one share of the counters and histograms.
+type stripe struct {
+	mu sync.Mutex
+	// cells[phase*nGroups+group] are the totals per phase and group.
+	cells []Metrics
+	// sec accumulates the current second for the timeline.
+	sec secondAcc
+	_   [64]byte // keep neighbouring stripes' locks off one cache line
+}
+
+// secondAcc is one stripe's share of the current second.
+type secondAcc struct {
+	sent, received, errors, disconnects int64
+	latency                             *hdrhistogram.Histogram
+	lagMax                              int64
+}
+
+func newRecorder(nGroups int) *recorder {
+	n := max(4, 2*runtime.GOMAXPROCS(0))
+	r := &recorder{stripes: make([]stripe, n), nGroups: nGroups}
+	for i := range r.stripes {
+		r.stripes[i].cells = make([]Metrics, len(plans.PhaseNames)*nGroups)
+		r.stripes[i].sec.latency = NewHistogram()
+	}
+	return r
+}
+
+// stripeFor returns the stripe a client records into.
+func (r *recorder) stripeFor(client int) *stripe { return &r.stripes[client%len(r.stripes)] }
+
+// cell returns the metrics of a phase and group; the stripe must be locked.
+func (s *stripe) cell(nGroups, phase, group int) *Metrics {
+	return &s.cells[phase*nGroups+group]
+}
+
+// record adds v (µs) to *h, allocating the histogram on first use only, and
+// counts values beyond its range instead of dropping them silently.
+func record(h **hdrhistogram.Histogram, v int64, over *int64) {
+	if *h == nil {
+		*h = NewHistogram()
+	}
+	if v < histMin {
+		v = histMin
+	}
+	if v > histMax {
+		*over++
+		v = histMax
+	}
+	_ = (*h).RecordValue(v)
+}
+
+func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
+
+// sendRecord is what a publisher records for one message.
+type sendRecord struct {
+	phase, group int
+	bytes        int64
+	expected     int64
+	expectedBy   []int // deliveries by receiving group
+	lag          time.Duration
+}
+
+// recordSend counts one PUBLISH written.
+func (r *recorder) recordSend(client int, s *sendRecord) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	m := st.cell(r.nGroups, s.phase, s.group)
+	m.Sent++
+	m.SentBytes += s.bytes
+	m.ExpectedOwn += s.expected
+	for g, n := range s.expectedBy {
+		if n != 0 {
+			st.cell(r.nGroups, s.phase, g).Expected += int64(n)
+		}
+	}
+	lag := micros(s.lag)
+	record(&m.Lag, lag, &m.OverRange)
+	if s.lag > LateThreshold {
+		m.Late++
+	}
+	st.sec.sent++
+	if lag > st.sec.lagMax {
+		st.sec.lagMax = lag
+	}
+	st.mu.Unlock()
+}
+
+// recordAck counts one PUBACK/PUBCOMP and its latency.
+func (r *recorder) recordAck(client, phase, group int, d time.Duration, failed bool) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	m := st.cell(r.nGroups, phase, group)
+	if failed {
+		m.Errors++
+		st.sec.errors++
+	} else {
+		m.Acked++
+		record(&m.Ack, micros(d), &m.OverRange)
+	}
+	st.mu.Unlock()
+}
+
+// recvRecord is what a subscriber records for one delivery.
+type recvRecord struct {
+	phase    int // send phase of the message
+	group    int // receiving client's group
+	pubGroup int // publishing client's group
+	bytes    int64
+	latency  time.Duration
+	kind     delivery
+}
+
+// recordReceive counts one delivery.
+func (r *recorder) recordReceive(client int, d *recvRecord) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	m := st.cell(r.nGroups, d.phase, d.group)
+	m.Received++
+	m.ReceivedBytes += d.bytes
+	switch d.kind {
+	case deliveryDuplicate:
+		m.Duplicates++
+	case deliveryOutOfOrder:
+		m.OutOfOrder++
+	}
+	if d.kind != deliveryDuplicate {
+		st.cell(r.nGroups, d.phase, d.pubGroup).ReceivedOwn++
+	}
+	us := micros(d.latency)
+	record(&m.Latency, us, &m.OverRange)
+	st.sec.received++
+	_ = st.sec.latency.RecordValue(min(max(us, histMin), histMax))
+	st.mu.Unlock()
+}
+
+// recordCorrupt counts a delivery whose payload failed the content check.
+func (r *recorder) recordCorrupt(client, phase, group int) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	st.cell(r.nGroups, phase, group).Corrupted++
+	st.mu.Unlock()
+}
+
+// event is a connection-level count.
+type event uint8
+
+const (
+	evConnectOK event = iota
+	evConnectFailed
+	evSubscribeFailed
+	evError
+	evDisconnect
+	evReconnect
+)
+
+// recordEvent counts a connection-level event in the current phase;
+// d is the CONNECT or SUBSCRIBE latency where it applies.
+func (r *recorder) recordEvent(client, phase, group int, ev event, d time.Duration) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	m := st.cell(r.nGroups, phase, group)
+	switch ev {
+	case evConnectOK:
+		m.ConnectAttempts++
+		m.ConnectOK++
+		record(&m.Connect, micros(d), &m.OverRange)
+	case evConnectFailed:
+		m.ConnectAttempts++
+		m.ConnectFailed++
+	case evSubscribeFailed:
+		m.SubscribeFailed++
+		m.Errors++
+		st.sec.errors++
+	case evError:
+		m.Errors++
+		st.sec.errors++
+	case evDisconnect:
+		m.Disconnects++
+		st.sec.disconnects++
+	case evReconnect:
+		m.Reconnects++
+	}
+	st.mu.Unlock()
+}
+
+// recordSubscribe records a SUBSCRIBE→SUBACK latency.
+func (r *recorder) recordSubscribe(client, phase, group int, d time.Duration) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	m := st.cell(r.nGroups, phase, group)
+	record(&m.Subscribe, micros(d), &m.OverRange)
+	st.mu.Unlock()
+}
+
+// second takes and resets the current second's figures of every stripe.
+// scratch is a reusable histogram, so snapshots do not allocate.
+func (r *recorder) second(scratch *hdrhistogram.Histogram) Second {
+	scratch.Reset()
+	var s Second
+	var lagMax int64
+	for i := range r.stripes {
+		st := &r.stripes[i]
+		st.mu.Lock()
+		s.Sent += st.sec.sent
+		s.Received += st.sec.received
+		s.Errors += st.sec.errors
+		s.Disconnects += st.sec.disconnects
+		lagMax = max(lagMax, st.sec.lagMax)
+		scratch.Merge(st.sec.latency)
+		st.sec.latency.Reset()
+		st.sec = secondAcc{latency: st.sec.latency}
+		st.mu.Unlock()
+	}
+	if scratch.TotalCount() > 0 {
+		s.P50 = time.Duration(scratch.ValueAtQuantile(50)) * time.Microsecond
+		s.P99 = time.Duration(scratch.ValueAtQuantile(99)) * time.Microsecond
+		s.Max = time.Duration(scratch.Max()) * time.Microsecond
+	}
+	s.LagMax = time.Duration(lagMax) * time.Microsecond
+	return s
+}
+
+// totals reads the counters needed to know whether every expected
+// delivery has arrived: expected and first-time deliveries over all phases.
+func (r *recorder) totals() (expected, unique int64) {
+	for i := range r.stripes {
+		st := &r.stripes[i]
+		st.mu.Lock()
+		for j := range st.cells {
+			c := &st.cells[j]
+			expected += c.Expected
+			unique += c.Received - c.Duplicates
+		}
+		st.mu.Unlock()
+	}
+	return expected, unique
+}
+
+// merge builds the per-phase statistics: every stripe's cells summed, and
+// Lost fixed as expected minus first-time deliveries.
+func (r *recorder) merge() []PhaseStats {
+	out := make([]PhaseStats, len(plans.PhaseNames))
+	for p := range out {
+		out[p].Name = plans.PhaseNames[p]
+		out[p].Groups = make([]Metrics, r.nGroups)
+	}
+	for i := range r.stripes {
+		st := &r.stripes[i]
+		st.mu.Lock()
+		for p := range out {
+			for g := 0; g < r.nGroups; g++ {
+				out[p].Groups[g].Merge(st.cell(r.nGroups, p, g))
+			}
+		}
+		st.mu.Unlock()
+	}
+	for p := range out {
+		for g := range out[p].Groups {
+			m := &out[p].Groups[g]
+			m.Lost = max(0, m.Expected-(m.Received-m.Duplicates))
+			m.LostOwn = max(0, m.ExpectedOwn-m.ReceivedOwn)
+		}
+		for g := range out[p].Groups {
+			out[p].Total.Merge(&out[p].Groups[g])
+		}
+		// A merged scope counts every delivery once: the subscriber view.
+		out[p].Total.ExpectedOwn, out[p].Total.ReceivedOwn, out[p].Total.LostOwn = 0, 0, 0
+	}
+	return out
+}

@@ -1,0 +1,871 @@
+// Package runner executes a compiled plan against a broker: it connects
+// the clients at their ramps (subscribers first), waits for every SUBACK,
+// publishes on open-loop schedules, measures every delivery against what
+// the subscriptions imply, and returns the statistics. It neither parses
+// YAML nor judges thresholds nor prints tables.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/eclipse/paho.golang/paho"
+	"github.com/mqplan/mqplan/plans"
+)
+
+// Options configure a run beyond what the plan says.
+type Options struct {
+	// BrokerURL, when set, replaces the plan's broker URLs (--broker).
+	BrokerURL string
+	// Broker configures the embedded broker when the plan uses it.
+	Broker BrokerOptions
+	// Progress, when set, is called about once a second with live figures.
+	// It runs on the snapshot goroutine and must return quickly.
+	Progress func(Progress)
+	// InterruptDrain bounds the drain after an interruption (default 2s):
+	// a user who pressed Ctrl-C wants the report soon.
+	InterruptDrain time.Duration
+}
+
+// Progress is the live view of a run, once a second.
+type Progress struct {
+	Phase     string
+	Elapsed   time.Duration
+	Connected int
+	Clients   int
+	// SendRate and RecvRate are messages per second over the last second.
+	SendRate, RecvRate float64
+	// P99 is the latency of the last second's deliveries.
+	P99    time.Duration
+	Errors int64
+}
+
+// phase indexes into plans.PhaseNames.
+const (
+	phConnect = iota
+	phSubscribe
+	phWarmup
+	phRamp
+	phSteady
+	phDrain
+	phDisconnect
+)
+
+// run is the state of one execution.
+type run struct {
+	prog    *plans.Program
+	opts    Options
+	rec     *recorder
+	pattern []byte
+	epoch   time.Time
+	clients []*client
+	shares  []*shareState
+	timeout time.Duration
+
+	phase     atomic.Int32
+	pubStart  atomic.Int64 // ns since epoch when warmup starts
+	connected atomic.Int64
+	errTotal  atomic.Int64
+
+	// phaseStart and phaseEnd are written by the orchestrating goroutine
+	// only, and read when the run is over.
+	phaseStart [phDisconnect + 1]time.Duration
+	phaseEnd   [phDisconnect + 1]time.Duration
+
+	errMu      sync.Mutex
+	errSamples []string
+
+	timelineMu sync.Mutex
+	timeline   []Second
+}
+
+// now is the monotonic time since the run's epoch, in ns.
+func (r *run) now() int64 { return int64(time.Since(r.epoch)) }
+
+func (r *run) at() time.Duration { return time.Since(r.epoch) }
+
+// Run executes prog and returns what it measured. A run that starts but
+// cannot complete (no client of a group connects, the context is
+// cancelled) still returns its Stats with Incomplete or Interrupted set;
+// the error is for runs that could not start at all.
+func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error) {
+	if err := checkSupported(prog, opts); err != nil {
+		return nil, err
+	}
+	r := &run{
+		prog:    prog,
+		opts:    opts,
+		rec:     newRecorder(len(prog.Groups)),
+		pattern: padPattern(prog.MaxPayload),
+		timeout: prog.Plan.Broker.ConnectTimeout,
+	}
+	if r.timeout <= 0 {
+		r.timeout = 10 * time.Second
+	}
+	stats := &Stats{Started: time.Now()}
+
+	var broker *Broker
+	urls := prog.Plan.Broker.URLs
+	if opts.BrokerURL != "" {
+		urls = []string{opts.BrokerURL}
+	}
+	if len(urls) == 1 && urls[0] == plans.Embedded {
+		b, err := StartBroker(opts.Broker)
+		if err != nil {
+			return nil, fmt.Errorf("start embedded broker: %w", err)
+		}
+		broker = b
+		defer b.Close(5 * time.Second)
+		urls = []string{b.URL()}
+	}
+	stats.BrokerURL = strings.Join(urls, ",")
+	addrs := make([]string, len(urls))
+	for i, u := range urls {
+		a, err := dialAddress(u)
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = a
+	}
+
+	r.epoch = time.Now()
+	r.clients = make([]*client, len(prog.Clients))
+	r.shares = make([]*shareState, prog.ShareGroups())
+	for i := range r.shares {
+		r.shares[i] = &shareState{streams: map[uint32]*stream{}}
+	}
+	for i := range prog.Clients {
+		pc := &prog.Clients[i]
+		c := &client{plan: pc}
+		if len(pc.Subscriptions) > 0 {
+			c.streams = map[uint32]*stream{}
+			c.share = r.shareFor(pc)
+		}
+		r.clients[i] = c
+	}
+
+	snapDone := make(chan struct{})
+	snapStop := make(chan struct{})
+	go r.snapshots(snapStop, snapDone)
+
+	incomplete := r.execute(ctx, addrs)
+
+	close(snapStop)
+	<-snapDone
+	stats.Elapsed = r.at()
+	stats.Phases = r.rec.merge()
+	for i := range stats.Phases {
+		stats.Phases[i].Start, stats.Phases[i].End = r.phaseStart[i], r.phaseEnd[i]
+	}
+	stats.Groups = r.groupInfo()
+	stats.Timeline = r.timeline
+	stats.Interrupted = ctx.Err() != nil
+	stats.Incomplete = incomplete
+	// paho may still report a connection's end from its own goroutines.
+	r.errMu.Lock()
+	stats.ErrorSamples = slices.Clone(r.errSamples)
+	r.errMu.Unlock()
+	if broker != nil {
+		bs := broker.Stats()
+		stats.Broker = &bs
+	}
+	return stats, nil
+}
+
+// checkSupported refuses, before anything connects, what this runner
+// cannot do yet, with a message naming the plan field.
+func checkSupported(prog *plans.Program, opts Options) error {
+	for _, g := range prog.Plan.Groups {
+		if g.Protocol != 0 && g.Protocol != 5 {
+			return fmt.Errorf("group %q: protocol %d is not supported by this build yet; use protocol: 5", g.Name, g.Protocol)
+		}
+	}
+	urls := prog.Plan.Broker.URLs
+	if opts.BrokerURL != "" {
+		urls = []string{opts.BrokerURL}
+	}
+	for _, u := range urls {
+		if u == plans.Embedded {
+			continue
+		}
+		if _, err := dialAddress(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dialAddress turns a broker URL into a TCP host:port.
+func dialAddress(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("broker url %q: %w", raw, err)
+	}
+	switch u.Scheme {
+	case "mqtt", "tcp":
+	default:
+		return "", fmt.Errorf("broker url %q: scheme %q is not supported by this build yet; use mqtt://host:port", raw, u.Scheme)
+	}
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		return "", fmt.Errorf("broker url %q has no host", raw)
+	}
+	if port == "" {
+		port = "1883"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// shareFor returns the share group state a client records into when all
+// its subscriptions are shared (see client.share).
+func (r *run) shareFor(pc *plans.Client) *shareState {
+	key := -1
+	for _, s := range pc.Subscriptions {
+		if s.ShareKey < 0 {
+			return nil // it has its own subscription: per-client streams
+		}
+		if key < 0 {
+			key = s.ShareKey
+		}
+	}
+	if key < 0 {
+		return nil
+	}
+	return r.shares[key]
+}
+
+// setPhase starts phase p now, ending the previous one.
+func (r *run) setPhase(p int) {
+	now := r.at()
+	cur := int(r.phase.Load())
+	if p <= cur {
+		return
+	}
+	for i := cur; i < p; i++ {
+		if r.phaseEnd[i] == 0 {
+			r.phaseEnd[i] = now
+		}
+		if r.phaseStart[i+1] == 0 {
+			r.phaseStart[i+1] = now
+		}
+	}
+	r.phase.Store(int32(p))
+}
+
+// noteError keeps the first few distinct error messages for the report.
+func (r *run) noteError(err error) {
+	r.errTotal.Add(1)
+	msg := err.Error()
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	if len(r.errSamples) >= 10 || slices.Contains(r.errSamples, msg) {
+		return
+	}
+	r.errSamples = append(r.errSamples, msg)
+}
+
+// execute runs the phases in order and returns why the run could not
+// complete, or "".
+func (r *run) execute(ctx context.Context, addrs []string) string {
+	incomplete := ""
+	r.phaseStart[phConnect] = 0
+
+	// connect: subscribing groups (stage 0) first, then the rest.
+	for stage := 0; stage < 2 && ctx.Err() == nil; stage++ {
+		r.connectStage(ctx, stage, addrs)
+		if msg := r.failedGroups(stage); msg != "" {
+			incomplete = msg
+			break
+		}
+		if stage == 0 {
+			// subscribe: every SUBACK in before the next stage, so that
+			// publishers never start before the subscriptions exist.
+			r.setPhase(phSubscribe)
+			r.subscribeAll(ctx)
+		}
+	}
+	if incomplete == "" && ctx.Err() == nil {
+		r.publishPhases(ctx)
+	} else {
+		r.setPhase(phDrain)
+	}
+	r.setPhase(phDisconnect)
+	r.disconnectAll()
+	r.phaseEnd[phDisconnect] = r.at()
+	return incomplete
+}
+
+// failedGroups names the groups of a stage of which no client connected.
+func (r *run) failedGroups(stage int) string {
+	var msgs []string
+	for _, gp := range r.prog.Groups {
+		if gp.Stage != stage || gp.Count == 0 {
+			continue
+		}
+		ok := 0
+		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
+			if c.pc != nil {
+				ok++
+			}
+		}
+		if ok == 0 {
+			msgs = append(msgs, fmt.Sprintf("group %s: none of its %d clients could connect", gp.Name, gp.Count))
+		}
+	}
+	if len(msgs) == 0 {
+		return ""
+	}
+	msg := strings.Join(msgs, "; ")
+	r.errMu.Lock()
+	if len(r.errSamples) > 0 {
+		msg += " (first error: " + r.errSamples[0] + ")"
+	}
+	r.errMu.Unlock()
+	return msg
+}
+
+// connectStage connects the clients of one stage, each group at its own
+// rate, and waits until every attempt has finished (each is bounded by the
+// connect timeout).
+func (r *run) connectStage(ctx context.Context, stage int, addrs []string) {
+	var order []*client
+	for _, gp := range r.prog.Groups {
+		if gp.Stage == stage {
+			order = append(order, r.clients[gp.First:gp.First+gp.Count]...)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b *client) int {
+		return int(a.plan.ConnectAt - b.plan.ConnectAt)
+	})
+	start := r.at()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var wg sync.WaitGroup
+	for _, c := range order {
+		if wait := start + c.plan.ConnectAt - r.at(); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.connect(ctx, c, addrs[c.plan.Index%len(addrs)])
+		}()
+	}
+	wg.Wait()
+}
+
+// connect dials and sends CONNECT for one client, recording the outcome.
+func (r *run) connect(ctx context.Context, c *client, addr string) {
+	pc := c.plan
+	group := pc.Group
+	g := &r.prog.Plan.Groups[group]
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	t0 := r.at()
+	fail := func(err error) {
+		r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectFailed, 0)
+		r.noteError(fmt.Errorf("connect %s to %s: %w", pc.ID, addr, cleanErr(err)))
+	}
+	d := net.Dialer{}
+	if pc.SourceAddr != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(pc.SourceAddr)}
+	}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		fail(err)
+		return
+	}
+	cn := newConn(nc)
+	sess := newAckSession(r.now, func(m inflightMsg, lat time.Duration, failed bool) {
+		r.rec.recordAck(pc.Index, m.phase, group, lat, failed)
+		if failed {
+			r.noteError(fmt.Errorf("%s: broker refused a PUBLISH", pc.ID))
+		}
+	})
+	cfg := paho.ClientConfig{
+		Conn:          cn,
+		Session:       sess,
+		PacketTimeout: r.timeout,
+		OnClientError: func(err error) { r.lost(c, err) },
+		OnServerDisconnect: func(d *paho.Disconnect) {
+			r.lost(c, fmt.Errorf("broker sent DISCONNECT (reason 0x%02x)", d.ReasonCode))
+		},
+	}
+	if len(pc.Subscriptions) > 0 {
+		cfg.OnPublishReceived = []func(paho.PublishReceived) (bool, error){
+			func(p paho.PublishReceived) (bool, error) {
+				r.receive(c, p.Packet.Payload)
+				return true, nil
+			},
+		}
+	}
+	cli := paho.NewClient(cfg)
+	rm := uint16(receiveMaximum)
+	se := uint32(g.SessionExpiry / time.Second)
+	cp := &paho.Connect{
+		ClientID:   pc.ID,
+		KeepAlive:  uint16(g.Keepalive / time.Second),
+		CleanStart: g.CleanStart,
+		Properties: &paho.ConnectProperties{ReceiveMaximum: &rm, SessionExpiryInterval: &se},
+	}
+	if pc.Username != "" {
+		cp.Username, cp.UsernameFlag = pc.Username, true
+	}
+	if pw := pc.Password.Reveal(); pw != "" {
+		cp.Password, cp.PasswordFlag = []byte(pw), true
+	}
+	if w := g.Will; w != nil {
+		cp.WillMessage = &paho.WillMessage{Topic: pc.WillTopic, Payload: []byte(w.Payload), QoS: w.QoS, Retain: w.Retain}
+	}
+	ca, err := cli.Connect(ctx, cp)
+	if err != nil {
+		if ca != nil && ca.ReasonCode >= 0x80 {
+			err = fmt.Errorf("CONNACK refused: %s", connackReason(ca.ReasonCode))
+		}
+		fail(err)
+		return
+	}
+	r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectOK, r.at()-t0)
+	c.pc, c.conn, c.sess, c.done = cli, cn, sess, cli.Done()
+	c.ready.Store(true)
+	r.connected.Add(1)
+	// The client may have been lost between CONNACK and here.
+	select {
+	case <-c.done:
+		r.lost(c, errors.New("connection closed"))
+	default:
+	}
+}
+
+// lost records an unexpected connection loss, once per connection.
+func (r *run) lost(c *client, err error) {
+	if c.closing.Load() || !c.ready.Load() || !c.lost.CompareAndSwap(false, true) {
+		return
+	}
+	c.ready.Store(false)
+	r.connected.Add(-1)
+	r.rec.recordEvent(c.plan.Index, int(r.phase.Load()), c.plan.Group, evDisconnect, 0)
+	r.noteError(fmt.Errorf("%s lost its connection: %w", c.plan.ID, cleanErr(err)))
+}
+
+// subscribeAll sends every subscribing client's SUBSCRIBE (all its filters
+// in one packet), at most 256 in flight, and waits for every SUBACK or
+// timeout.
+func (r *run) subscribeAll(ctx context.Context) {
+	sem := make(chan struct{}, 256)
+	var wg sync.WaitGroup
+	for _, c := range r.clients {
+		if c.pc == nil || len(c.plan.Subscriptions) == 0 {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r.subscribe(ctx, c)
+		}()
+	}
+	wg.Wait()
+}
+
+func (r *run) subscribe(ctx context.Context, c *client) {
+	pc := c.plan
+	s := &paho.Subscribe{Subscriptions: make([]paho.SubscribeOptions, len(pc.Subscriptions))}
+	for i, sub := range pc.Subscriptions {
+		s.Subscriptions[i] = paho.SubscribeOptions{Topic: sub.Filter, QoS: sub.QoS}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	t0 := r.at()
+	ack, err := c.pc.Subscribe(ctx, s)
+	phase := int(r.phase.Load())
+	if err != nil && ack == nil {
+		r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
+		r.noteError(fmt.Errorf("subscribe %s: %w", pc.ID, cleanErr(err)))
+		return
+	}
+	r.rec.recordSubscribe(pc.Index, phase, pc.Group, r.at()-t0)
+	for i, code := range ack.Reasons {
+		if code >= 0x80 {
+			r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
+			f := "?"
+			if i < len(pc.Subscriptions) {
+				f = pc.Subscriptions[i].Filter
+			}
+			r.noteError(fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, subackReason(code)))
+		}
+	}
+}
+
+// publishPhases runs warmup, ramp and steady with every publisher on its
+// schedule, then drains.
+func (r *run) publishPhases(ctx context.Context) {
+	prog := r.prog
+	pubCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	start := r.now()
+	r.pubStart.Store(start)
+	r.setPhase(phWarmup)
+	var wg sync.WaitGroup
+	for _, c := range r.clients {
+		if c.pc == nil || c.plan.Publish == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.publish(pubCtx, c, start)
+		}()
+	}
+	// Advance the phase clock at the planned boundaries.
+	bounds := []struct {
+		at    time.Duration
+		phase int
+	}{
+		{prog.Warmup, phRamp},
+		{prog.Warmup + prog.Ramp, phSteady},
+		{prog.Warmup + prog.Ramp + prog.Steady, phDrain},
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for _, b := range bounds {
+		if wait := time.Duration(start) + b.at - r.at(); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		r.setPhase(b.phase)
+	}
+	// A publisher that fell behind still sends the rest of its schedule
+	// (late sends are measured, not dropped), but not for longer than the
+	// drain: past that, or on an interruption, stop releases them all,
+	// even one blocked on its in-flight window.
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	if ctx.Err() == nil {
+		timer.Reset(prog.Drain)
+		select {
+		case <-finished:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	stop()
+	<-finished
+	r.setPhase(phDrain)
+	drain := prog.Drain - (r.at() - r.phaseStart[phDrain])
+	if ctx.Err() != nil {
+		drain = r.opts.InterruptDrain
+		if drain <= 0 {
+			drain = 2 * time.Second
+		}
+		drain = min(drain, prog.Drain)
+	}
+	r.drain(drain)
+}
+
+// drain waits until every expected delivery and every acknowledgement has
+// arrived, or until the drain time is up, checking every few milliseconds.
+func (r *run) drain(limit time.Duration) {
+	deadline := r.at() + limit
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for r.at() < deadline {
+		exp, got := r.rec.totals()
+		if got >= exp && r.allAcked() {
+			return
+		}
+		<-tick.C
+	}
+}
+
+// allAcked reports whether no QoS 1/2 PUBLISH is still awaiting its ack
+// on a live connection.
+func (r *run) allAcked() bool {
+	for _, c := range r.clients {
+		if c.sess == nil || !c.ready.Load() {
+			continue
+		}
+		c.sess.mu.Lock()
+		n := len(c.sess.inflight)
+		c.sess.mu.Unlock()
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// publish runs one client's open-loop schedule. The payload buffer, the
+// Publish value, the send record and the timer are reused for every
+// message: nothing in mqplan's own code allocates per message.
+func (r *run) publish(ctx context.Context, c *client, start int64) {
+	pc := c.plan
+	pub := pc.Publish
+	buf := make([]byte, pub.Size)
+	msg := &paho.Publish{QoS: pub.QoS, Retain: pub.Retain, Topic: pub.Topic, Payload: buf}
+	opts := paho.PublishOptions{Method: paho.PublishMethod_AsyncSend}
+	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for k := 0; ; k++ {
+		off, ok := pub.Schedule.At(k)
+		if !ok {
+			return
+		}
+		intended := start + int64(off)
+		if wait := intended - r.now(); wait > 0 {
+			timer.Reset(time.Duration(wait))
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			case <-c.done:
+				return
+			}
+		} else if ctx.Err() != nil || !c.ready.Load() {
+			return
+		}
+		// Lag is taken when the generator is ready to send: how late its
+		// schedule runs. What paho then spends sending is part of the
+		// measured latency, which starts at the intended time anyway.
+		rec.lag = time.Duration(r.now() - intended)
+		phase := r.prog.PhaseOf(off)
+		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), intended)
+		c.sess.nextPhase = phase
+		if _, err := c.pc.PublishWithOptions(ctx, msg, opts); err != nil {
+			if ctx.Err() != nil {
+				return // stopped while waiting for an in-flight slot: not sent
+			}
+			r.rec.recordEvent(pc.Index, phase, pc.Group, evError, 0)
+			r.noteError(fmt.Errorf("publish %s: %w", pc.ID, cleanErr(err)))
+			if !c.ready.Load() {
+				return
+			}
+			continue
+		}
+		rec.phase = phase
+		r.rec.recordSend(pc.Index, &rec)
+	}
+}
+
+// receive measures one delivery. It runs on the receiving client's paho
+// handler goroutine, one message at a time, and does not allocate.
+func (r *run) receive(c *client, payload []byte) {
+	now := r.now()
+	pc := c.plan
+	h, ok := decodeHeader(payload)
+	clients := r.prog.Clients
+	if !ok || h.seq == 0 || int(h.pub) >= len(clients) || clients[h.pub].Publish == nil {
+		r.rec.recordCorrupt(pc.Index, int(r.phase.Load()), pc.Group)
+		return
+	}
+	from := &clients[h.pub]
+	phase := r.prog.PhaseOf(time.Duration(h.intended - r.pubStart.Load()))
+	if !paddingOK(payload, r.pattern, h, from.Publish.Size) {
+		r.rec.recordCorrupt(pc.Index, phase, pc.Group)
+		return
+	}
+	var kind delivery
+	if sh := c.share; sh != nil {
+		sh.mu.Lock()
+		kind = streamFor(sh.streams, h.pub).observe(h.seq)
+		sh.mu.Unlock()
+		if kind == deliveryOutOfOrder {
+			// MQTT orders messages per connection only; members of a share
+			// group legitimately interleave, so only duplicates count.
+			kind = deliveryFirst
+		}
+	} else {
+		if c.lastStream == nil || c.lastPub != h.pub {
+			c.lastPub, c.lastStream = h.pub, streamFor(c.streams, h.pub)
+		}
+		kind = c.lastStream.observe(h.seq)
+	}
+	d := &c.recv
+	d.phase, d.group, d.pubGroup = phase, pc.Group, from.Group
+	d.bytes = int64(len(payload))
+	d.latency = time.Duration(now - h.intended)
+	d.kind = kind
+	r.rec.recordReceive(pc.Index, d)
+}
+
+// disconnectAll sends DISCONNECT on every live connection and closes them,
+// bounded in time so that a stuck broker cannot hang the end of a run.
+func (r *run) disconnectAll() {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 256)
+	for _, c := range r.clients {
+		if c.pc == nil {
+			continue
+		}
+		c.closing.Store(true)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if c.ready.Load() {
+				_ = c.pc.Disconnect(&paho.Disconnect{ReasonCode: 0})
+			}
+			_ = c.conn.Close()
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// groupInfo summarises each group's connections.
+func (r *run) groupInfo() []GroupInfo {
+	out := make([]GroupInfo, len(r.prog.Groups))
+	for gi, gp := range r.prog.Groups {
+		out[gi] = GroupInfo{Name: gp.Name, Clients: gp.Count}
+		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
+			if c.pc != nil {
+				out[gi].Connected++
+				if !c.lost.Load() {
+					out[gi].ConnectedAtEnd++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// snapshots takes the per-second timeline until stop is closed.
+func (r *run) snapshots(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	scratch := NewHistogram()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var errors int64
+	last := r.at()
+	for {
+		select {
+		case <-stop:
+			r.snapshot(scratch, &errors, &last)
+			return
+		case <-tick.C:
+			r.snapshot(scratch, &errors, &last)
+		}
+	}
+}
+
+func (r *run) snapshot(scratch *hdrhistogram.Histogram, errs *int64, last *time.Duration) {
+	s := r.rec.second(scratch)
+	now := r.at()
+	s.At = now
+	s.Phase = plans.PhaseNames[r.phase.Load()]
+	s.Connected = int(r.connected.Load())
+	*errs += s.Errors
+	r.timelineMu.Lock()
+	r.timeline = append(r.timeline, s)
+	r.timelineMu.Unlock()
+	if r.opts.Progress != nil {
+		secs := (now - *last).Seconds()
+		if secs <= 0 {
+			secs = 1
+		}
+		r.opts.Progress(Progress{
+			Phase:     s.Phase,
+			Elapsed:   now,
+			Connected: s.Connected,
+			Clients:   len(r.clients),
+			SendRate:  float64(s.Sent) / secs,
+			RecvRate:  float64(s.Received) / secs,
+			P99:       s.P99,
+			Errors:    *errs,
+		})
+	}
+	*last = now
+}
+
+// cleanErr turns library errors into one readable line.
+func cleanErr(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return errors.New("timed out")
+	case errors.Is(err, context.Canceled):
+		return errors.New("cancelled")
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
+
+// connackReason names MQTT 5 CONNACK reason codes users meet.
+func connackReason(code byte) string {
+	switch code {
+	case 0x80:
+		return "unspecified error"
+	case 0x84:
+		return "unsupported protocol version"
+	case 0x85:
+		return "client identifier not valid"
+	case 0x86:
+		return "bad user name or password"
+	case 0x87:
+		return "not authorized"
+	case 0x88:
+		return "server unavailable"
+	case 0x89:
+		return "server busy"
+	case 0x8A:
+		return "banned"
+	case 0x97:
+		return "quota exceeded"
+	}
+	return fmt.Sprintf("reason code 0x%02x", code)
+}
+
+// subackReason names MQTT 5 SUBACK failure codes.
+func subackReason(code byte) string {
+	switch code {
+	case 0x80:
+		return "unspecified error"
+	case 0x87:
+		return "not authorized"
+	case 0x8F:
+		return "topic filter invalid"
+	case 0x97:
+		return "quota exceeded"
+	case 0x9E:
+		return "shared subscriptions not supported"
+	case 0xA2:
+		return "wildcard subscriptions not supported"
+	}
+	return fmt.Sprintf("reason code 0x%02x", code)
+}

@@ -1,0 +1,273 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"errors"
+	"github.com/mqplan/mqplan/plans"
+)
+
+// e2ePlan is a small 1-to-1 plan: n publishers and n subscribers, each
+// pair on its own topic, every 20 ms, for the given steady time.
+func e2ePlan(n int, qos byte, steady time.Duration) *plans.Plan {
+	return &plans.Plan{
+		File:   "e2e.yaml",
+		Name:   "e2e",
+		Broker: plans.Broker{URLs: []string{plans.Embedded}, Protocol: 5, ConnectTimeout: 5 * time.Second},
+		Groups: []plans.Group{
+			{Name: "sub", Count: n, Start: 1, Keepalive: 60 * time.Second, CleanStart: true, ConnectRate: 1000,
+				Subscribe: []plans.Subscription{{Topic: plans.MustTemplate("e2e/%i"), QoS: qos}}},
+			{Name: "pub", Count: n, Start: 1, Keepalive: 60 * time.Second, CleanStart: true, ConnectRate: 1000,
+				Publish: &plans.Publish{Topic: plans.MustTemplate("e2e/%i"), QoS: qos, Size: 200, Every: 20 * time.Millisecond}},
+		},
+		Warmup:   200 * time.Millisecond,
+		Duration: steady,
+		Drain:    5 * time.Second,
+	}
+}
+
+func compile(t *testing.T, p *plans.Plan) *plans.Program {
+	t.Helper()
+	prog, err := plans.Compile(p, plans.CompileOptions{RunID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
+// runWith runs prog against a broker started with opts and returns the
+// stats and the broker, still open so that its counters can be read.
+func runWith(t *testing.T, prog *plans.Program, bo BrokerOptions, o Options, started ...func(*Broker)) (*Stats, *Broker) {
+	t.Helper()
+	b, err := StartBroker(bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range started {
+		f(b)
+	}
+	t.Cleanup(func() { _ = b.Close(5 * time.Second) })
+	o.BrokerURL = b.URL()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := Run(ctx, prog, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, b
+}
+
+// all merges every phase.
+func all(st *Stats) Metrics {
+	var m Metrics
+	for i := range st.Phases {
+		m.Merge(&st.Phases[i].Total)
+	}
+	return m
+}
+
+func TestRunExactAccounting(t *testing.T) {
+	for _, qos := range []byte{0, 1, 2} {
+		t.Run("qos"+string('0'+qos), func(t *testing.T) {
+			prog := compile(t, e2ePlan(5, qos, time.Second))
+			st, b := runWith(t, prog, BrokerOptions{}, Options{})
+			if st.Incomplete != "" || st.Interrupted {
+				t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
+			}
+			m := all(st)
+			want := int64(0)
+			for _, ph := range prog.Phases {
+				want += ph.Messages
+			}
+			if m.Sent != want || m.Expected != want || m.Received != want {
+				t.Errorf("sent %d expected %d received %d, want %d each", m.Sent, m.Expected, m.Received, want)
+			}
+			if m.Lost != 0 || m.Duplicates != 0 || m.OutOfOrder != 0 || m.Corrupted != 0 || m.Errors != 0 {
+				t.Errorf("lost %d dup %d ooo %d corrupt %d errors %d (%v)", m.Lost, m.Duplicates, m.OutOfOrder, m.Corrupted, m.Errors, st.ErrorSamples)
+			}
+			if qos > 0 && m.Acked != m.Sent {
+				t.Errorf("acked %d of %d", m.Acked, m.Sent)
+			}
+			if qos > 0 && (m.Ack == nil || m.Ack.TotalCount() != m.Sent) {
+				t.Errorf("ack latency histogram missing or short")
+			}
+			if m.Latency == nil || m.Latency.TotalCount() != m.Received {
+				t.Errorf("latency histogram has %v samples, want %d", m.Latency, m.Received)
+			}
+			if m.ConnectOK != 10 || m.ConnectFailed != 0 || m.Connect.TotalCount() != 10 {
+				t.Errorf("connect ok %d failed %d", m.ConnectOK, m.ConnectFailed)
+			}
+			if m.Subscribe == nil || m.Subscribe.TotalCount() != 5 {
+				t.Errorf("subscribe latency samples: %v", m.Subscribe)
+			}
+			// Broker-side counters agree with mqplan's.
+			bs := b.Stats()
+			if bs.MessagesReceived != m.Sent || bs.MessagesSent != m.Received {
+				t.Errorf("broker received %d sent %d; mqplan sent %d received %d", bs.MessagesReceived, bs.MessagesSent, m.Sent, m.Received)
+			}
+			// The steady phase's messages are attributed to steady and to
+			// the right groups.
+			steady := st.Phase(plans.PhaseSteady)
+			if steady.Total.Sent != prog.Phases[4].Messages {
+				t.Errorf("steady sent %d, planned %d", steady.Total.Sent, prog.Phases[4].Messages)
+			}
+			if g := steady.Groups[1]; g.Sent != steady.Total.Sent || g.ExpectedOwn != g.Sent || g.ReceivedOwn != g.Sent {
+				t.Errorf("pub group view: %+v", g)
+			}
+			if g := steady.Groups[0]; g.Received != steady.Total.Sent || g.Sent != 0 {
+				t.Errorf("sub group view: received %d sent %d", g.Received, g.Sent)
+			}
+			if len(st.Groups) != 2 || st.Groups[0].Connected != 5 || st.Groups[1].ConnectedAtEnd != 5 {
+				t.Errorf("groups: %+v", st.Groups)
+			}
+		})
+	}
+}
+
+func TestRunFaults(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults Faults
+		check  func(t *testing.T, m Metrics, fc FaultCounts)
+	}{
+		{
+			name:   "one delivery in 100 dropped is exactly lost",
+			faults: Faults{DropEvery: 100},
+			check: func(t *testing.T, m Metrics, fc FaultCounts) {
+				if fc.Dropped == 0 || m.Lost != int64(fc.Dropped) {
+					t.Errorf("lost %d, broker dropped %d", m.Lost, fc.Dropped)
+				}
+				if m.Expected != m.Sent || m.Received != m.Expected-m.Lost {
+					t.Errorf("expected %d received %d lost %d", m.Expected, m.Received, m.Lost)
+				}
+			},
+		},
+		{
+			name:   "duplicated deliveries are exactly duplicates",
+			faults: Faults{DuplicateEvery: 50},
+			check: func(t *testing.T, m Metrics, fc FaultCounts) {
+				if fc.Duplicated == 0 || m.Duplicates != int64(fc.Duplicated) {
+					t.Errorf("duplicates %d, broker duplicated %d", m.Duplicates, fc.Duplicated)
+				}
+				if m.Lost != 0 || m.Received != m.Expected+m.Duplicates {
+					t.Errorf("lost %d received %d expected %d", m.Lost, m.Received, m.Expected)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog := compile(t, e2ePlan(5, 0, 2*time.Second))
+			prog.Drain = time.Second
+			st, b := runWith(t, prog, BrokerOptions{Faults: tt.faults}, Options{})
+			tt.check(t, all(st), b.FaultCounts())
+		})
+	}
+}
+
+func TestRunDelayMovesLatency(t *testing.T) {
+	p50 := func(f Faults) time.Duration {
+		prog := compile(t, e2ePlan(2, 1, time.Second))
+		st, _ := runWith(t, prog, BrokerOptions{Faults: f}, Options{})
+		h := st.Phase(plans.PhaseSteady).Total.Latency
+		if h == nil {
+			t.Fatal("no latency samples")
+		}
+		return time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
+	}
+	base := p50(Faults{})
+	delayed := p50(Faults{Delay: 20 * time.Millisecond})
+	if moved := delayed - base; moved < 19*time.Millisecond || moved > 40*time.Millisecond {
+		t.Errorf("p50 moved from %v to %v (by %v), want about 20ms", base, delayed, moved)
+	}
+}
+
+func TestRunUnreachableBroker(t *testing.T) {
+	prog := compile(t, e2ePlan(3, 1, time.Second))
+	prog.Plan.Broker.ConnectTimeout = 2 * time.Second
+	start := time.Now()
+	// Port 1 on loopback: nothing listens there, the dial is refused.
+	st, err := Run(context.Background(), prog, Options{BrokerURL: "mqtt://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("took %v", el)
+	}
+	if !strings.Contains(st.Incomplete, "group sub: none of its 3 clients could connect") {
+		t.Errorf("incomplete = %q", st.Incomplete)
+	}
+	if m := all(st); m.ConnectFailed != 3 || m.ConnectAttempts != 3 || m.Sent != 0 {
+		t.Errorf("connect failed %d attempts %d sent %d", m.ConnectFailed, m.ConnectAttempts, m.Sent)
+	}
+	if len(st.ErrorSamples) == 0 || !strings.Contains(st.ErrorSamples[0], "refused") {
+		t.Errorf("error samples: %v", st.ErrorSamples)
+	}
+}
+
+func TestRunBrokerDropsConnections(t *testing.T) {
+	prog := compile(t, e2ePlan(4, 1, 2*time.Second))
+	prog.Drain = time.Second
+	var b *Broker
+	var once sync.Once
+	// When the steady phase starts, the broker kicks every publisher out.
+	st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: func(p Progress) {
+		if p.Phase != plans.PhaseSteady {
+			return
+		}
+		once.Do(func() {
+			for _, cl := range b.srv.Clients.GetAll() {
+				if strings.Contains(cl.ID, "-pub-") {
+					cl.Stop(errKicked)
+				}
+			}
+		})
+	}}, func(br *Broker) { b = br })
+	m := all(st)
+	if m.Disconnects != 4 {
+		t.Errorf("disconnects = %d, want 4 (errors %v)", m.Disconnects, st.ErrorSamples)
+	}
+	if st.Incomplete != "" {
+		t.Errorf("incomplete: %q", st.Incomplete)
+	}
+	if st.Groups[1].ConnectedAtEnd != 0 || st.Groups[0].ConnectedAtEnd != 4 {
+		t.Errorf("groups at end: %+v", st.Groups)
+	}
+	if m.Sent == 0 || m.Received == 0 {
+		t.Errorf("sent %d received %d", m.Sent, m.Received)
+	}
+}
+
+var errKicked = errors.New("kicked by the test")
+
+func TestRunInterrupted(t *testing.T) {
+	prog := compile(t, e2ePlan(2, 1, time.Minute))
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := StartBroker(BrokerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	start := time.Now()
+	st, err := Run(ctx, prog, Options{BrokerURL: b.URL(), Progress: func(p Progress) {
+		if p.Phase == plans.PhaseSteady {
+			cancel()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Interrupted {
+		t.Error("not marked interrupted")
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Errorf("interrupted run took %v", el)
+	}
+	if m := all(st); m.Sent == 0 || m.Received != m.Sent {
+		t.Errorf("sent %d received %d", m.Sent, m.Received)
+	}
+}

@@ -1,0 +1,78 @@
+package runner
+
+// streamWindow is how many sequences behind the highest one a stream can
+// still classify exactly as duplicate or late first delivery. Anything
+// older is counted as out of order (it cannot be told from a duplicate
+// without unbounded memory, and a broker that delays a message by 256
+// sequences has an ordering problem worth reporting either way).
+const streamWindow = 256
+
+// stream is the delivery state of one publisher→subscriber stream (or
+// publisher→share group): the highest sequence seen and a bitmap of the
+// window below it. 40 bytes a stream, so per-stream state stays compact
+// however many publishers a wildcard subscriber hears.
+type stream struct {
+	highest uint32
+	// seen bit i set means sequence highest-1-i has been received.
+	seen [streamWindow / 64]uint64
+}
+
+// delivery classifies one delivery of sequence seq (1-based).
+type delivery uint8
+
+const (
+	deliveryFirst      delivery = iota // first time, in order
+	deliveryOutOfOrder                 // first time, but after a higher sequence
+	deliveryDuplicate                  // seen before
+)
+
+// observe records seq and classifies it.
+func (s *stream) observe(seq uint32) delivery {
+	switch {
+	case seq > s.highest:
+		s.shift(seq - s.highest)
+		s.highest = seq
+		return deliveryFirst
+	case seq == s.highest:
+		return deliveryDuplicate
+	}
+	d := s.highest - seq - 1 // bit index
+	if d >= streamWindow {
+		return deliveryOutOfOrder
+	}
+	w, b := d/64, d%64
+	if s.seen[w]&(1<<b) != 0 {
+		return deliveryDuplicate
+	}
+	s.seen[w] |= 1 << b
+	return deliveryOutOfOrder
+}
+
+// shift moves the window up by n sequences, marking the old highest as
+// seen (when there was one).
+func (s *stream) shift(n uint32) {
+	if n >= streamWindow {
+		s.seen = [streamWindow / 64]uint64{}
+		if n == streamWindow && s.highest > 0 {
+			s.seen[streamWindow/64-1] = 1 << 63
+		}
+		return
+	}
+	// Shift the multi-word bitmap left by n bits (towards older).
+	words, bits := int(n/64), n%64
+	const nw = streamWindow / 64
+	for i := nw - 1; i >= 0; i-- {
+		var v uint64
+		if j := i - words; j >= 0 {
+			v = s.seen[j] << bits
+			if bits > 0 && j-1 >= 0 {
+				v |= s.seen[j-1] >> (64 - bits)
+			}
+		}
+		s.seen[i] = v
+	}
+	if s.highest > 0 {
+		d := n - 1 // the old highest is now n-1 below the new one
+		s.seen[d/64] |= 1 << (d % 64)
+	}
+}
