@@ -161,6 +161,9 @@ type client struct {
 	closing atomic.Bool
 	lost    atomic.Bool
 	done    <-chan struct{}
+	// wake is signalled by the pacer when a message of this publisher
+	// falls due (capacity 1: signals never block the pacer).
+	wake chan struct{}
 
 	// Receive-side state, touched only by paho's single handler goroutine
 	// for this client (or under share.mu for a share group).

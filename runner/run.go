@@ -528,11 +528,25 @@ func (r *run) publishPhases(ctx context.Context) {
 	start := r.now()
 	r.pubStart.Store(start)
 	r.setPhase(phWarmup)
-	var wg sync.WaitGroup
+	var pubs []*client
 	for _, c := range r.clients {
-		if c.pc == nil || c.plan.Publish == nil {
-			continue
+		if c.pc != nil && c.plan.Publish != nil {
+			c.wake = make(chan struct{}, 1)
+			pubs = append(pubs, c)
 		}
+	}
+	pace, err := newPacer(pubs, start, r.now)
+	if err != nil {
+		r.noteError(fmt.Errorf("pacer: %w", err))
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pace.run(pubCtx)
+	}()
+	for _, c := range pubs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -623,9 +637,9 @@ func (r *run) allAcked() bool {
 	return true
 }
 
-// publish runs one client's open-loop schedule. The payload buffer, the
-// Publish value, the send record and the timer are reused for every
-// message: nothing in mqplan's own code allocates per message.
+// publish runs one client's open-loop schedule, woken by the pacer. The
+// payload buffer, the Publish value and the send record are reused for
+// every message: nothing in mqplan's own code allocates per message.
 func (r *run) publish(ctx context.Context, c *client, start int64) {
 	pc := c.plan
 	pub := pc.Publish
@@ -633,25 +647,24 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 	msg := &paho.Publish{QoS: pub.QoS, Retain: pub.Retain, Topic: pub.Topic, Payload: buf}
 	opts := paho.PublishOptions{Method: paho.PublishMethod_AsyncSend}
 	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
 	for k := 0; ; k++ {
 		off, ok := pub.Schedule.At(k)
 		if !ok {
 			return
 		}
 		intended := start + int64(off)
-		if wait := intended - r.now(); wait > 0 {
-			timer.Reset(time.Duration(wait))
+		// The pacer signals c.wake when a message falls due; a signal
+		// left over from a message sent late only causes a re-check.
+		for r.now() < intended {
 			select {
-			case <-timer.C:
+			case <-c.wake:
 			case <-ctx.Done():
 				return
 			case <-c.done:
 				return
 			}
-		} else if ctx.Err() != nil || !c.ready.Load() {
+		}
+		if ctx.Err() != nil || !c.ready.Load() {
 			return
 		}
 		// Lag is taken when the generator is ready to send: how late its
