@@ -66,6 +66,13 @@ func LoadBytes(file string, data []byte, opts LoadOptions) (*Plan, error) {
 		l.lookup = os.LookupEnv
 	}
 	p := l.load(opts.Sets)
+	if p != nil {
+		// Threshold problems are plan problems too, reported with the
+		// others in one pass (Compile checks them again, cheaply).
+		if _, errs := CompileThresholds(p); len(errs) > 0 {
+			l.errs = append(l.errs, errs...)
+		}
+	}
 	if len(l.errs) > 0 {
 		return nil, l.sorted()
 	}

@@ -382,7 +382,7 @@ func TestLoadValid(t *testing.T) {
 				"groups[0].publish.qos=1",
 				"groups.pub.subscribe[0].topic=a/#",
 				"groups.pub.subscribe[1]={topic: b/+, qos: 2}",
-				"thresholds[0]=p99 < 10ms # a # after a space is kept",
+				"thresholds[0]=p99 < 10ms and loss_rate == 0",
 				"groups.pub.publish.size=' 1KiB '",
 				"groups.pub.will={topic: w, payload: bye}",
 				"description=",
@@ -399,7 +399,7 @@ func TestLoadValid(t *testing.T) {
 					{Topic: tmpl("a/#"), Pos: Pos{File: "--set"}},
 					{Topic: tmpl("b/+"), QoS: 2, Pos: Pos{File: "--set"}},
 				})
-				expect(t, "thresholds", p.Thresholds, []ThresholdSource{{Expr: "p99 < 10ms # a # after a space is kept", Pos: Pos{File: "--set"}}})
+				expect(t, "thresholds", p.Thresholds, []ThresholdSource{{Expr: "p99 < 10ms and loss_rate == 0", Pos: Pos{File: "--set"}}})
 				expect(t, "will", g.Will, &Will{Topic: tmpl("w"), Payload: "bye"})
 				expect(t, "description", p.Description, "")
 			},

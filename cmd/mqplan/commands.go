@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -90,6 +91,7 @@ func cmdRun(e *env, args []string) (int, error) {
 	pf.register(fs)
 	jsonOut := fs.String("json", "", "write the full result as JSON to this file")
 	quiet := fs.Bool("quiet", false, "no live progress on stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (to see where mqplan's own time goes)")
 	if done, code, err := parseFlags(fs, args); done {
 		return code, err
 	}
@@ -100,6 +102,17 @@ func cmdRun(e *env, args []string) (int, error) {
 	prog, err := pf.load(path, newRunID())
 	if err != nil {
 		return exitInvalid, err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return exitInvalid, invalid(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return exitInvalid, invalid(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

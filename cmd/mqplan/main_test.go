@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mqplan/mqplan/plans"
+)
+
+// binary is the mqplan binary built once for the CLI tests, so that exit
+// codes and signals are tested on the real process.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mqplan-cli")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "mqplan")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+	if err != nil {
+		os.RemoveAll(dir)
+		panic("go build: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary did.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runBinary(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = "../.."
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("mqplan %v did not finish in 2 minutes", args)
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		code      int
+		stdout    []string // substrings that must appear
+		stderr    []string
+		notStdout []string
+		notStderr []string
+	}{
+		{
+			name:   "thresholds hold: 0",
+			args:   []string{"run", "--quiet", "testdata/cli/pass.yaml"},
+			code:   0,
+			stdout: []string{"PASS: 2 of 2 thresholds held", "loss_rate == 0"},
+		},
+		{
+			name:      "a threshold fails: 1",
+			args:      []string{"run", "--quiet", "testdata/cli/fail.yaml"},
+			code:      1,
+			stdout:    []string{"FAIL: 1 of 2 thresholds failed", "p99 < 1us"},
+			notStdout: []string{"hunter2-secret"},
+		},
+		{
+			name: "invalid plan: 2, every error positioned",
+			args: []string{"run", "testdata/cli/invalid.yaml"},
+			code: 2,
+			stderr: []string{
+				"testdata/cli/invalid.yaml:5:37: groups[0].publish.qos: must be 0, 1 or 2, got 3",
+				"testdata/cli/invalid.yaml:5:46: groups[0].publish.size: must be at least 16 bytes",
+				`testdata/cli/invalid.yaml:8:5: thresholds[0]: unknown metric "p98"; did you mean "p99"?`,
+			},
+		},
+		{
+			name:   "unknown threshold metric: 2",
+			args:   []string{"validate", "testdata/cli/invalid.yaml"},
+			code:   2,
+			stderr: []string{`unknown metric "p98"; did you mean "p99"?`},
+		},
+		{
+			name:   "missing plan file: 2",
+			args:   []string{"run", "testdata/cli/nope.yaml"},
+			code:   2,
+			stderr: []string{"nope.yaml: no such file or directory"},
+		},
+		{
+			name:   "unknown flag: 2",
+			args:   []string{"run", "--bogus", "testdata/cli/pass.yaml"},
+			code:   2,
+			stderr: []string{"flag provided but not defined: -bogus"},
+		},
+		{
+			name:   "unknown command: 2",
+			args:   []string{"frobnicate"},
+			code:   2,
+			stderr: []string{`unknown command "frobnicate"`},
+		},
+		{
+			name:   "bad --set: 2",
+			args:   []string{"run", "--set", "groups.nope.count=3", "testdata/cli/pass.yaml"},
+			code:   2,
+			stderr: []string{`no group named "nope"`},
+		},
+		{
+			name:   "unreachable broker: 3 within the connect timeout",
+			args:   []string{"run", "--quiet", "--broker", "mqtt://127.0.0.1:1", "testdata/cli/pass.yaml"},
+			code:   3,
+			stdout: []string{"INCOMPLETE", "none of its 2 clients could connect", "connection refused"},
+		},
+		{
+			name:   "validate good plans: 0",
+			args:   []string{"validate", "testdata/cli/pass.yaml", "plans/1to1-qos1.yaml"},
+			code:   0,
+			stdout: []string{"testdata/cli/pass.yaml: ok (cli-pass)", "plans/1to1-qos1.yaml: ok (1to1-qos1)"},
+		},
+		{
+			name:   "explain: 0",
+			args:   []string{"explain", "plans/1to1-qos1.yaml"},
+			code:   0,
+			stdout: []string{"steady", "4000", "peak connections 200", "file descriptors"},
+		},
+		{
+			name:   "help: 0",
+			args:   []string{"run", "--help"},
+			code:   0,
+			stderr: []string{"Usage: mqplan run", "-broker", "-set", "-json", "-quiet"},
+		},
+		{
+			name:   "version: 0",
+			args:   []string{"version"},
+			code:   0,
+			stdout: []string{"mqplan "},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			r := runBinary(t, tt.args...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
+				}
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(r.stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+				}
+			}
+			for _, s := range tt.notStdout {
+				if strings.Contains(r.stdout, s) {
+					t.Errorf("stdout contains %q", s)
+				}
+			}
+			for _, s := range tt.notStderr {
+				if strings.Contains(r.stderr, s) {
+					t.Errorf("stderr contains %q", s)
+				}
+			}
+			if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
+				t.Errorf("stderr shows a panic:\n%s", r.stderr)
+			}
+			if el := time.Since(start); el > time.Minute {
+				t.Errorf("took %v", el)
+			}
+		})
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "result.json")
+	r := runBinary(t, "run", "--quiet", "--json", out, "testdata/cli/fail.yaml")
+	if r.code != 1 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("hunter2-secret")) {
+		t.Error("the JSON result contains the password")
+	}
+	var doc struct {
+		Verdict string `json:"verdict"`
+		Metrics struct {
+			Top map[string]any `json:"top"`
+		} `json:"metrics"`
+		Timeline []any `json:"timeline"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Verdict != "FAIL" || doc.Metrics.Top["sent"] == nil || len(doc.Timeline) == 0 {
+		t.Errorf("verdict %q, top metrics %v, %d timeline entries", doc.Verdict, doc.Metrics.Top, len(doc.Timeline))
+	}
+}
+
+// startLong starts the long plan and waits until it publishes.
+func startLong(t *testing.T) (*exec.Cmd, *bytes.Buffer, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(binary, "run", "testdata/cli/long.yaml")
+	cmd.Dir = "../.."
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("stderr closed before the run published")
+			}
+			if strings.Contains(l, "[steady") && !strings.Contains(l, "send 0/s") {
+				return cmd, &stdout, lines
+			}
+		case <-deadline:
+			t.Fatal("no steady-phase progress line within a minute")
+		}
+	}
+}
+
+// wait waits for the process to exit and returns its code.
+func wait(t *testing.T, cmd *exec.Cmd, limit time.Duration) int {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(limit):
+		t.Fatalf("still running %v after the signal", limit)
+	}
+	return -1
+}
+
+func TestInterrupt(t *testing.T) {
+	t.Run("first signal reports what was measured and exits 3", func(t *testing.T) {
+		cmd, stdout, lines := startLong(t)
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		code := wait(t, cmd, 20*time.Second)
+		for range lines {
+		}
+		if code != 3 {
+			t.Fatalf("exit %d, want 3", code)
+		}
+		out := stdout.String()
+		for _, s := range []string{"INCOMPLETE", "interrupted", "loss_rate == 0"} {
+			if !strings.Contains(out, s) {
+				t.Errorf("report lacks %q:\n%s", s, out)
+			}
+		}
+	})
+	t.Run("second signal exits at once", func(t *testing.T) {
+		cmd, stdout, _ := startLong(t)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if code := wait(t, cmd, 5*time.Second); code != 3 {
+			t.Fatalf("exit %d, want 3", code)
+		}
+		_ = stdout
+	})
+}
+
+// TestShippedPlans runs every shipped plan, shortened, on the embedded
+// broker: each must pass its own thresholds.
+func TestShippedPlans(t *testing.T) {
+	files, err := fs.Glob(plans.Shipped, "*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("shipped plans: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(f, ".yaml"), func(t *testing.T) {
+			args := []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s"}
+			if f != "conn-storm.yaml" {
+				args = append(args, "--set", "warmup=500ms")
+			}
+			if f == "1to1-qos1.yaml" {
+				args = append(args, "--set", "ramp=500ms")
+			}
+			r := runBinary(t, append(args, "plans/"+f)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+var _ = io.Discard
