@@ -1,0 +1,469 @@
+#!/usr/bin/env bash
+# bench/run.sh - reproduces mqplan's performance figures (see bench/README.md).
+#
+#   bench/run.sh
+#
+# Scenario A (throughput): 100 publishers + 100 subscribers, 1-to-1, QoS 1,
+# 1 KB, 20,000 msg/s, against Mosquitto (started here) and the embedded
+# broker: CPU seconds per 100k delivered messages, delivered msg/s, loss,
+# latency. Scenario B (idle connections): 10,000 clients connecting at
+# 5,000/s, held 15 s: mqplan's RSS per connection and whether connecting kept
+# up with the plan. The Mosquitto runs are skipped when mosquitto is absent.
+#
+# Environment (all optional):
+#   BENCH_DURATION             steady phase of scenario A (default 20s)
+#   BENCH_IDLE_COUNT           clients of scenario B against Mosquitto (10000)
+#   BENCH_IDLE_HOLD            how long B holds the connections (15s)
+#   BENCH_EMBEDDED_IDLE_COUNT  clients of B on the embedded broker (9000: it
+#                              holds both ends of each connection, 2 fds each)
+#   BENCH_MOSQUITTO            mosquitto binary (default: found on PATH or /usr/sbin)
+#   BENCH_KEEP=1               keep the temporary directory (reports, logs)
+#
+# Exits 0 when every step ran, whether or not the targets were met (the
+# summary says "target met" / "target missed" for each figure); 1 when a step
+# could not run (build, broker start, an mqplan run that could not complete).
+set -euo pipefail
+export LC_ALL=C
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+duration=${BENCH_DURATION:-20s}
+idle_count=${BENCH_IDLE_COUNT:-10000}
+idle_hold=${BENCH_IDLE_HOLD:-15s}
+emb_idle_count=${BENCH_EMBEDDED_IDLE_COUNT:-9000}
+idle_rate=5000                          # connections per second (scenario B)
+plan_a=bench/plans/throughput-1to1-qos1.yaml
+plan_b=bench/plans/idle-10k.yaml
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+
+for tool in go jq timeout getconf awk; do
+	command -v "$tool" >/dev/null || die "$tool is needed"
+done
+[[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed: apt-get install time"
+
+mosquitto=${BENCH_MOSQUITTO:-$(command -v mosquitto || true)}
+if [[ -z $mosquitto && -x /usr/sbin/mosquitto ]]; then
+	mosquitto=/usr/sbin/mosquitto
+fi
+
+clk_tck=$(getconf CLK_TCK)
+
+# Open files: mqplan raises its own limit, but Mosquitto inherits ours.
+hard=$(ulimit -Hn)
+if [[ $hard == unlimited ]]; then hard=1048576; fi
+ulimit -n "$hard" 2>/dev/null || true
+nofile=$(ulimit -n)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqplan-bench.XXXXXX")
+pids=()
+
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	pids=()
+}
+on_exit() {
+	cleanup
+	if [[ ${BENCH_KEEP:-} == 1 ]]; then
+		say "bench: reports and logs kept in $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+untrack() {
+	local p keep=()
+	for p in "${pids[@]}"; do
+		[[ $p == "$1" ]] || keep+=("$p")
+	done
+	pids=("${keep[@]}")
+}
+
+# jq helpers: Go duration strings ("1.5ms", "2m3s") to seconds, phases, sums.
+jqdefs='
+def secs: if . == null then null else
+  ([scan("([0-9.]+)(h|ms|µs|us|ns|m|s)") | (.[0] | tonumber) *
+    ({"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}[.[1]])] | add) // 0 end;
+def phase($n): first(.phases[] | select(.name == $n));
+def allsum($k): [.metrics.phases[] | .[$k] // 0] | add;
+def dur($k): (.metrics.top[$k] // null) | if . == null then "-" else . end;
+'
+secs() { jq -rn --arg d "$1" "$jqdefs"' $d | secs'; }
+
+# calc EXPR: floating-point arithmetic (awk), printed with %.6g unless
+# the expression formats itself.
+calc() { awk "BEGIN { printf \"%.6g\", $1 }"; }
+# fmt FORMAT EXPR
+fmt() { awk "BEGIN { printf \"$1\", $2 }"; }
+# judge COND: "target met" or "target missed"
+judge() {
+	if awk "BEGIN { exit !($1) }"; then echo "target met"; else echo "target missed"; fi
+}
+
+# cputicks PID: utime+stime of a process, in clock ticks.
+cputicks() {
+	local line rest
+	read -r line <"/proc/$1/stat"
+	rest=${line##*) }
+	# shellcheck disable=SC2086
+	set -- $rest
+	echo $(( ${12} + ${13} ))
+}
+
+# vmrss PID: sets REPLY to the process's VmRSS in kB ("" when gone). No
+# subprocess, so that sampling costs next to nothing.
+vmrss() {
+	local k v _
+	REPLY=
+	{
+		while read -r k v _; do
+			if [[ $k == VmRSS: ]]; then REPLY=$v; return 0; fi
+		done <"/proc/$1/status"
+	} 2>/dev/null || true
+}
+
+# child PID: the first child of a process, waiting up to 5 s for it.
+child() {
+	local i c=
+	for (( i = 0; i < 100; i++ )); do
+		c=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
+		c=${c%% *}
+		if [[ -n $c ]]; then echo "$c"; return 0; fi
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.05
+	done
+}
+
+# listening PORT: true when something accepts on 127.0.0.1:PORT.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# start_mosquitto NAME: starts Mosquitto on a free 127.0.0.1 port with a
+# config written to $tmp; sets mosq_pid and mosq_port.
+start_mosquitto() {
+	local name=$1 conf=$tmp/$1.mosquitto.conf port try i
+	for (( try = 0; try < 8; try++ )); do
+		port=$(( 20000 + RANDOM % 10000 )) # below the ephemeral port range
+		listening "$port" && continue
+		cat >"$conf" <<-EOF
+			# written by bench/run.sh
+			per_listener_settings false
+			listener $port 127.0.0.1
+			max_connections -1
+			allow_anonymous true
+			persistence false
+			max_inflight_messages 0
+			max_queued_messages 1000000
+			log_dest stderr
+			log_type error
+			log_type warning
+			connection_messages false
+		EOF
+		"$mosquitto" -c "$conf" >"$tmp/$name.mosquitto.log" 2>&1 &
+		mosq_pid=$!
+		pids+=("$mosq_pid")
+		for (( i = 0; i < 50; i++ )); do
+			if ! kill -0 "$mosq_pid" 2>/dev/null; then break; fi
+			if listening "$port"; then mosq_port=$port; return 0; fi
+			sleep 0.1
+		done
+		stop_mosquitto
+	done
+	say "bench: could not start mosquitto; its last log:" >&2
+	tail -n 5 "$tmp/$name.mosquitto.log" >&2 || true
+	return 1
+}
+
+stop_mosquitto() {
+	if [[ -n ${mosq_pid:-} ]]; then
+		kill "$mosq_pid" 2>/dev/null || true
+		wait "$mosq_pid" 2>/dev/null || true
+		untrack "$mosq_pid"
+		mosq_pid=
+	fi
+}
+
+# run_mqplan NAME BOUND_SECONDS BROKER_PID ARGS...
+# Runs `mqplan run --quiet --json $tmp/NAME.json ARGS...` under
+# /usr/bin/time (mqplan's own user+sys CPU and peak RSS, in $tmp/NAME.time)
+# and `timeout` (every run is bounded). While it runs, samples mqplan's
+# VmRSS, and BROKER_PID's ("-" for none), every 0.25 s into $tmp/NAME.rss
+# ("seconds-since-start mqplan-kB broker-kB"). Fails when mqplan could not
+# run; a failed threshold (exit 1) is not a failure of the benchmark.
+run_mqplan() {
+	local name=$1 bound=$2 bpid=$3
+	shift 3
+	local out=$tmp/$name tpid mpid t0 rc=0 r b
+	t0=$EPOCHREALTIME
+	timeout -k 10 "$bound" /usr/bin/time -f '%e %U %S %M' -o "$out.time" \
+		"$bin" run --quiet --json "$out.json" "$@" >"$out.txt" 2>"$out.err" &
+	tpid=$!
+	pids+=("$tpid")
+	: >"$out.rss"
+	mpid=$(child "$(child "$tpid")") # timeout -> time -> mqplan
+	if [[ -n $mpid ]]; then
+		while kill -0 "$mpid" 2>/dev/null; do
+			vmrss "$mpid"
+			r=$REPLY
+			b=-
+			if [[ $bpid != - ]]; then vmrss "$bpid"; b=${REPLY:--}; fi
+			[[ -n $r ]] && printf '%s %s %s\n' "$(calc "$EPOCHREALTIME - $t0")" "$r" "$b" >>"$out.rss"
+			sleep 0.25
+		done
+	fi
+	wait "$tpid" || rc=$?
+	untrack "$tpid"
+	if (( rc > 1 )) || [[ ! -s $out.json ]]; then
+		say "bench: mqplan run '$name' did not complete (exit $rc$([[ $rc == 124 ]] && echo ": timed out after ${bound}s")):" >&2
+		tail -n 15 "$out.txt" "$out.err" >&2 || true
+		return 1
+	fi
+}
+
+# cpu_of NAME: mqplan's user+sys CPU seconds from $tmp/NAME.time (GNU time
+# writes "Command exited with non-zero status" first when exit != 0).
+cpu_of() { tail -n 1 "$tmp/$1.time" | awk '{ printf "%.3f", $2 + $3 }'; }
+
+# rss_hold NAME COLUMN: max RSS (kB) over the samples taken during the hold
+# (from 1 s after the steady phase began to its end), and how many there were.
+rss_hold() {
+	local lo hi
+	lo=$(jq -r "$jqdefs"'(phase("steady").start | secs) + 1' "$tmp/$1.json")
+	hi=$(jq -r "$jqdefs"'phase("steady").end | secs' "$tmp/$1.json")
+	awk -v lo="$lo" -v hi="$hi" -v c="$2" '
+		$1 >= lo && $1 <= hi && $c != "-" { n++; if ($c > m) m = $c }
+		END { printf "%d %d\n", m, n }' "$tmp/$1.rss"
+}
+
+# ---------------------------------------------------------------------------
+
+say "bench: building mqplan"
+bin=$tmp/mqplan
+go build -o "$bin" ./cmd/mqplan || die "go build failed"
+version=$("$bin" version 2>/dev/null | head -n 1 || true)
+rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
+cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+mosq_version=
+if [[ -n $mosquitto ]]; then
+	mosq_version=$("$mosquitto" -h 2>/dev/null | awk '/version/ { print $3; exit }' || true)
+fi
+
+"$bin" validate "$plan_a" "$plan_b" >/dev/null || die "the bench plans do not validate"
+d_secs=$(secs "$duration")
+h_secs=$(secs "$idle_hold")
+bound_a=$(fmt '%d' "2 + $d_secs + 5 + 90")
+
+# Scenario A ------------------------------------------------------------------
+
+# throughput NAME BROKER_PID ARGS...: runs plan A, prints its figures and
+# writes $tmp/NAME.vars (shell assignments) for the summary.
+throughput() {
+	local name=$1 bpid=$2
+	shift 2
+	local b0=0 b1=0 bcpu=- mcpu vals
+	[[ $bpid != - ]] && b0=$(cputicks "$bpid")
+	run_mqplan "$name" "$bound_a" "$bpid" --set "duration=$duration" "$@"
+	[[ $bpid != - ]] && b1=$(cputicks "$bpid") && bcpu=$(fmt '%.3f' "($b1 - $b0) / $clk_tck")
+	mcpu=$(cpu_of "$name")
+	vals=$(jq -r "$jqdefs"'[allsum("sent"), allsum("expected"), allsum("received"),
+		allsum("lost"), allsum("duplicates"), (.metrics.top.received // 0),
+		(.metrics.top.recv_rate // 0), (.metrics.top.lost // 0), dur("latency.p50"),
+		dur("latency.p99"), (phase("steady").duration | secs), .verdict] | @tsv' "$tmp/$name.json")
+	local sent expected received lost dups s_recv s_rate s_lost p50 p99 s_dur verdict
+	IFS=$'\t' read -r sent expected received lost dups s_recv s_rate s_lost p50 p99 s_dur verdict <<<"$vals"
+	{
+		echo "sent=$sent expected=$expected received=$received lost=$lost dups=$dups"
+		echo "s_recv=$s_recv s_rate=$(fmt '%.0f' "$s_rate") s_lost=$s_lost p50=$p50 p99=$p99 verdict=$verdict"
+		echo "mcpu=$mcpu bcpu=$bcpu"
+		echo "m100k=$(fmt '%.3f' "$received > 0 ? $mcpu * 100000 / $received : -1")"
+		if [[ $bcpu != - ]]; then
+			echo "b100k=$(fmt '%.3f' "$received > 0 ? $bcpu * 100000 / $received : -1")"
+			echo "ratio=$(fmt '%.3f' "$bcpu > 0 ? $mcpu / $bcpu : 999")"
+		fi
+	} >"$tmp/$name.vars"
+	# shellcheck disable=SC1090
+	source "$tmp/$name.vars"
+	say "  delivered      $received of $expected expected over warmup+steady ($sent sent), lost $lost, duplicates $dups"
+	say "  steady phase   $s_recv delivered in $(fmt '%.1f' "$s_dur") s = $s_rate msg/s, lost $s_lost, latency p50 $p50 p99 $p99 (plan verdict $verdict)"
+	if [[ $bcpu != - ]]; then
+		say "  CPU, whole run mqplan $mcpu s, broker $bcpu s"
+		say "  CPU-s / 100k   mqplan $m100k, broker $b100k, mqplan/broker $ratio"
+	else
+		say "  CPU, whole run $mcpu s for the one process (mqplan's clients and the embedded broker together)"
+		say "  CPU-s / 100k   $m100k (clients + broker; mqplan's share cannot be separated)"
+	fi
+}
+
+scenario_a_mosquitto() {
+	say ""
+	say "A. throughput vs Mosquitto $mosq_version: 100 pub + 100 sub, 1-to-1, QoS 1, 1 KB, 20,000 msg/s, warmup 2s, steady $duration, drain 5s"
+	start_mosquitto a-mosquitto
+	say "  broker         $mosquitto on 127.0.0.1:$mosq_port (pid $mosq_pid), running mqplan (about $(fmt '%.0f' "$d_secs + 10") s)..."
+	throughput a-mosquitto "$mosq_pid" --broker "mqtt://127.0.0.1:$mosq_port" "$plan_a"
+	stop_mosquitto
+}
+
+scenario_a_embedded() {
+	say ""
+	say "A. throughput on the embedded broker: same plan, broker in mqplan's process; running (about $(fmt '%.0f' "$d_secs + 10") s)..."
+	throughput a-embedded - "$plan_a"
+}
+
+# Scenario B ------------------------------------------------------------------
+
+# idle NAME COUNT BROKER_PID ARGS...: plan B at COUNT clients and at 1
+# client (the baseline); writes $tmp/NAME.vars.
+idle() {
+	local name=$1 n=$2 bpid=$3
+	shift 3
+	local bound planned vals ok failed conn_s cp99 disc verdict
+	planned=$(fmt '%.3f' "$n / $idle_rate")
+	bound=$(fmt '%d' "$planned + $h_secs + 90")
+	local common=(--set "duration=$idle_hold" --set "groups.idle.connect_rate=$idle_rate/s")
+	run_mqplan "$name-base" "$bound" "$bpid" "${common[@]}" --set groups.idle.count=1 "$@"
+	run_mqplan "$name" "$bound" "$bpid" "${common[@]}" --set "groups.idle.count=$n" "$@"
+	vals=$(jq -r "$jqdefs"'[(.metrics.top["connect.ok"] // 0), (.metrics.top["connect.failed"] // 0),
+		(phase("warmup").start | secs), dur("connect.p99"), (.metrics.top.disconnects // 0), .verdict] | @tsv' "$tmp/$name.json")
+	IFS=$'\t' read -r ok failed conn_s cp99 disc verdict <<<"$vals"
+	local base base_n full full_n bbase bfull
+	read -r base base_n < <(rss_hold "$name-base" 2)
+	read -r full full_n < <(rss_hold "$name" 2)
+	read -r bbase _ < <(rss_hold "$name-base" 3)
+	read -r bfull _ < <(rss_hold "$name" 3)
+	(( base_n > 0 && full_n > 0 )) || { say "bench: no RSS samples during the hold of $name" >&2; return 1; }
+	{
+		echo "n=$n ok=$ok failed=$failed disc=$disc conn_s=$(fmt '%.3f' "$conn_s") planned=$planned cp99=$cp99 verdict=$verdict"
+		echo "base=$base full=$full base_n=$base_n full_n=$full_n"
+		echo "per_conn=$(fmt '%.2f' "($full - $base) / ($n - 1)")"
+		echo "kept_up=$(judge "$failed == 0 && $ok == $n && $conn_s <= 1.1 * $planned")"
+		if [[ $bpid != - ]]; then
+			echo "b_per_conn=$(fmt '%.2f' "($bfull - $bbase) / ($n - 1)")"
+		fi
+	} >"$tmp/$name.vars"
+	# shellcheck disable=SC1090
+	source "$tmp/$name.vars"
+	say "  connected      $ok of $n, $failed failed, $disc disconnects; all connected $conn_s s after the start (planned $planned s at $idle_rate/s), connect p99 $cp99: $kept_up"
+	say "  RSS in hold    $(fmt '%.1f' "$base / 1024") MiB at 1 client, $(fmt '%.1f' "$full / 1024") MiB at $n (max of $base_n and $full_n samples)"
+}
+
+scenario_b_mosquitto() {
+	say ""
+	say "B. idle connections vs Mosquitto $mosq_version: $idle_count clients at $idle_rate/s, held $idle_hold (and the baseline: 1 client)"
+	if (( nofile < idle_count + 100 )); then
+		say "  warning: open-file limit $nofile is below $idle_count connections for Mosquitto"
+	fi
+	start_mosquitto b-mosquitto
+	say "  broker         $mosquitto on 127.0.0.1:$mosq_port (pid $mosq_pid, open-file limit $nofile), running mqplan twice (about $(fmt '%.0f' "2 * ($h_secs + 3)") s)..."
+	idle b-mosquitto "$idle_count" "$mosq_pid" --broker "mqtt://127.0.0.1:$mosq_port" "$plan_b"
+	stop_mosquitto
+	say "  mqplan RSS     $per_conn KiB per idle connection = (RSS at $idle_count - RSS at 1) / $(( idle_count - 1 )): $(judge "$per_conn <= 16")"
+	say "  broker RSS     $b_per_conn KiB per connection in Mosquitto (for reference)"
+}
+
+scenario_b_embedded() {
+	say ""
+	say "B. idle connections on the embedded broker: $emb_idle_count clients at $idle_rate/s, held $idle_hold (and the baseline: 1 client)"
+	say "  (fewer than $idle_count: the process holds both ends of each connection, 2 descriptors each, open-file limit 20000)"
+	say "  running mqplan twice (about $(fmt '%.0f' "2 * ($h_secs + 3)") s)..."
+	idle b-embedded "$emb_idle_count" - "$plan_b"
+	say "  process RSS    $per_conn KiB per connection, client and broker side together (one process; no target)"
+}
+
+# Run each scenario in its own subshell, with errexit on, so that a step that
+# cannot run ends that scenario (and makes the exit status 1) but not the
+# others. Each cleans up what it started.
+failed=()
+scenario() {
+	local rc=0
+	set +e
+	(
+		set -e
+		pids=()
+		trap cleanup EXIT
+		trap 'exit 130' INT TERM
+		"$1"
+	)
+	rc=$?
+	set -e
+	(( rc == 130 )) && exit 130
+	(( rc == 0 )) || failed+=("$1")
+}
+
+if [[ -n $mosquitto ]]; then
+	scenario scenario_a_mosquitto
+else
+	say ""
+	say "A. throughput vs Mosquitto: SKIPPED, mosquitto is not installed (apt-get install mosquitto)"
+fi
+scenario scenario_a_embedded
+if [[ -n $mosquitto ]]; then
+	scenario scenario_b_mosquitto
+else
+	say ""
+	say "B. idle connections vs Mosquitto: SKIPPED, mosquitto is not installed (apt-get install mosquitto)"
+fi
+scenario scenario_b_embedded
+
+# Summary ---------------------------------------------------------------------
+
+# load NAME: the figures of a scenario, or false when it did not run.
+load() {
+	[[ -s $tmp/$1.vars ]] || return 1
+	# shellcheck disable=SC1090
+	source "$tmp/$1.vars"
+}
+ran_failed() {
+	local f
+	for f in "${failed[@]}"; do [[ $f == "$1" ]] && return 0; done
+	return 1
+}
+status() { # status SCENARIO_FN: why a scenario has no figures
+	if ran_failed "$1"; then echo "FAILED TO RUN (see above)"; else echo "skipped (mosquitto not installed)"; fi
+}
+
+say ""
+say "==================================== mqplan bench summary ===================================="
+say "mqplan $version ($rev), Go $(go env GOVERSION | sed 's/^go//'), $cpu_model, $(nproc) cores${mosq_version:+, Mosquitto $mosq_version}"
+say "A  throughput: 100 pub + 100 sub, 1-to-1, QoS 1, 1 KB, 20,000 msg/s planned, steady $duration"
+if load a-mosquitto; then
+	say "   Mosquitto   delivered $received/$expected (lost $lost), steady $s_rate msg/s, p50 $p50 p99 $p99"
+	say "               CPU-s per 100k delivered: mqplan $m100k, Mosquitto $b100k (existing tools: 2.5-5)"
+	say "               mqplan/broker CPU $ratio: $(judge "$ratio <= 1.0") (<= 1.0); goal 0.6: $(judge "$ratio <= 0.6" | sed 's/target //')"
+	say "               every message delivered: $(judge "$lost == 0 && $received >= $expected")"
+else
+	say "   Mosquitto   $(status scenario_a_mosquitto)"
+fi
+if load a-embedded; then
+	say "   embedded    delivered $received/$expected (lost $lost), steady $s_rate msg/s, p50 $p50 p99 $p99"
+	say "               CPU-s per 100k delivered: $m100k for the whole process (clients + in-process broker)"
+else
+	say "   embedded    $(status scenario_a_embedded)"
+fi
+say "B  idle connections at $idle_rate/s, held $idle_hold; RSS per connection = (RSS at N - RSS at 1) / (N - 1)"
+if load b-mosquitto; then
+	say "   Mosquitto   N=$n: mqplan RSS $per_conn KiB/connection: $(judge "$per_conn <= 16") (<= 16 KiB; existing tools: 33-53 KB)"
+	say "               connected $ok/$n in $conn_s s (plan $planned s), failed $failed: kept up with the plan: $kept_up"
+	say "               (Mosquitto's own RSS: $b_per_conn KiB/connection)"
+else
+	say "   Mosquitto   $(status scenario_b_mosquitto)"
+fi
+if load b-embedded; then
+	say "   embedded    N=$n: process RSS $per_conn KiB/connection, client + broker side in one process (no target)"
+	say "               connected $ok/$n in $conn_s s (plan $planned s), failed $failed: $kept_up"
+else
+	say "   embedded    $(status scenario_b_embedded)"
+fi
+say "=============================================================================================="
+
+if (( ${#failed[@]} > 0 )); then
+	say "bench: these steps could not run: ${failed[*]}" >&2
+	exit 1
+fi
