@@ -333,4 +333,42 @@ func TestShippedPlans(t *testing.T) {
 	}
 }
 
-var _ = io.Discard
+
+// TestBrokerCommand runs `mqplan broker` and a plan against it, as a user
+// would self-test in two terminals, then stops the broker with Ctrl-C.
+func TestBrokerCommand(t *testing.T) {
+	cmd := exec.Command(binary, "broker", "--listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	sc := bufio.NewScanner(stderr)
+	url := ""
+	for sc.Scan() {
+		if _, after, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			url, _, _ = strings.Cut(after, " ")
+			break
+		}
+	}
+	if !strings.HasPrefix(url, "mqtt://127.0.0.1:") {
+		t.Fatalf("no listening line (got url %q)", url)
+	}
+	r := runBinary(t, "run", "--quiet", "--broker", url, "testdata/cli/pass.yaml")
+	if r.code != 0 || !strings.Contains(r.stdout, "broker "+url) {
+		t.Fatalf("run against %s: exit %d\n%s\n%s", url, r.code, r.stdout, r.stderr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stderr)
+	if code := wait(t, cmd, 10*time.Second); code != 0 {
+		t.Fatalf("broker exit %d: %s", code, rest)
+	}
+	if !strings.Contains(string(rest), "mqplan broker: received") {
+		t.Errorf("no closing counters: %s", rest)
+	}
+}
