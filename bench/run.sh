@@ -49,6 +49,7 @@ if [[ -z $mosquitto && -x /usr/sbin/mosquitto ]]; then
 fi
 
 clk_tck=$(getconf CLK_TCK)
+ncpu=$(nproc)
 
 # Open files: mqplan raises its own limit, but Mosquitto inherits ours.
 hard=$(ulimit -Hn)
@@ -101,9 +102,9 @@ secs() { jq -rn --arg d "$1" "$jqdefs"' $d | secs'; }
 
 # calc EXPR: floating-point arithmetic (awk), printed with %.6g unless
 # the expression formats itself.
-calc() { awk "BEGIN { printf \"%.6g\", $1 }"; }
+calc() { awk "BEGIN { printf \"%.6g\", ($1) }"; }
 # fmt FORMAT EXPR
-fmt() { awk "BEGIN { printf \"$1\", $2 }"; }
+fmt() { awk "BEGIN { printf \"$1\", ($2) }"; }
 # judge COND: "target met" or "target missed"
 judge() {
 	if awk "BEGIN { exit !($1) }"; then echo "target met"; else echo "target missed"; fi
@@ -129,6 +130,32 @@ vmrss() {
 			if [[ $k == VmRSS: ]]; then REPLY=$v; return 0; fi
 		done <"/proc/$1/status"
 	} 2>/dev/null || true
+}
+
+# save NAME VAR...: writes the variables as shell assignments to
+# $tmp/NAME.vars, read back by the summary (scenarios run in subshells).
+save() {
+	local f=$tmp/$1.vars v
+	shift
+	: >"$f"
+	for v in "$@"; do
+		printf '%s=%q\n' "$v" "${!v}" >>"$f"
+	done
+}
+
+# busyticks: CPU ticks the whole machine has spent busy since boot.
+busyticks() {
+	local cpu user nice system idle iowait irq softirq steal _
+	read -r cpu user nice system idle iowait irq softirq steal _ </proc/stat
+	echo $(( user + nice + system + irq + softirq + steal ))
+}
+
+# busy_note OTHER_CPU_S WALL_S: a warning when other processes used more
+# than 5% of the machine during a run.
+busy_note() {
+	if awk "BEGIN { exit !($1 > 0.05 * $ncpu * $2) }"; then
+		echo " - WARNING: the machine was not idle, figures are disturbed"
+	fi
 }
 
 # child PID: the first child of a process, waiting up to 5 s for it.
@@ -201,8 +228,9 @@ stop_mosquitto() {
 run_mqplan() {
 	local name=$1 bound=$2 bpid=$3
 	shift 3
-	local out=$tmp/$name tpid mpid t0 rc=0 r b
+	local out=$tmp/$name tpid mpid t0 k0 rc=0 r b
 	t0=$EPOCHREALTIME
+	k0=$(busyticks)
 	timeout -k 10 "$bound" /usr/bin/time -f '%e %U %S %M' -o "$out.time" \
 		"$bin" run --quiet --json "$out.json" "$@" >"$out.txt" 2>"$out.err" &
 	tpid=$!
@@ -221,6 +249,8 @@ run_mqplan() {
 	fi
 	wait "$tpid" || rc=$?
 	untrack "$tpid"
+	# wall seconds and CPU-seconds the whole machine was busy during the run
+	printf '%s %s\n' "$(calc "$EPOCHREALTIME - $t0")" "$(calc "($(busyticks) - $k0) / $clk_tck")" >"$out.busy"
 	if (( rc > 1 )) || [[ ! -s $out.json ]]; then
 		say "bench: mqplan run '$name' did not complete (exit $rc$([[ $rc == 124 ]] && echo ": timed out after ${bound}s")):" >&2
 		tail -n 15 "$out.txt" "$out.err" >&2 || true
@@ -248,7 +278,7 @@ rss_hold() {
 say "bench: building mqplan"
 bin=$tmp/mqplan
 go build -o "$bin" ./cmd/mqplan || die "go build failed"
-version=$("$bin" version 2>/dev/null | head -n 1 || true)
+version=$("$bin" version 2>/dev/null | head -n 1 | sed 's/^mqplan //' || true)
 rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
 cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 mosq_version=
@@ -268,38 +298,38 @@ bound_a=$(fmt '%d' "2 + $d_secs + 5 + 90")
 throughput() {
 	local name=$1 bpid=$2
 	shift 2
-	local b0=0 b1=0 bcpu=- mcpu vals
+	local b0=0 b1=0 vals
+	bcpu=-
 	[[ $bpid != - ]] && b0=$(cputicks "$bpid")
 	run_mqplan "$name" "$bound_a" "$bpid" --set "duration=$duration" "$@"
 	[[ $bpid != - ]] && b1=$(cputicks "$bpid") && bcpu=$(fmt '%.3f' "($b1 - $b0) / $clk_tck")
 	mcpu=$(cpu_of "$name")
+	read -r wall busy <"$tmp/$name.busy"
+	other=$(fmt '%.2f' "$busy - $mcpu - ${bcpu/#-/0}")
 	vals=$(jq -r "$jqdefs"'[allsum("sent"), allsum("expected"), allsum("received"),
 		allsum("lost"), allsum("duplicates"), (.metrics.top.received // 0),
 		(.metrics.top.recv_rate // 0), (.metrics.top.lost // 0), dur("latency.p50"),
 		dur("latency.p99"), (phase("steady").duration | secs), .verdict] | @tsv' "$tmp/$name.json")
-	local sent expected received lost dups s_recv s_rate s_lost p50 p99 s_dur verdict
 	IFS=$'\t' read -r sent expected received lost dups s_recv s_rate s_lost p50 p99 s_dur verdict <<<"$vals"
-	{
-		echo "sent=$sent expected=$expected received=$received lost=$lost dups=$dups"
-		echo "s_recv=$s_recv s_rate=$(fmt '%.0f' "$s_rate") s_lost=$s_lost p50=$p50 p99=$p99 verdict=$verdict"
-		echo "mcpu=$mcpu bcpu=$bcpu"
-		echo "m100k=$(fmt '%.3f' "$received > 0 ? $mcpu * 100000 / $received : -1")"
-		if [[ $bcpu != - ]]; then
-			echo "b100k=$(fmt '%.3f' "$received > 0 ? $bcpu * 100000 / $received : -1")"
-			echo "ratio=$(fmt '%.3f' "$bcpu > 0 ? $mcpu / $bcpu : 999")"
-		fi
-	} >"$tmp/$name.vars"
-	# shellcheck disable=SC1090
-	source "$tmp/$name.vars"
+	s_rate=$(fmt '%.0f' "$s_rate")
+	m100k=$(fmt '%.3f' "$received > 0 ? $mcpu * 100000 / $received : -1")
+	b100k=- ratio=-
+	if [[ $bcpu != - ]]; then
+		b100k=$(fmt '%.3f' "$received > 0 ? $bcpu * 100000 / $received : -1")
+		ratio=$(fmt '%.3f' "$bcpu > 0 ? $mcpu / $bcpu : 999")
+	fi
+	save "$name" sent expected received lost dups s_recv s_rate s_lost p50 p99 verdict \
+		mcpu bcpu m100k b100k ratio wall busy other
 	say "  delivered      $received of $expected expected over warmup+steady ($sent sent), lost $lost, duplicates $dups"
 	say "  steady phase   $s_recv delivered in $(fmt '%.1f' "$s_dur") s = $s_rate msg/s, lost $s_lost, latency p50 $p50 p99 $p99 (plan verdict $verdict)"
 	if [[ $bcpu != - ]]; then
-		say "  CPU, whole run mqplan $mcpu s, broker $bcpu s"
+		say "  CPU, whole run mqplan $mcpu s, broker $bcpu s ($(fmt '%.1f' "$wall") s wall)"
 		say "  CPU-s / 100k   mqplan $m100k, broker $b100k, mqplan/broker $ratio"
 	else
-		say "  CPU, whole run $mcpu s for the one process (mqplan's clients and the embedded broker together)"
+		say "  CPU, whole run $mcpu s for the one process, mqplan's clients and the embedded broker together ($(fmt '%.1f' "$wall") s wall)"
 		say "  CPU-s / 100k   $m100k (clients + broker; mqplan's share cannot be separated)"
 	fi
+	say "  other load     $other CPU-s used by other processes on the machine during the run$(busy_note "$other" "$wall")"
 }
 
 scenario_a_mosquitto() {
@@ -322,9 +352,9 @@ scenario_a_embedded() {
 # idle NAME COUNT BROKER_PID ARGS...: plan B at COUNT clients and at 1
 # client (the baseline); writes $tmp/NAME.vars.
 idle() {
-	local name=$1 n=$2 bpid=$3
+	local name=$1 bpid=$3 bound vals bbase bfull
+	n=$2
 	shift 3
-	local bound planned vals ok failed conn_s cp99 disc verdict
 	planned=$(fmt '%.3f' "$n / $idle_rate")
 	bound=$(fmt '%d' "$planned + $h_secs + 90")
 	local common=(--set "duration=$idle_hold" --set "groups.idle.connect_rate=$idle_rate/s")
@@ -333,23 +363,22 @@ idle() {
 	vals=$(jq -r "$jqdefs"'[(.metrics.top["connect.ok"] // 0), (.metrics.top["connect.failed"] // 0),
 		(phase("warmup").start | secs), dur("connect.p99"), (.metrics.top.disconnects // 0), .verdict] | @tsv' "$tmp/$name.json")
 	IFS=$'\t' read -r ok failed conn_s cp99 disc verdict <<<"$vals"
-	local base base_n full full_n bbase bfull
+	conn_s=$(fmt '%.3f' "$conn_s")
 	read -r base base_n < <(rss_hold "$name-base" 2)
 	read -r full full_n < <(rss_hold "$name" 2)
 	read -r bbase _ < <(rss_hold "$name-base" 3)
 	read -r bfull _ < <(rss_hold "$name" 3)
-	(( base_n > 0 && full_n > 0 )) || { say "bench: no RSS samples during the hold of $name" >&2; return 1; }
-	{
-		echo "n=$n ok=$ok failed=$failed disc=$disc conn_s=$(fmt '%.3f' "$conn_s") planned=$planned cp99=$cp99 verdict=$verdict"
-		echo "base=$base full=$full base_n=$base_n full_n=$full_n"
-		echo "per_conn=$(fmt '%.2f' "($full - $base) / ($n - 1)")"
-		echo "kept_up=$(judge "$failed == 0 && $ok == $n && $conn_s <= 1.1 * $planned")"
-		if [[ $bpid != - ]]; then
-			echo "b_per_conn=$(fmt '%.2f' "($bfull - $bbase) / ($n - 1)")"
-		fi
-	} >"$tmp/$name.vars"
-	# shellcheck disable=SC1090
-	source "$tmp/$name.vars"
+	if (( base_n == 0 || full_n == 0 )); then
+		say "bench: no RSS samples during the hold of $name" >&2
+		return 1
+	fi
+	per_conn=$(fmt '%.2f' "($full - $base) / ($n - 1)")
+	kept_up=$(judge "$failed == 0 && $ok == $n && $conn_s <= 1.1 * $planned")
+	b_per_conn=-
+	if [[ $bpid != - ]]; then
+		b_per_conn=$(fmt '%.2f' "($bfull - $bbase) / ($n - 1)")
+	fi
+	save "$name" n ok failed disc conn_s planned cp99 verdict base full base_n full_n per_conn kept_up b_per_conn
 	say "  connected      $ok of $n, $failed failed, $disc disconnects; all connected $conn_s s after the start (planned $planned s at $idle_rate/s), connect p99 $cp99: $kept_up"
 	say "  RSS in hold    $(fmt '%.1f' "$base / 1024") MiB at 1 client, $(fmt '%.1f' "$full / 1024") MiB at $n (max of $base_n and $full_n samples)"
 }
@@ -438,12 +467,14 @@ if load a-mosquitto; then
 	say "               CPU-s per 100k delivered: mqplan $m100k, Mosquitto $b100k (existing tools: 2.5-5)"
 	say "               mqplan/broker CPU $ratio: $(judge "$ratio <= 1.0") (<= 1.0); goal 0.6: $(judge "$ratio <= 0.6" | sed 's/target //')"
 	say "               every message delivered: $(judge "$lost == 0 && $received >= $expected")"
+	say "               other processes used $other CPU-s during the run$(busy_note "$other" "$wall")"
 else
 	say "   Mosquitto   $(status scenario_a_mosquitto)"
 fi
 if load a-embedded; then
 	say "   embedded    delivered $received/$expected (lost $lost), steady $s_rate msg/s, p50 $p50 p99 $p99"
 	say "               CPU-s per 100k delivered: $m100k for the whole process (clients + in-process broker)"
+	say "               other processes used $other CPU-s during the run$(busy_note "$other" "$wall")"
 else
 	say "   embedded    $(status scenario_a_embedded)"
 fi

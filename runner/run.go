@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/eclipse/paho.golang/paho"
+	"github.com/eclipse/paho.golang/packets"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -279,19 +279,25 @@ func (r *run) execute(ctx context.Context, addrs []string) string {
 	incomplete := ""
 	r.phaseStart[phConnect] = 0
 
-	// connect: subscribing groups (stage 0) first, then the rest.
+	pingStop := make(chan struct{})
+	pingDone := make(chan struct{})
+	go r.pinger(pingStop, pingDone)
+	defer func() { close(pingStop); <-pingDone }()
+
+	// connect: subscribing groups (stage 0) first, then the rest, so that
+	// subscribers are never the ones still connecting when a plan's
+	// connection budget runs out.
 	for stage := 0; stage < 2 && ctx.Err() == nil; stage++ {
 		r.connectStage(ctx, stage, addrs)
 		if msg := r.failedGroups(stage); msg != "" {
 			incomplete = msg
 			break
 		}
-		if stage == 0 {
-			// subscribe: every SUBACK in before the next stage, so that
-			// publishers never start before the subscriptions exist.
-			r.setPhase(phSubscribe)
-			r.subscribeAll(ctx)
-		}
+	}
+	// subscribe: every SUBACK in before the first publish.
+	if incomplete == "" && ctx.Err() == nil {
+		r.setPhase(phSubscribe)
+		r.subscribeAll(ctx)
 	}
 	if incomplete == "" && ctx.Err() == nil {
 		r.publishPhases(ctx)
@@ -313,7 +319,7 @@ func (r *run) failedGroups(stage int) string {
 		}
 		ok := 0
 		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
-			if c.pc != nil {
+			if c.mc != nil {
 				ok++
 			}
 		}
@@ -375,80 +381,53 @@ func (r *run) connect(ctx context.Context, c *client, addr string) {
 	pc := c.plan
 	group := pc.Group
 	g := &r.prog.Plan.Groups[group]
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	t0 := r.at()
-	fail := func(err error) {
-		r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectFailed, 0)
-		r.noteError(fmt.Errorf("connect %s to %s: %w", pc.ID, addr, cleanErr(err)))
+	opts := connectOptions{
+		clientID:      pc.ID,
+		username:      pc.Username,
+		keepalive:     g.Keepalive,
+		cleanStart:    g.CleanStart,
+		sessionExpiry: g.SessionExpiry,
+		timeout:       r.timeout,
+		sourceAddr:    pc.SourceAddr,
 	}
-	d := net.Dialer{}
-	if pc.SourceAddr != "" {
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(pc.SourceAddr)}
+	if pw := pc.Password.Reveal(); pw != "" {
+		opts.password = []byte(pw)
 	}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		fail(err)
-		return
+	if w := g.Will; w != nil {
+		opts.will = &packets.Connect{WillTopic: pc.WillTopic, WillMessage: []byte(w.Payload), WillQOS: w.QoS, WillRetain: w.Retain}
 	}
-	cn := newConn(nc)
-	sess := newAckSession(r.now, func(m inflightMsg, lat time.Duration, failed bool) {
-		r.rec.recordAck(pc.Index, m.phase, group, lat, failed)
-		if failed {
-			r.noteError(fmt.Errorf("%s: broker refused a PUBLISH", pc.ID))
-		}
-	})
-	cfg := paho.ClientConfig{
-		Conn:          cn,
-		Session:       sess,
-		PacketTimeout: r.timeout,
-		OnClientError: func(err error) { r.lost(c, err) },
-		OnServerDisconnect: func(d *paho.Disconnect) {
-			r.lost(c, fmt.Errorf("broker sent DISCONNECT (reason 0x%02x)", d.ReasonCode))
+	h := connHandlers{
+		acked: func(m inflightMsg, lat time.Duration, failed bool) {
+			r.rec.recordAck(pc.Index, m.phase, group, lat, failed)
+			if failed {
+				r.noteError(fmt.Errorf("%s: the broker refused a PUBLISH", pc.ID))
+			}
+		},
+		closed: func(err error) {
+			if err != nil {
+				r.lost(c, err)
+			}
 		},
 	}
 	if len(pc.Subscriptions) > 0 {
-		cfg.OnPublishReceived = []func(paho.PublishReceived) (bool, error){
-			func(p paho.PublishReceived) (bool, error) {
-				r.receive(c, p.Packet.Payload)
-				return true, nil
-			},
-		}
+		h.publish = func(payload []byte) { r.receive(c, payload) }
 	}
-	cli := paho.NewClient(cfg)
-	rm := uint16(receiveMaximum)
-	se := uint32(g.SessionExpiry / time.Second)
-	cp := &paho.Connect{
-		ClientID:   pc.ID,
-		KeepAlive:  uint16(g.Keepalive / time.Second),
-		CleanStart: g.CleanStart,
-		Properties: &paho.ConnectProperties{ReceiveMaximum: &rm, SessionExpiryInterval: &se},
-	}
-	if pc.Username != "" {
-		cp.Username, cp.UsernameFlag = pc.Username, true
-	}
-	if pw := pc.Password.Reveal(); pw != "" {
-		cp.Password, cp.PasswordFlag = []byte(pw), true
-	}
-	if w := g.Will; w != nil {
-		cp.WillMessage = &paho.WillMessage{Topic: pc.WillTopic, Payload: []byte(w.Payload), QoS: w.QoS, Retain: w.Retain}
-	}
-	ca, err := cli.Connect(ctx, cp)
+	t0 := r.at()
+	mc, err := dialMQTT(ctx, addr, opts, r.now, h)
 	if err != nil {
-		if ca != nil && ca.ReasonCode >= 0x80 {
-			err = fmt.Errorf("CONNACK refused: %s", connackReason(ca.ReasonCode))
-		}
-		fail(err)
+		r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectFailed, 0)
+		r.noteError(fmt.Errorf("connect %s to %s: %w", pc.ID, addr, cleanErr(err)))
 		return
 	}
 	r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectOK, r.at()-t0)
-	c.pc, c.conn, c.sess, c.done = cli, cn, sess, cli.Done()
+	c.mc, c.done = mc, mc.done
+	c.live.Store(mc)
 	c.ready.Store(true)
 	r.connected.Add(1)
-	// The client may have been lost between CONNACK and here.
+	// The connection may have ended between CONNACK and here.
 	select {
 	case <-c.done:
-		r.lost(c, errors.New("connection closed"))
+		r.lost(c, mc.closeErr)
 	default:
 	}
 }
@@ -471,7 +450,7 @@ func (r *run) subscribeAll(ctx context.Context) {
 	sem := make(chan struct{}, 256)
 	var wg sync.WaitGroup
 	for _, c := range r.clients {
-		if c.pc == nil || len(c.plan.Subscriptions) == 0 {
+		if c.mc == nil || len(c.plan.Subscriptions) == 0 {
 			continue
 		}
 		select {
@@ -492,22 +471,22 @@ func (r *run) subscribeAll(ctx context.Context) {
 
 func (r *run) subscribe(ctx context.Context, c *client) {
 	pc := c.plan
-	s := &paho.Subscribe{Subscriptions: make([]paho.SubscribeOptions, len(pc.Subscriptions))}
+	subs := make([]packets.SubOptions, len(pc.Subscriptions))
 	for i, sub := range pc.Subscriptions {
-		s.Subscriptions[i] = paho.SubscribeOptions{Topic: sub.Filter, QoS: sub.QoS}
+		subs[i] = packets.SubOptions{Topic: sub.Filter, QoS: sub.QoS}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	t0 := r.at()
-	ack, err := c.pc.Subscribe(ctx, s)
+	reasons, err := c.mc.subscribe(ctx, subs)
 	phase := int(r.phase.Load())
-	if err != nil && ack == nil {
+	if err != nil {
 		r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
 		r.noteError(fmt.Errorf("subscribe %s: %w", pc.ID, cleanErr(err)))
 		return
 	}
 	r.rec.recordSubscribe(pc.Index, phase, pc.Group, r.at()-t0)
-	for i, code := range ack.Reasons {
+	for i, code := range reasons {
 		if code >= 0x80 {
 			r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
 			f := "?"
@@ -530,7 +509,7 @@ func (r *run) publishPhases(ctx context.Context) {
 	r.setPhase(phWarmup)
 	var pubs []*client
 	for _, c := range r.clients {
-		if c.pc != nil && c.plan.Publish != nil {
+		if c.mc != nil && c.plan.Publish != nil {
 			c.wake = make(chan struct{}, 1)
 			pubs = append(pubs, c)
 		}
@@ -624,13 +603,7 @@ func (r *run) drain(limit time.Duration) {
 // on a live connection.
 func (r *run) allAcked() bool {
 	for _, c := range r.clients {
-		if c.sess == nil || !c.ready.Load() {
-			continue
-		}
-		c.sess.mu.Lock()
-		n := len(c.sess.inflight)
-		c.sess.mu.Unlock()
-		if n > 0 {
+		if c.mc != nil && c.ready.Load() && c.mc.pending.Load() > 0 {
 			return false
 		}
 	}
@@ -644,8 +617,6 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 	pc := c.plan
 	pub := pc.Publish
 	buf := make([]byte, pub.Size)
-	msg := &paho.Publish{QoS: pub.QoS, Retain: pub.Retain, Topic: pub.Topic, Payload: buf}
-	opts := paho.PublishOptions{Method: paho.PublishMethod_AsyncSend}
 	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup}
 	for k := 0; ; k++ {
 		off, ok := pub.Schedule.At(k)
@@ -673,8 +644,7 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		rec.lag = time.Duration(r.now() - intended)
 		phase := r.prog.PhaseOf(off)
 		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), intended)
-		c.sess.nextPhase = phase
-		if _, err := c.pc.PublishWithOptions(ctx, msg, opts); err != nil {
+		if err := c.mc.publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, inflightMsg{phase: phase}); err != nil {
 			if ctx.Err() != nil {
 				return // stopped while waiting for an in-flight slot: not sent
 			}
@@ -690,8 +660,8 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 	}
 }
 
-// receive measures one delivery. It runs on the receiving client's paho
-// handler goroutine, one message at a time, and does not allocate.
+// receive measures one delivery. It runs on the receiving connection's
+// reader goroutine, one message at a time, and does not allocate.
 func (r *run) receive(c *client, payload []byte) {
 	now := r.now()
 	pc := c.plan
@@ -737,7 +707,7 @@ func (r *run) disconnectAll() {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 256)
 	for _, c := range r.clients {
-		if c.pc == nil {
+		if c.mc == nil {
 			continue
 		}
 		c.closing.Store(true)
@@ -745,10 +715,7 @@ func (r *run) disconnectAll() {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if c.ready.Load() {
-				_ = c.pc.Disconnect(&paho.Disconnect{ReasonCode: 0})
-			}
-			_ = c.conn.Close()
+			c.mc.disconnect()
 		}()
 	}
 	done := make(chan struct{})
@@ -759,13 +726,35 @@ func (r *run) disconnectAll() {
 	}
 }
 
+// pinger keeps idle connections alive: once a second it lets every
+// connection send PINGREQ when it has been quiet for half its keepalive
+// (one goroutine for all clients instead of a timer each).
+func (r *run) pinger(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		now := r.now()
+		for _, c := range r.clients {
+			if mc := c.live.Load(); mc != nil && c.ready.Load() {
+				mc.ping(now)
+			}
+		}
+	}
+}
+
 // groupInfo summarises each group's connections.
 func (r *run) groupInfo() []GroupInfo {
 	out := make([]GroupInfo, len(r.prog.Groups))
 	for gi, gp := range r.prog.Groups {
 		out[gi] = GroupInfo{Name: gp.Name, Clients: gp.Count}
 		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
-			if c.pc != nil {
+			if c.mc != nil {
 				out[gi].Connected++
 				if !c.lost.Load() {
 					out[gi].ConnectedAtEnd++

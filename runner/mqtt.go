@@ -1,0 +1,655 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/eclipse/paho.golang/packets"
+)
+
+// This file is mqplan's MQTT 5 client connection. The rare packets
+// (CONNECT, CONNACK, SUBSCRIBE, SUBACK, DISCONNECT) are encoded and decoded
+// with eclipse/paho.golang's packets package; the packets of the hot path
+// (PUBLISH and its acknowledgements, pings) are handled here, in place,
+// because paho.golang's client could not meet mqplan's budgets. Measured
+// against Mosquitto here, paho's Client cost ~25 KiB of RSS per idle
+// connection (3 goroutines, channels sized by ReceiveMaximum) against a
+// budget of 16 KiB, and per message it allocates several objects, starts a
+// goroutine for every QoS 1/2 publish and hands every received message
+// from its reader goroutine to a router goroutine, which made the
+// generator use more CPU than the broker it was testing. This connection
+// has one goroutine (its reader), allocates nothing per message, and
+// acknowledges deliveries from the reader directly.
+
+// MQTT control packet types (the high nibble of the first byte).
+const (
+	pktConnect    = 1
+	pktConnack    = 2
+	pktPublish    = 3
+	pktPuback     = 4
+	pktPubrec     = 5
+	pktPubrel     = 6
+	pktPubcomp    = 7
+	pktSubscribe  = 8
+	pktSuback     = 9
+	pktPingreq    = 12
+	pktPingresp   = 13
+	pktDisconnect = 14
+	pktAuth       = 15
+)
+
+// maxInflight caps the QoS 1/2 publishes a client keeps in flight, below
+// the broker's Receive Maximum when that is larger: enough to pipeline on
+// any link, and small enough that a stalled broker shows up as schedule lag
+// instead of unbounded memory.
+const maxInflight = 256
+
+// maxPacketSize is the largest packet mqplan accepts from a broker.
+const maxPacketSize = 256 << 20
+
+// errConnClosed is returned by operations on a closed connection.
+var errConnClosed = errors.New("connection closed")
+
+// inflightMsg is one QoS 1/2 PUBLISH awaiting its PUBACK/PUBCOMP.
+type inflightMsg struct {
+	sent  int64 // ns since the run's epoch
+	phase int
+	qos   byte
+	used  bool
+}
+
+// connectOptions are what one CONNECT says.
+type connectOptions struct {
+	clientID      string
+	username      string
+	password      []byte
+	keepalive     time.Duration
+	cleanStart    bool
+	sessionExpiry time.Duration
+	will          *packets.Connect // only the Will* fields are used
+	timeout       time.Duration
+	sourceAddr    string
+}
+
+// connHandlers are the callbacks of a connection. They run on its reader
+// goroutine, one at a time, and must not block.
+type connHandlers struct {
+	// publish receives the payload of each delivery; the slice is only
+	// valid during the call.
+	publish func(payload []byte)
+	// acked reports the end of a QoS 1/2 publish.
+	acked func(m inflightMsg, latency time.Duration, failed bool)
+	// closed reports why the connection ended, once; nil error when
+	// mqplan closed it on purpose.
+	closed func(err error)
+}
+
+// mqttConn is one MQTT 5 connection.
+type mqttConn struct {
+	nc        net.Conn
+	br        *bufio.Reader
+	now       func() int64
+	h         connHandlers
+	keepalive time.Duration
+
+	wmu  sync.Mutex
+	wbuf []byte
+	werr error
+
+	// lastWrite and lastRead (ns since the epoch) drive keepalive pings
+	// and dead-connection detection (see pinger).
+	lastWrite atomic.Int64
+	lastRead  atomic.Int64
+
+	// window holds one token per free in-flight slot; publish takes one
+	// and the acknowledgement gives it back.
+	window   chan struct{}
+	idMu     sync.Mutex
+	freeIDs  []uint16
+	inflight []inflightMsg // indexed by packet id
+	pending  atomic.Int32  // QoS 1/2 publishes awaiting their ack
+	// serverMaxQoS is the CONNACK's Maximum QoS (2 when absent).
+	serverMaxQoS byte
+
+	subMu   sync.Mutex
+	subWait map[uint16]chan *packets.Suback
+
+	rbuf      []byte
+	done      chan struct{}
+	closeOnce sync.Once
+	closing   atomic.Bool
+	closeErr  error
+}
+
+// dialMQTT connects and completes CONNECT/CONNACK within opts.timeout.
+func dialMQTT(ctx context.Context, addr string, opts connectOptions, now func() int64, h connHandlers) (*mqttConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
+	defer cancel()
+	d := net.Dialer{}
+	if opts.sourceAddr != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(opts.sourceAddr)}
+	}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), now: now, h: h, keepalive: opts.keepalive, done: make(chan struct{}), serverMaxQoS: 2}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
+	err = c.handshake(opts)
+	stop()
+	if err != nil {
+		_ = nc.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	t := now()
+	c.lastRead.Store(t)
+	c.lastWrite.Store(t)
+	go c.readLoop()
+	return c, nil
+}
+
+// handshake sends CONNECT and reads the CONNACK.
+func (c *mqttConn) handshake(o connectOptions) error {
+	rm := uint16(receiveMaximum)
+	se := uint32(o.sessionExpiry / time.Second)
+	cp := &packets.Connect{
+		ProtocolName:    "MQTT",
+		ProtocolVersion: 5,
+		ClientID:        o.clientID,
+		KeepAlive:       uint16(o.keepalive / time.Second),
+		CleanStart:      o.cleanStart,
+		Properties:      &packets.Properties{ReceiveMaximum: &rm, SessionExpiryInterval: &se},
+	}
+	if o.username != "" {
+		cp.Username, cp.UsernameFlag = o.username, true
+	}
+	if len(o.password) > 0 {
+		cp.Password, cp.PasswordFlag = o.password, true
+	}
+	if w := o.will; w != nil {
+		cp.WillFlag, cp.WillTopic, cp.WillMessage, cp.WillQOS, cp.WillRetain = true, w.WillTopic, w.WillMessage, w.WillQOS, w.WillRetain
+		cp.WillProperties = &packets.Properties{}
+	}
+	if err := c.writePacket(cp.WriteTo); err != nil {
+		return err
+	}
+	typ, body, err := c.readPacket()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("the broker closed the connection before CONNACK (is it an MQTT 5 broker?)")
+		}
+		return err
+	}
+	if typ>>4 != pktConnack {
+		return fmt.Errorf("expected CONNACK, got packet type %d", typ>>4)
+	}
+	ca := &packets.Connack{Properties: &packets.Properties{}}
+	if err := ca.Unpack(bytes.NewBuffer(bytes.Clone(body))); err != nil {
+		return fmt.Errorf("malformed CONNACK: %w", err)
+	}
+	if ca.ReasonCode >= 0x80 {
+		msg := "CONNACK refused: " + connackReason(ca.ReasonCode)
+		if ca.Properties.ReasonString != "" {
+			msg += " (" + ca.Properties.ReasonString + ")"
+		}
+		return errors.New(msg)
+	}
+	window := maxInflight
+	if p := ca.Properties.ReceiveMaximum; p != nil && int(*p) < window {
+		window = int(*p)
+	}
+	if p := ca.Properties.ServerKeepAlive; p != nil {
+		c.keepalive = time.Duration(*p) * time.Second
+	}
+	if p := ca.Properties.MaximumQOS; p != nil {
+		c.serverMaxQoS = *p
+	}
+	c.initWindow(window)
+	return nil
+}
+
+// initWindow sizes the in-flight window. The slots are allocated only
+// when the first QoS 1/2 message is published, so that subscribers and
+// idle clients do not pay for them.
+func (c *mqttConn) initWindow(n int) {
+	c.window = make(chan struct{}, n)
+}
+
+func (c *mqttConn) allocWindow() {
+	n := cap(c.window)
+	c.inflight = make([]inflightMsg, n+1)
+	c.freeIDs = make([]uint16, 0, n)
+	for id := n; id >= 1; id-- {
+		c.freeIDs = append(c.freeIDs, uint16(id))
+	}
+}
+
+// readPacket reads one packet: its first byte (type and flags) and its
+// body, which is valid until the next call.
+func (c *mqttConn) readPacket() (b0 byte, body []byte, err error) {
+	b0, err = c.br.ReadByte()
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := readVBI(c.br)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n > maxPacketSize {
+		return 0, nil, fmt.Errorf("packet of %d bytes is over mqplan's limit of %d", n, maxPacketSize)
+	}
+	if n <= c.br.Size() {
+		// Zero copy: the body stays in the reader's buffer until the
+		// next read, which is after the caller is done with it.
+		body, err = c.br.Peek(n)
+		if err != nil {
+			return 0, nil, err
+		}
+		_, _ = c.br.Discard(n)
+		return b0, body, nil
+	}
+	if cap(c.rbuf) < n {
+		c.rbuf = make([]byte, n)
+	}
+	body = c.rbuf[:n]
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		return 0, nil, err
+	}
+	return b0, body, nil
+}
+
+// readVBI reads an MQTT variable byte integer.
+func readVBI(r io.ByteReader) (int, error) {
+	v, mul := 0, 1
+	for i := 0; i < 4; i++ {
+		b, err := r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		v += int(b&0x7f) * mul
+		if b&0x80 == 0 {
+			return v, nil
+		}
+		mul <<= 7
+	}
+	return 0, errors.New("malformed remaining length")
+}
+
+// appendVBI appends n as an MQTT variable byte integer.
+func appendVBI(b []byte, n int) []byte {
+	for {
+		d := byte(n % 128)
+		n /= 128
+		if n > 0 {
+			d |= 0x80
+		}
+		b = append(b, d)
+		if n == 0 {
+			return b
+		}
+	}
+}
+
+// readLoop handles every packet from the broker until the connection ends.
+func (c *mqttConn) readLoop() {
+	for {
+		b0, body, err := c.readPacket()
+		if err != nil {
+			c.close(err)
+			return
+		}
+		c.lastRead.Store(c.now())
+		if err := c.handle(b0, body); err != nil {
+			c.close(err)
+			return
+		}
+	}
+}
+
+// handle processes one packet on the reader goroutine.
+func (c *mqttConn) handle(b0 byte, body []byte) error {
+	switch b0 >> 4 {
+	case pktPublish:
+		qos := (b0 >> 1) & 3
+		if len(body) < 2 {
+			return errors.New("malformed PUBLISH")
+		}
+		i := 2 + int(binary.BigEndian.Uint16(body))
+		var id uint16
+		if qos > 0 {
+			if i+2 > len(body) {
+				return errors.New("malformed PUBLISH")
+			}
+			id = binary.BigEndian.Uint16(body[i:])
+			i += 2
+		}
+		plen, n, ok := vbiAt(body, i)
+		if !ok || i+n+plen > len(body) {
+			return errors.New("malformed PUBLISH properties")
+		}
+		i += n + plen
+		if c.h.publish != nil {
+			c.h.publish(body[i:])
+		}
+		switch qos {
+		case 1:
+			return c.writeAck(pktPuback<<4, id)
+		case 2:
+			return c.writeAck(pktPubrec<<4, id)
+		}
+	case pktPuback, pktPubcomp:
+		id, reason, err := ackFields(body)
+		if err != nil {
+			return err
+		}
+		c.complete(id, reason >= 0x80)
+	case pktPubrec:
+		id, reason, err := ackFields(body)
+		if err != nil {
+			return err
+		}
+		if reason >= 0x80 {
+			c.complete(id, true)
+			return nil
+		}
+		return c.writeAck(pktPubrel<<4|2, id)
+	case pktPubrel:
+		id, _, err := ackFields(body)
+		if err != nil {
+			return err
+		}
+		return c.writeAck(pktPubcomp<<4, id)
+	case pktSuback:
+		// Copied: the decoded reason codes alias the buffer, which the
+		// next read overwrites while the subscriber reads them.
+		sa := &packets.Suback{Properties: &packets.Properties{}}
+		if err := sa.Unpack(bytes.NewBuffer(bytes.Clone(body))); err != nil {
+			return fmt.Errorf("malformed SUBACK: %w", err)
+		}
+		c.subMu.Lock()
+		ch := c.subWait[sa.PacketID]
+		delete(c.subWait, sa.PacketID)
+		c.subMu.Unlock()
+		if ch != nil {
+			ch <- sa
+		}
+	case pktPingresp:
+	case pktDisconnect:
+		reason := byte(0)
+		if len(body) > 0 {
+			reason = body[0]
+		}
+		return fmt.Errorf("broker sent DISCONNECT: %s", disconnectReason(reason))
+	default:
+		return fmt.Errorf("unexpected packet type %d from the broker", b0>>4)
+	}
+	return nil
+}
+
+// vbiAt decodes a variable byte integer at b[i:].
+func vbiAt(b []byte, i int) (v, n int, ok bool) {
+	mul := 1
+	for n < 4 && i+n < len(b) {
+		d := b[i+n]
+		v += int(d&0x7f) * mul
+		n++
+		if d&0x80 == 0 {
+			return v, n, true
+		}
+		mul <<= 7
+	}
+	return 0, 0, false
+}
+
+// ackFields reads a PUBACK/PUBREC/PUBREL/PUBCOMP body: the packet id and
+// the reason code (0 when left out, as MQTT 5 allows).
+func ackFields(body []byte) (uint16, byte, error) {
+	if len(body) < 2 {
+		return 0, 0, errors.New("malformed acknowledgement")
+	}
+	reason := byte(0)
+	if len(body) > 2 {
+		reason = body[2]
+	}
+	return binary.BigEndian.Uint16(body), reason, nil
+}
+
+// complete ends a QoS 1/2 publish: its latency is reported and its slot
+// and packet id are freed.
+func (c *mqttConn) complete(id uint16, failed bool) {
+	c.idMu.Lock()
+	if int(id) >= len(c.inflight) || !c.inflight[id].used {
+		c.idMu.Unlock()
+		return // not ours (or already completed): ignore, as MQTT allows
+	}
+	m := c.inflight[id]
+	c.inflight[id] = inflightMsg{}
+	c.freeIDs = append(c.freeIDs, id)
+	c.idMu.Unlock()
+	c.pending.Add(-1)
+	<-c.window
+	if c.h.acked != nil {
+		c.h.acked(m, time.Duration(c.now()-m.sent), failed)
+	}
+}
+
+// writeAck writes a 4-byte acknowledgement packet.
+func (c *mqttConn) writeAck(b0 byte, id uint16) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	var b [4]byte
+	b[0], b[1] = b0, 2
+	binary.BigEndian.PutUint16(b[2:], id)
+	return c.writeLocked(b[:])
+}
+
+// writeLocked writes one whole packet; wmu must be held.
+func (c *mqttConn) writeLocked(p []byte) error {
+	if _, err := c.nc.Write(p); err != nil {
+		c.werr = err
+		return err
+	}
+	c.lastWrite.Store(c.now())
+	return nil
+}
+
+// writePacket encodes a paho packet into the write buffer and sends it.
+func (c *mqttConn) writePacket(encode func(io.Writer) (int64, error)) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	var b bytes.Buffer
+	if _, err := encode(&b); err != nil {
+		return err
+	}
+	return c.writeLocked(b.Bytes())
+}
+
+// publish sends one PUBLISH. For QoS 1/2 it first takes an in-flight slot
+// (waiting while the window is full, which the caller sees as schedule
+// lag) and records m under the packet id; the reader reports the ack.
+// It does not allocate.
+func (c *mqttConn) publish(ctx context.Context, topic string, qos byte, retain bool, payload []byte, m inflightMsg) error {
+	if qos > c.serverMaxQoS {
+		return fmt.Errorf("the broker allows QoS %d at most, the plan publishes at QoS %d", c.serverMaxQoS, qos)
+	}
+	var id uint16
+	if qos > 0 {
+		select {
+		case c.window <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return errConnClosed
+		}
+		c.idMu.Lock()
+		if c.inflight == nil {
+			c.allocWindow()
+		}
+		id = c.freeIDs[len(c.freeIDs)-1]
+		c.freeIDs = c.freeIDs[:len(c.freeIDs)-1]
+		m.qos, m.used, m.sent = qos, true, c.now()
+		c.inflight[id] = m
+		c.idMu.Unlock()
+		c.pending.Add(1)
+	}
+	c.wmu.Lock()
+	if c.werr != nil {
+		err := c.werr
+		c.wmu.Unlock()
+		return err
+	}
+	b0 := byte(pktPublish<<4) | qos<<1
+	if retain {
+		b0 |= 1
+	}
+	rl := 2 + len(topic) + 1 + len(payload)
+	if qos > 0 {
+		rl += 2
+	}
+	w := append(c.wbuf[:0], b0)
+	w = appendVBI(w, rl)
+	w = binary.BigEndian.AppendUint16(w, uint16(len(topic)))
+	w = append(w, topic...)
+	if qos > 0 {
+		w = binary.BigEndian.AppendUint16(w, id)
+	}
+	w = append(w, 0) // no properties
+	w = append(w, payload...)
+	c.wbuf = w
+	err := c.writeLocked(w)
+	c.wmu.Unlock()
+	return err
+}
+
+// subscribe sends one SUBSCRIBE with every filter and waits for the
+// SUBACK's reason codes (one per filter).
+func (c *mqttConn) subscribe(ctx context.Context, subs []packets.SubOptions) ([]byte, error) {
+	const id = 1 // subscriptions happen once, before any QoS 1/2 publish
+	ch := make(chan *packets.Suback, 1)
+	c.subMu.Lock()
+	if c.subWait == nil {
+		c.subWait = map[uint16]chan *packets.Suback{}
+	}
+	c.subWait[id] = ch
+	c.subMu.Unlock()
+	sp := &packets.Subscribe{PacketID: id, Subscriptions: subs, Properties: &packets.Properties{}}
+	if err := c.writePacket(sp.WriteTo); err != nil {
+		return nil, err
+	}
+	select {
+	case sa := <-ch:
+		return sa.Reasons, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, c.closeErr
+	}
+}
+
+// ping sends PINGREQ when nothing was sent for half the keepalive, and
+// closes a connection that heard nothing for one and a half keepalives
+// (MQTT's own rule for the broker side).
+func (c *mqttConn) ping(now int64) {
+	if c.keepalive <= 0 {
+		return
+	}
+	ka := int64(c.keepalive)
+	if now-c.lastRead.Load() > ka+ka/2 {
+		c.close(fmt.Errorf("no packet from the broker for %s (keepalive %s)", time.Duration(now-c.lastRead.Load()).Round(time.Second), c.keepalive))
+		return
+	}
+	if now-c.lastWrite.Load() >= ka/2 {
+		c.wmu.Lock()
+		if c.werr == nil {
+			_ = c.writeLocked([]byte{pktPingreq << 4, 0})
+		}
+		c.wmu.Unlock()
+	}
+}
+
+// disconnect sends DISCONNECT (normal) and closes the connection.
+func (c *mqttConn) disconnect() {
+	c.closing.Store(true)
+	c.wmu.Lock()
+	if c.werr == nil {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = c.nc.Write([]byte{pktDisconnect << 4, 0})
+	}
+	c.wmu.Unlock()
+	c.close(nil)
+}
+
+// close ends the connection once and reports why.
+func (c *mqttConn) close(err error) {
+	c.closeOnce.Do(func() {
+		if c.closing.Load() {
+			err = nil
+		}
+		c.closeErr = err
+		if c.closeErr == nil {
+			c.closeErr = errConnClosed
+		}
+		_ = c.nc.Close()
+		close(c.done)
+		if c.h.closed != nil {
+			c.h.closed(err)
+		}
+	})
+}
+
+// disconnectReason names MQTT 5 DISCONNECT reason codes users meet.
+func disconnectReason(code byte) string {
+	switch code {
+	case 0x00:
+		return "normal disconnection"
+	case 0x04:
+		return "disconnect with will message"
+	case 0x80:
+		return "unspecified error"
+	case 0x81:
+		return "malformed packet"
+	case 0x82:
+		return "protocol error"
+	case 0x87:
+		return "not authorized"
+	case 0x89:
+		return "server busy"
+	case 0x8B:
+		return "server shutting down"
+	case 0x8D:
+		return "keep alive timeout"
+	case 0x8E:
+		return "session taken over"
+	case 0x93:
+		return "receive maximum exceeded"
+	case 0x95:
+		return "packet too large"
+	case 0x97:
+		return "quota exceeded"
+	case 0x9C:
+		return "use another server"
+	}
+	return fmt.Sprintf("reason code 0x%02x", code)
+}
