@@ -409,7 +409,7 @@ scenario_b_embedded() {
 # Run each scenario in its own subshell, with errexit on, so that a step that
 # cannot run ends that scenario (and makes the exit status 1) but not the
 # others. Each cleans up what it started.
-failed=()
+failed_steps=()
 scenario() {
 	local rc=0
 	set +e
@@ -423,7 +423,7 @@ scenario() {
 	rc=$?
 	set -e
 	(( rc == 130 )) && exit 130
-	(( rc == 0 )) || failed+=("$1")
+	(( rc == 0 )) || failed_steps+=("$1")
 }
 
 if [[ -n $mosquitto ]]; then
@@ -451,7 +451,7 @@ load() {
 }
 ran_failed() {
 	local f
-	for f in "${failed[@]}"; do [[ $f == "$1" ]] && return 0; done
+	for f in "${failed_steps[@]}"; do [[ $f == "$1" ]] && return 0; done
 	return 1
 }
 status() { # status SCENARIO_FN: why a scenario has no figures
@@ -488,13 +488,13 @@ else
 fi
 if load b-embedded; then
 	say "   embedded    N=$n: process RSS $per_conn KiB/connection, client + broker side in one process (no target)"
-	say "               connected $ok/$n in $conn_s s (plan $planned s), failed $failed: $kept_up"
+	say "               connected $ok/$n in $conn_s s (plan $planned s), failed $failed: kept up with the plan: ${kept_up#target } (no target)"
 else
 	say "   embedded    $(status scenario_b_embedded)"
 fi
 say "=============================================================================================="
 
-if (( ${#failed[@]} > 0 )); then
-	say "bench: these steps could not run: ${failed[*]}" >&2
+if (( ${#failed_steps[@]} > 0 )); then
+	say "bench: these steps could not run: ${failed_steps[*]}" >&2
 	exit 1
 fi

@@ -123,7 +123,9 @@ type mqttConn struct {
 	subMu   sync.Mutex
 	subWait map[uint16]chan *packets.Suback
 
-	rbuf      []byte
+	rbuf []byte
+	// acks are acknowledgements waiting to be written (reader goroutine only).
+	acks      []byte
 	done      chan struct{}
 	closeOnce sync.Once
 	closing   atomic.Bool
@@ -307,8 +309,19 @@ func appendVBI(b []byte, n int) []byte {
 }
 
 // readLoop handles every packet from the broker until the connection ends.
+//
+// Acknowledgements are queued while more packets are already buffered and
+// written together before the reader would wait for the network: under
+// load one write carries many PUBACKs, and when packets arrive one at a
+// time each ack still leaves at once, so nothing is delayed.
 func (c *mqttConn) readLoop() {
 	for {
+		if c.br.Buffered() == 0 && len(c.acks) > 0 {
+			if err := c.flushAcks(); err != nil {
+				c.close(err)
+				return
+			}
+		}
 		b0, body, err := c.readPacket()
 		if err != nil {
 			c.close(err)
@@ -320,6 +333,23 @@ func (c *mqttConn) readLoop() {
 			return
 		}
 	}
+}
+
+// queueAck adds a 4-byte acknowledgement to the reader's pending acks.
+func (c *mqttConn) queueAck(b0 byte, id uint16) {
+	c.acks = append(c.acks, b0, 2, byte(id>>8), byte(id))
+}
+
+// flushAcks writes the pending acknowledgements in one write.
+func (c *mqttConn) flushAcks() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	err := c.writeLocked(c.acks)
+	c.acks = c.acks[:0]
+	return err
 }
 
 // handle processes one packet on the reader goroutine.
@@ -349,9 +379,9 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 		}
 		switch qos {
 		case 1:
-			return c.writeAck(pktPuback<<4, id)
+			c.queueAck(pktPuback<<4, id)
 		case 2:
-			return c.writeAck(pktPubrec<<4, id)
+			c.queueAck(pktPubrec<<4, id)
 		}
 	case pktPuback, pktPubcomp:
 		id, reason, err := ackFields(body)
@@ -368,13 +398,13 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 			c.complete(id, true)
 			return nil
 		}
-		return c.writeAck(pktPubrel<<4|2, id)
+		c.queueAck(pktPubrel<<4|2, id)
 	case pktPubrel:
 		id, _, err := ackFields(body)
 		if err != nil {
 			return err
 		}
-		return c.writeAck(pktPubcomp<<4, id)
+		c.queueAck(pktPubcomp<<4, id)
 	case pktSuback:
 		// Copied: the decoded reason codes alias the buffer, which the
 		// next read overwrites while the subscriber reads them.
@@ -447,19 +477,6 @@ func (c *mqttConn) complete(id uint16, failed bool) {
 	if c.h.acked != nil {
 		c.h.acked(m, time.Duration(c.now()-m.sent), failed)
 	}
-}
-
-// writeAck writes a 4-byte acknowledgement packet.
-func (c *mqttConn) writeAck(b0 byte, id uint16) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.werr != nil {
-		return c.werr
-	}
-	var b [4]byte
-	b[0], b[1] = b0, 2
-	binary.BigEndian.PutUint16(b[2:], id)
-	return c.writeLocked(b[:])
 }
 
 // writeLocked writes one whole packet; wmu must be held.

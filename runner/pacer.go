@@ -27,6 +27,9 @@ type pacer struct {
 	shards []*pacerShard
 }
 
+// pacerQuantum is the shortest sleep of the pacer (see pacerShard.run).
+const pacerQuantum = 100 * time.Microsecond
+
 type pacerShard struct {
 	heap    []pacerEntry
 	start   int64
@@ -129,7 +132,11 @@ func (s *pacerShard) run(ctx context.Context) {
 			return
 		}
 		if d := s.heap[0].due - s.now(); d > 0 {
-			s.sleeper.sleep(time.Duration(d))
+			// Never sleep less than pacerQuantum: at high rates one wake
+			// then serves several messages instead of one each, which
+			// halves the generator's syscalls at 20k msg/s, at the price
+			// of sends up to pacerQuantum late (measured, never early).
+			s.sleeper.sleep(max(time.Duration(d), pacerQuantum))
 		}
 	}
 }
