@@ -1,0 +1,224 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/packets"
+)
+
+// pipeConn returns an mqttConn on one end of an in-memory pipe and the
+// other end, playing the broker.
+func pipeConn(t *testing.T, h connHandlers) (*mqttConn, net.Conn) {
+	t.Helper()
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	epoch := time.Now()
+	c := &mqttConn{nc: a, br: bufio.NewReaderSize(a, readBufferSize), now: func() int64 { return int64(time.Since(epoch)) },
+		h: h, done: make(chan struct{}), serverMaxQoS: 2}
+	c.initWindow(4)
+	return c, b
+}
+
+// TestPublishEncodingMatchesPaho checks every PUBLISH mqplan writes against
+// paho.golang's decoder, the reference codec.
+func TestPublishEncodingMatchesPaho(t *testing.T) {
+	tests := []struct {
+		name    string
+		topic   string
+		qos     byte
+		retain  bool
+		payload []byte
+	}{
+		{"qos0 small", "a/b", 0, false, []byte("0123456789abcdef")},
+		{"qos1 retained", "bench/1", 1, true, bytes.Repeat([]byte{7}, 1000)},
+		{"qos2 long topic", strings.Repeat("t/", 200) + "x", 2, false, bytes.Repeat([]byte{1, 2, 3}, 100)},
+		{"payload past 127 and 16383 bytes (multi-byte length)", "big", 1, false, bytes.Repeat([]byte{9}, 20000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, broker := pipeConn(t, connHandlers{})
+			errc := make(chan error, 1)
+			go func() { errc <- c.publish(context.Background(), tt.topic, tt.qos, tt.retain, tt.payload, inflightMsg{}) }()
+			cp, err := packets.ReadPacket(broker)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			p, ok := cp.Content.(*packets.Publish)
+			if !ok {
+				t.Fatalf("decoded %T", cp.Content)
+			}
+			if p.Topic != tt.topic || p.QoS != tt.qos || p.Retain != tt.retain || !bytes.Equal(p.Payload, tt.payload) {
+				t.Errorf("decoded topic %q qos %d retain %v payload %d bytes", p.Topic, p.QoS, p.Retain, len(p.Payload))
+			}
+			if (tt.qos > 0) != (p.PacketID != 0) {
+				t.Errorf("packet id %d for qos %d", p.PacketID, tt.qos)
+			}
+			if tt.qos > 0 && c.pending.Load() != 1 {
+				t.Errorf("pending = %d", c.pending.Load())
+			}
+		})
+	}
+}
+
+// TestReaderHandlesPahoPackets feeds packets encoded by paho.golang (with
+// properties mqplan itself never sends) and checks what the reader does.
+func TestReaderHandlesPahoPackets(t *testing.T) {
+	var got [][]byte
+	var acks []bool
+	c, broker := pipeConn(t, connHandlers{
+		publish: func(p []byte) { got = append(got, bytes.Clone(p)) },
+		acked:   func(_ inflightMsg, _ time.Duration, failed bool) { acks = append(acks, failed) },
+	})
+	// Two QoS 1/2 publishes of ours in flight, so that the acks below match.
+	go func() {
+		_ = c.publish(context.Background(), "x", 1, false, []byte("one"), inflightMsg{})
+		_ = c.publish(context.Background(), "x", 2, false, []byte("two"), inflightMsg{})
+	}()
+	var ids []uint16
+	for range 2 {
+		cp, err := packets.ReadPacket(broker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cp.Content.(*packets.Publish).PacketID)
+	}
+	go c.readLoop()
+	expiry := uint32(60)
+	send := func(cp *packets.ControlPacket) {
+		t.Helper()
+		if _, err := cp.WriteTo(broker); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub := func(qos byte, id uint16, payload string) *packets.ControlPacket {
+		cp := packets.NewControlPacket(packets.PUBLISH)
+		p := cp.Content.(*packets.Publish)
+		p.Topic, p.QoS, p.PacketID, p.Payload = "in/topic", qos, id, []byte(payload)
+		p.Properties = &packets.Properties{MessageExpiry: &expiry, ContentType: "text/plain", User: []packets.User{{Key: "k", Value: "v"}}}
+		return cp
+	}
+	expect := func(typ byte, id uint16) {
+		t.Helper()
+		cp, err := packets.ReadPacket(broker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.Type != typ || cp.PacketID() != id {
+			t.Fatalf("got packet type %d id %d, want type %d id %d", cp.Type, cp.PacketID(), typ, id)
+		}
+	}
+	send(pub(0, 0, "q0"))
+	send(pub(1, 11, "q1"))
+	expect(packets.PUBACK, 11)
+	send(pub(2, 12, "q2"))
+	expect(packets.PUBREC, 12)
+	rel := packets.NewControlPacket(packets.PUBREL)
+	rel.Content.(*packets.Pubrel).PacketID = 12
+	send(rel)
+	expect(packets.PUBCOMP, 12)
+	// Acks for our own publishes: PUBACK, then PUBREC → PUBREL → PUBCOMP.
+	pa := packets.NewControlPacket(packets.PUBACK)
+	pa.Content.(*packets.Puback).PacketID = ids[0]
+	send(pa)
+	rec := packets.NewControlPacket(packets.PUBREC)
+	rec.Content.(*packets.Pubrec).PacketID = ids[1]
+	send(rec)
+	expect(packets.PUBREL, ids[1])
+	comp := packets.NewControlPacket(packets.PUBCOMP)
+	comp.Content.(*packets.Pubcomp).PacketID = ids[1]
+	send(comp)
+	// A DISCONNECT ends the connection with its reason.
+	dc := packets.NewControlPacket(packets.DISCONNECT)
+	dc.Content.(*packets.Disconnect).ReasonCode = 0x8B
+	send(dc)
+	<-c.done
+	if want := []string{"q0", "q1", "q2"}; len(got) != 3 || string(got[0]) != want[0] || string(got[1]) != want[1] || string(got[2]) != want[2] {
+		t.Errorf("payloads %q, want %q", got, want)
+	}
+	if len(acks) != 2 || acks[0] || acks[1] {
+		t.Errorf("acks %v, want two successes", acks)
+	}
+	if c.pending.Load() != 0 {
+		t.Errorf("pending = %d", c.pending.Load())
+	}
+	if c.closeErr == nil || !strings.Contains(c.closeErr.Error(), "server shutting down") {
+		t.Errorf("close error %v", c.closeErr)
+	}
+}
+
+// TestWindowBlocksAndReleases checks that a full in-flight window makes
+// publish wait (or give up with its context) until an ack frees a slot.
+func TestWindowBlocksAndReleases(t *testing.T) {
+	c, broker := pipeConn(t, connHandlers{})
+	go func() {
+		for {
+			if _, err := packets.ReadPacket(broker); err != nil {
+				return
+			}
+		}
+	}()
+	for i := 0; i < 4; i++ {
+		if err := c.publish(context.Background(), "x", 1, false, []byte("p"), inflightMsg{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := c.publish(ctx, "x", 1, false, []byte("p"), inflightMsg{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("publish on a full window: %v", err)
+	}
+	c.complete(1, false)
+	if err := c.publish(context.Background(), "x", 1, false, []byte("p"), inflightMsg{}); err != nil {
+		t.Fatalf("publish after an ack: %v", err)
+	}
+	if c.pending.Load() != 4 {
+		t.Errorf("pending = %d", c.pending.Load())
+	}
+	c.complete(1, false) // a repeated ack is ignored
+	c.complete(999, false)
+	if c.pending.Load() != 3 {
+		t.Errorf("pending = %d after one more ack", c.pending.Load())
+	}
+}
+
+// FuzzReader feeds arbitrary bytes to the reader: it may close the
+// connection with an error, but never panics or hangs.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte{0x30, 0x05, 0x00, 0x01, 'a', 0x00, 'x'})
+	f.Add([]byte{0x32, 0x06, 0x00, 0x01, 'a', 0x00, 0x01, 0x00})
+	f.Add([]byte{0x40, 0x02, 0x00, 0x01, 0x90, 0x03, 0x00, 0x01, 0x00})
+	f.Add([]byte{0xe0, 0x01, 0x8b})
+	f.Add([]byte{0x30, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, b := net.Pipe()
+		defer a.Close()
+		c := &mqttConn{nc: a, br: bufio.NewReaderSize(bytes.NewReader(data), readBufferSize), now: func() int64 { return 0 },
+			h: connHandlers{publish: func([]byte) {}}, done: make(chan struct{}), serverMaxQoS: 2}
+		c.initWindow(4)
+		go func() { // the peer: swallow whatever the reader writes
+			buf := make([]byte, 1024)
+			for {
+				if _, err := b.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+		c.readLoop()
+		b.Close()
+		select {
+		case <-c.done:
+		default:
+			t.Fatal("reader returned without closing")
+		}
+	})
+}
