@@ -1113,7 +1113,7 @@ func thSuggest(s string, cands []string) string {
 	}
 	best, bestKey := "", [3]int{limit + 1, 0, 0}
 	for _, cand := range cands {
-		d := thEditDistance(s, cand)
+		d := keyDistance(s, cand)
 		if d > limit {
 			continue
 		}
@@ -1165,34 +1165,6 @@ func thNumberGap(a, b string) int {
 		return x - y
 	}
 	return y - x
-}
-
-// thEditDistance is the optimal-string-alignment distance between a and b
-// in runes: Levenshtein plus the swap of two neighbours, the commonest
-// typo (sbu for sub).
-func thEditDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 // Duration literals.

@@ -357,14 +357,7 @@ func (r *run) connectStage(ctx context.Context, stage int, addrs []string) {
 	defer timer.Stop()
 	var wg sync.WaitGroup
 	for _, c := range order {
-		if wait := start + c.plan.ConnectAt - r.at(); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-			}
-		}
-		if ctx.Err() != nil {
+		if !r.sleepUntil(ctx, timer, start+c.plan.ConnectAt) {
 			break
 		}
 		wg.Add(1)
@@ -374,6 +367,20 @@ func (r *run) connectStage(ctx context.Context, stage int, addrs []string) {
 		}()
 	}
 	wg.Wait()
+}
+
+// sleepUntil waits on timer until offset at from the epoch, and reports
+// false if ctx ended first. Millisecond precision is enough for what it
+// paces (connection ramps, phase boundaries); publishes use the pacer.
+func (r *run) sleepUntil(ctx context.Context, timer *time.Timer, at time.Duration) bool {
+	if wait := at - r.at(); wait > 0 {
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err() == nil
 }
 
 // connect dials and sends CONNECT for one client, recording the outcome.
@@ -544,14 +551,7 @@ func (r *run) publishPhases(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for _, b := range bounds {
-		if wait := time.Duration(start) + b.at - r.at(); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-			}
-		}
-		if ctx.Err() != nil {
+		if !r.sleepUntil(ctx, timer, time.Duration(start)+b.at) {
 			break
 		}
 		r.setPhase(b.phase)
