@@ -48,6 +48,10 @@ mosquitto=${BENCH_MOSQUITTO:-$(command -v mosquitto || true)}
 if [[ -z $mosquitto && -x /usr/sbin/mosquitto ]]; then
 	mosquitto=/usr/sbin/mosquitto
 fi
+if [[ -n $mosquitto && ! -x $mosquitto ]]; then
+	say "bench: $mosquitto is not an executable"
+	mosquitto=
+fi
 
 clk_tck=$(getconf CLK_TCK)
 ncpu=$(nproc)
@@ -59,17 +63,25 @@ ulimit -n "$hard" 2>/dev/null || true
 nofile=$(ulimit -n)
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqplan-bench.XXXXXX")
-pids=()
+pids=() # brokers we started
+runs=() # mqplan runs: pids of `timeout`, each the leader of its process group
 
+# cleanup stops everything started: each mqplan run's whole process group
+# (timeout, GNU time and mqplan: time would die of a SIGTERM and leave mqplan
+# orphaned, so the group is killed outright; a run that is cut short has
+# nothing worth keeping), then the brokers.
 cleanup() {
 	local p
+	for p in "${runs[@]}"; do
+		kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
+	done
 	for p in "${pids[@]}"; do
 		kill "$p" 2>/dev/null || true
 	done
-	for p in "${pids[@]}"; do
+	for p in "${runs[@]}" "${pids[@]}"; do
 		wait "$p" 2>/dev/null || true
 	done
-	pids=()
+	runs=() pids=()
 }
 on_exit() {
 	cleanup
@@ -94,12 +106,18 @@ interrupted() {
 trap on_exit EXIT
 trap interrupted INT TERM
 
+# untrack PID: forget a process that has ended.
 untrack() {
 	local p keep=()
 	for p in "${pids[@]}"; do
 		[[ $p == "$1" ]] || keep+=("$p")
 	done
 	pids=("${keep[@]}")
+	keep=()
+	for p in "${runs[@]}"; do
+		[[ $p == "$1" ]] || keep+=("$p")
+	done
+	runs=("${keep[@]}")
 }
 
 # jq helpers: Go duration strings ("1.5ms", "2m3s") to seconds, phases, sums.
@@ -247,7 +265,7 @@ run_mqplan() {
 	timeout -k 10 "$bound" /usr/bin/time -f '%e %U %S %M' -o "$out.time" \
 		"$bin" run --quiet --json "$out.json" "$@" >"$out.txt" 2>"$out.err" &
 	tpid=$!
-	pids+=("$tpid")
+	runs+=("$tpid")
 	: >"$out.rss"
 	mpid=$(child "$(child "$tpid")") # timeout -> time -> mqplan
 	if [[ -n $mpid ]]; then
@@ -403,7 +421,7 @@ idle() {
 		b_per_conn=$(fmt '%.2f' "($bfull - $bbase) / ($n - 1)")
 	fi
 	save "$name" n ok failed disc conn_s planned cp99 verdict base full base_n full_n per_conn kept_up b_per_conn
-	say "  connected      $ok of $n, $failed failed, $disc disconnects; all connected $conn_s s after the start (planned $planned s at $idle_rate/s), connect p99 $cp99: $kept_up"
+	say "  connected      $ok of $n, $failed failed, $disc disconnects; all connected $conn_s s after the start (planned $planned s at $idle_rate/s), connect p99 $cp99; kept up with the plan: ${kept_up#target }"
 	say "  RSS in hold    $(fmt '%.1f' "$base / 1024") MiB at 1 client, $(fmt '%.1f' "$full / 1024") MiB at $n (max of $base_n and $full_n samples)"
 }
 
@@ -439,7 +457,7 @@ scenario() {
 	set +e
 	(
 		set -e
-		pids=()
+		pids=() runs=()
 		trap cleanup EXIT
 		trap 'exit 130' INT TERM
 		"$1"

@@ -333,7 +333,6 @@ func TestShippedPlans(t *testing.T) {
 	}
 }
 
-
 // TestBrokerCommand runs `mqplan broker` and a plan against it, as a user
 // would self-test in two terminals, then stops the broker with Ctrl-C.
 func TestBrokerCommand(t *testing.T) {
@@ -370,5 +369,31 @@ func TestBrokerCommand(t *testing.T) {
 	}
 	if !strings.Contains(string(rest), "mqplan broker: received") {
 		t.Errorf("no closing counters: %s", rest)
+	}
+}
+
+func TestGeneratorProcs(t *testing.T) {
+	embedded := plans.Broker{URLs: []string{plans.Embedded}}
+	local := plans.Broker{URLs: []string{"mqtt://127.0.0.1:1883", "mqtt://localhost:1884", "mqtt://[::1]:1883"}}
+	remote := plans.Broker{URLs: []string{"mqtt://127.0.0.1:1883", "mqtt://10.1.2.3:1883"}}
+	tests := []struct {
+		name string
+		flag int
+		b    plans.Broker
+		cpus int
+		want int
+	}{
+		{"embedded broker gets every core", 0, embedded, 8, 8},
+		{"a broker on this machine gets half", 0, local, 8, 4},
+		{"one core still runs", 0, local, 1, 1},
+		{"a broker elsewhere leaves every core to mqplan", 0, remote, 8, 8},
+		{"--procs wins", 3, local, 8, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := generatorProcs(tt.flag, tt.b, tt.cpus, false); got != tt.want {
+				t.Errorf("got %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
