@@ -172,10 +172,9 @@ func brokerCapabilities() *mqtt.Capabilities {
 	// The Receive Maximum mochi announces in CONNACK: how many QoS 2
 	// publishes a client may have unacknowledged towards the broker (QoS 1
 	// releases its slot as soon as the PUBACK is written). A client that
-	// exceeds it is disconnected, and paho.golang blocks Publish when it is
-	// reached, so the default of 1,024 would cap an asynchronous QoS 2
-	// publisher. paho.golang's send quota is O(1) in memory, so the maximum
-	// costs nothing.
+	// exceeds it is disconnected, and mqplan's client (which caps its own
+	// window at 256) waits when it is reached. Announcing the maximum
+	// leaves the client's own window in charge and costs mochi nothing.
 	c.ReceiveMaximum = math.MaxUint16
 
 	// 0 = no broker-imposed message expiry. With the default (one day) mochi
@@ -294,8 +293,8 @@ func (b *Broker) shutdown(timeout time.Duration) error {
 // queue. A non-zero value (say 65535) would not do: the release branch would
 // still scan and sort the whole inflight store after every PUBACK. The cost
 // is that the broker ignores the subscriber's Receive Maximum
-// ([MQTT-3.3.4-9]); paho.golang tolerates that, its reader simply blocks
-// once its ReceiveMaximum-sized queue is full, so the backlog waits in TCP
+// ([MQTT-3.3.4-9]); mqplan's client tolerates that (it reads and
+// acknowledges as fast as packets arrive), and any backlog waits in TCP
 // buffers and in mochi's outbound queue (MaximumClientWritesPending).
 //
 // The quota is reset twice. OnSessionEstablish runs after ParseConnect and

@@ -170,7 +170,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 	stats.Timeline = r.timeline
 	stats.Interrupted = ctx.Err() != nil
 	stats.Incomplete = incomplete
-	// paho may still report a connection's end from its own goroutines.
+	// A connection's reader may still report its end from its goroutine.
 	r.errMu.Lock()
 	stats.ErrorSamples = slices.Clone(r.errSamples)
 	r.errMu.Unlock()
@@ -639,7 +639,7 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			return
 		}
 		// Lag is taken when the generator is ready to send: how late its
-		// schedule runs. What paho then spends sending is part of the
+		// schedule runs. What the connection then spends sending is part of the
 		// measured latency, which starts at the intended time anyway.
 		rec.lag = time.Duration(r.now() - intended)
 		phase := r.prog.PhaseOf(off)

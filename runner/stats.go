@@ -52,7 +52,8 @@ type Metrics struct {
 	// (or is too short to carry the header).
 	Corrupted int64
 	// ExpectedOwn, ReceivedOwn and LostOwn are the same accounting seen
-	// from the publishing group: deliveries of this group's messages.
+	// from the publishing group: deliveries of this group's messages
+	// (ReceivedOwn counts first deliveries only, so LostOwn is exact).
 	ExpectedOwn, ReceivedOwn, LostOwn int64
 	// Errors counts failed publishes, subscribes, and protocol errors.
 	Errors int64
