@@ -45,7 +45,9 @@ func TestPublishEncodingMatchesPaho(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, broker := pipeConn(t, connHandlers{})
 			errc := make(chan error, 1)
-			go func() { errc <- c.publish(context.Background(), tt.topic, tt.qos, tt.retain, tt.payload, inflightMsg{}) }()
+			go func() {
+				errc <- c.publish(context.Background(), tt.topic, tt.qos, tt.retain, tt.payload, inflightMsg{})
+			}()
 			cp, err := packets.ReadPacket(broker)
 			if err != nil {
 				t.Fatal(err)
