@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"errors"
+	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -269,5 +270,39 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if m := all(st); m.Sent == 0 || m.Received != m.Sent {
 		t.Errorf("sent %d received %d", m.Sent, m.Received)
+	}
+}
+
+// TestRunAgainstMosquitto runs the exact-accounting plan against a real
+// Mosquitto: every count must match as it does on the embedded broker.
+func TestRunAgainstMosquitto(t *testing.T) {
+	url := mosquittotest.Start(t)
+	for _, qos := range []byte{0, 1, 2} {
+		t.Run("qos"+string('0'+qos), func(t *testing.T) {
+			prog := compile(t, e2ePlan(5, qos, time.Second))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := Run(ctx, prog, Options{BrokerURL: url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Incomplete != "" {
+				t.Fatalf("incomplete: %s (%v)", st.Incomplete, st.ErrorSamples)
+			}
+			m := all(st)
+			want := int64(0)
+			for _, ph := range prog.Phases {
+				want += ph.Messages
+			}
+			if m.Sent != want || m.Received != want || m.Lost != 0 || m.Duplicates != 0 || m.OutOfOrder != 0 || m.Corrupted != 0 {
+				t.Errorf("sent %d received %d lost %d dup %d ooo %d corrupt %d, want %d delivered exactly", m.Sent, m.Received, m.Lost, m.Duplicates, m.OutOfOrder, m.Corrupted, want)
+			}
+			if qos > 0 && m.Acked != m.Sent {
+				t.Errorf("acked %d of %d", m.Acked, m.Sent)
+			}
+			if st.Broker != nil {
+				t.Error("broker stats reported for an external broker")
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -310,26 +311,37 @@ func TestInterrupt(t *testing.T) {
 }
 
 // TestShippedPlans runs every shipped plan, shortened, on the embedded
-// broker: each must pass its own thresholds.
+// broker and on Mosquitto: each must pass its own thresholds on both.
 func TestShippedPlans(t *testing.T) {
 	files, err := fs.Glob(plans.Shipped, "*.yaml")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("shipped plans: %v %v", files, err)
 	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(f, ".yaml"), func(t *testing.T) {
-			args := []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s"}
-			if f != "conn-storm.yaml" {
-				args = append(args, "--set", "warmup=500ms")
-			}
-			if f == "1to1-qos1.yaml" {
-				args = append(args, "--set", "ramp=500ms")
-			}
-			r := runBinary(t, append(args, "plans/"+f)...)
-			if r.code != 0 {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-			}
-		})
+	brokers := []struct{ name, url string }{{"embedded", ""}}
+	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
+		brokers = append(brokers, struct{ name, url string }{"mosquitto", mosquittotest.Start(t)})
+	} else {
+		t.Log("mosquitto is not installed (apt-get install mosquitto): the shipped plans run on the embedded broker only")
+	}
+	for _, b := range brokers {
+		for _, f := range files {
+			t.Run(b.name+"/"+strings.TrimSuffix(f, ".yaml"), func(t *testing.T) {
+				args := []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s"}
+				if f != "conn-storm.yaml" {
+					args = append(args, "--set", "warmup=500ms")
+				}
+				if f == "1to1-qos1.yaml" {
+					args = append(args, "--set", "ramp=500ms")
+				}
+				if b.url != "" {
+					args = append(args, "--broker", b.url)
+				}
+				r := runBinary(t, append(args, "plans/"+f)...)
+				if r.code != 0 {
+					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+				}
+			})
+		}
 	}
 }
 
