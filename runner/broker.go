@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,15 @@ type BrokerOptions struct {
 	// that mqplan's own accounting can be tested against known truth. The
 	// zero value injects nothing and installs no hook at all.
 	Faults Faults
+	// TLS, when set, makes the TCP listener (and the WebSocket one) speak
+	// TLS; with ClientAuth set to require a certificate it is mutual TLS.
+	TLS *tls.Config
+	// WebSocket, when set, is the address of a WebSocket listener (path
+	// /mqtt, or any path: mochi accepts the upgrade on every path).
+	WebSocket string
+	// Users, when non-nil, replaces allow-all with password authentication:
+	// user name → password. A client whose CONNECT does not match is refused.
+	Users map[string]string
 	// Hooks are extra mochi hooks (tests, instrumentation), added after the
 	// built-in ones (allow-all auth, the send-quota workaround, faults), so
 	// they see packets as the fault hook left them.
@@ -55,6 +65,7 @@ type Broker struct {
 	srv    *mqtt.Server
 	ln     *brokerListener
 	faults *faultHook // nil when Faults is zero
+	ws     string     // WebSocket listen address, "" for none
 	stop   chan struct{}
 
 	closeOnce sync.Once
@@ -109,12 +120,24 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 
 	b := &Broker{
 		srv:  mqtt.New(mo),
-		ln:   &brokerListener{id: brokerListenerID, address: addr, conns: map[net.Conn]struct{}{}},
+		ln:   &brokerListener{id: brokerListenerID, address: addr, tls: opts.TLS, conns: map[net.Conn]struct{}{}},
 		stop: make(chan struct{}),
 	}
 
 	// mochi refuses every client unless some hook says yes.
-	hooks := []mqtt.Hook{new(auth.AllowHook)}
+	var authHook mqtt.Hook = new(auth.AllowHook)
+	var authConfig any
+	if opts.Users != nil {
+		rules := auth.AuthRules{}
+		for u, p := range opts.Users {
+			rules = append(rules, auth.AuthRule{Username: auth.RString(u), Password: auth.RString(p), Allow: true})
+		}
+		authHook, authConfig = new(auth.Hook), &auth.Options{Ledger: &auth.Ledger{Auth: rules}}
+	}
+	if err := b.srv.AddHook(authHook, authConfig); err != nil {
+		return nil, fmt.Errorf("embedded broker: add hook %s: %w", authHook.ID(), err)
+	}
+	var hooks []mqtt.Hook
 	if quotaWorkaround {
 		hooks = append(hooks, new(sendQuotaHook))
 	}
@@ -135,9 +158,33 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 	if err := b.srv.AddListener(b.ln); err != nil { // binds the socket
 		return nil, fmt.Errorf("embedded broker: listen on %s: %w", addr, err)
 	}
+	if opts.WebSocket != "" {
+		b.ws = opts.WebSocket
+		ws := listeners.NewWebsocket(listeners.Config{ID: "mqplan-ws", Address: opts.WebSocket, TLSConfig: opts.TLS})
+		if err := b.srv.AddListener(ws); err != nil {
+			return nil, fmt.Errorf("embedded broker: WebSocket listener on %s: %w", opts.WebSocket, err)
+		}
+	}
 	if err := b.srv.Serve(); err != nil { // does not block
 		_ = b.Close(time.Second)
 		return nil, fmt.Errorf("embedded broker: serve: %w", err)
+	}
+	if b.ws != "" {
+		// mochi's WebSocket listener binds in its serving goroutine: wait
+		// until it accepts, so that the first client is not refused.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", b.ws, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = b.Close(time.Second)
+				return nil, fmt.Errorf("embedded broker: WebSocket listener on %s: %w", b.ws, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	return b, nil
 }
@@ -199,7 +246,24 @@ func brokerCapabilities() *mqtt.Capabilities {
 func (b *Broker) Addr() string { return b.ln.Address() }
 
 // URL returns the broker's address as an mqtt:// URL for plans and clients.
-func (b *Broker) URL() string { return "mqtt://" + b.Addr() }
+func (b *Broker) URL() string {
+	if b.ln.tls != nil {
+		return "mqtts://" + b.Addr()
+	}
+	return "mqtt://" + b.Addr()
+}
+
+// WebSocketURL is the WebSocket listener's URL ("" when there is none).
+func (b *Broker) WebSocketURL() string {
+	if b.ws == "" {
+		return ""
+	}
+	scheme := "ws://"
+	if b.ln.tls != nil {
+		scheme = "wss://"
+	}
+	return scheme + b.ws + "/mqtt"
+}
 
 // Stats returns mochi's own counters (server.Info). MessagesDropped and
 // InflightDropped are deliveries the broker discarded because a client's
@@ -341,6 +405,7 @@ func (h *sendQuotaHook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) 
 type brokerListener struct {
 	id      string
 	address string
+	tls     *tls.Config
 	ln      net.Listener
 	log     *slog.Logger
 
@@ -370,6 +435,9 @@ func (l *brokerListener) Init(log *slog.Logger) error {
 	ln, err := net.Listen("tcp", l.address)
 	if err != nil {
 		return err
+	}
+	if l.tls != nil {
+		ln = tls.NewListener(ln, l.tls)
 	}
 	l.ln = ln
 	return nil

@@ -133,14 +133,10 @@ type mqttConn struct {
 }
 
 // dialMQTT connects and completes CONNECT/CONNACK within opts.timeout.
-func dialMQTT(ctx context.Context, addr string, opts connectOptions, now func() int64, h connHandlers) (*mqttConn, error) {
+func dialMQTT(ctx context.Context, t target, opts connectOptions, now func() int64, h connHandlers) (*mqttConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
 	defer cancel()
-	d := net.Dialer{}
-	if opts.sourceAddr != "" {
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(opts.sourceAddr)}
-	}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := dialTransport(ctx, t, opts.sourceAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -159,9 +155,9 @@ func dialMQTT(ctx context.Context, addr string, opts connectOptions, now func() 
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Time{})
-	t := now()
-	c.lastRead.Store(t)
-	c.lastWrite.Store(t)
+	at := now()
+	c.lastRead.Store(at)
+	c.lastWrite.Store(at)
 	go c.readLoop()
 	return c, nil
 }
@@ -347,7 +343,15 @@ func (c *mqttConn) flushAcks() error {
 	if c.werr != nil {
 		return c.werr
 	}
-	err := c.writeLocked(c.acks)
+	var err error
+	if _, ws := c.nc.(*wsConn); ws {
+		// Over WebSocket each packet travels in a frame of its own.
+		for i := 0; i+4 <= len(c.acks) && err == nil; i += 4 {
+			err = c.writeLocked(c.acks[i : i+4])
+		}
+	} else {
+		err = c.writeLocked(c.acks)
+	}
 	c.acks = c.acks[:0]
 	return err
 }

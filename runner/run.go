@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -128,13 +127,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 		urls = []string{b.URL()}
 	}
 	stats.BrokerURL = strings.Join(urls, ",")
-	addrs := make([]string, len(urls))
-	for i, u := range urls {
-		a, err := dialAddress(u)
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
+	targets, err := newTargets(urls, prog.Plan.Broker)
+	if err != nil {
+		return nil, err
 	}
 
 	r.epoch = time.Now()
@@ -157,7 +152,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 	snapStop := make(chan struct{})
 	go r.snapshots(snapStop, snapDone)
 
-	incomplete := r.execute(ctx, addrs)
+	incomplete := r.execute(ctx, targets)
 
 	close(snapStop)
 	<-snapDone
@@ -193,36 +188,14 @@ func checkSupported(prog *plans.Program, opts Options) error {
 	if opts.BrokerURL != "" {
 		urls = []string{opts.BrokerURL}
 	}
+	var real []string
 	for _, u := range urls {
-		if u == plans.Embedded {
-			continue
-		}
-		if _, err := dialAddress(u); err != nil {
-			return err
+		if u != plans.Embedded {
+			real = append(real, u)
 		}
 	}
-	return nil
-}
-
-// dialAddress turns a broker URL into a TCP host:port.
-func dialAddress(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("broker url %q: %w", raw, err)
-	}
-	switch u.Scheme {
-	case "mqtt", "tcp":
-	default:
-		return "", fmt.Errorf("broker url %q: scheme %q is not supported by this build yet; use mqtt://host:port", raw, u.Scheme)
-	}
-	host, port := u.Hostname(), u.Port()
-	if host == "" {
-		return "", fmt.Errorf("broker url %q has no host", raw)
-	}
-	if port == "" {
-		port = "1883"
-	}
-	return net.JoinHostPort(host, port), nil
+	_, err := newTargets(real, prog.Plan.Broker)
+	return err
 }
 
 // shareFor returns the share group state a client records into when all
@@ -275,7 +248,7 @@ func (r *run) noteError(err error) {
 
 // execute runs the phases in order and returns why the run could not
 // complete, or "".
-func (r *run) execute(ctx context.Context, addrs []string) string {
+func (r *run) execute(ctx context.Context, targets []target) string {
 	incomplete := ""
 	r.phaseStart[phConnect] = 0
 
@@ -288,7 +261,7 @@ func (r *run) execute(ctx context.Context, addrs []string) string {
 	// subscribers are never the ones still connecting when a plan's
 	// connection budget runs out.
 	for stage := 0; stage < 2 && ctx.Err() == nil; stage++ {
-		r.connectStage(ctx, stage, addrs)
+		r.connectStage(ctx, stage, targets)
 		if msg := r.failedGroups(stage); msg != "" {
 			incomplete = msg
 			break
@@ -342,7 +315,7 @@ func (r *run) failedGroups(stage int) string {
 // connectStage connects the clients of one stage, each group at its own
 // rate, and waits until every attempt has finished (each is bounded by the
 // connect timeout).
-func (r *run) connectStage(ctx context.Context, stage int, addrs []string) {
+func (r *run) connectStage(ctx context.Context, stage int, targets []target) {
 	var order []*client
 	for _, gp := range r.prog.Groups {
 		if gp.Stage == stage {
@@ -363,7 +336,7 @@ func (r *run) connectStage(ctx context.Context, stage int, addrs []string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.connect(ctx, c, addrs[c.plan.Index%len(addrs)])
+			r.connect(ctx, c, targets[c.plan.Index%len(targets)])
 		}()
 	}
 	wg.Wait()
@@ -384,7 +357,7 @@ func (r *run) sleepUntil(ctx context.Context, timer *time.Timer, at time.Duratio
 }
 
 // connect dials and sends CONNECT for one client, recording the outcome.
-func (r *run) connect(ctx context.Context, c *client, addr string) {
+func (r *run) connect(ctx context.Context, c *client, t target) {
 	pc := c.plan
 	group := pc.Group
 	g := &r.prog.Plan.Groups[group]
@@ -420,10 +393,10 @@ func (r *run) connect(ctx context.Context, c *client, addr string) {
 		h.publish = func(payload []byte) { r.receive(c, payload) }
 	}
 	t0 := r.at()
-	mc, err := dialMQTT(ctx, addr, opts, r.now, h)
+	mc, err := dialMQTT(ctx, t, opts, r.now, h)
 	if err != nil {
 		r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectFailed, 0)
-		r.noteError(fmt.Errorf("connect %s to %s: %w", pc.ID, addr, cleanErr(err)))
+		r.noteError(fmt.Errorf("connect %s to %s: %w", pc.ID, t.url, cleanErr(err)))
 		return
 	}
 	r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectOK, r.at()-t0)

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mqplan/mqplan/internal/certtest"
+	"github.com/mqplan/mqplan/plans"
+)
+
+// freeAddr returns a loopback address that was free a moment ago (mochi's
+// WebSocket listener binds only when it serves, so its port must be known).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestTransports(t *testing.T) {
+	certs := certtest.Generate(t)
+	notPEM := filepath.Join(t.TempDir(), "junk.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+
+	type brokerKind int
+	const (
+		plain brokerKind = iota
+		withTLS
+		mutualTLS
+		webSocket
+		webSocketTLS
+		withUsers
+	)
+	tests := []struct {
+		name    string
+		broker  brokerKind
+		url     func(b *Broker) string
+		tls     *plans.TLS
+		source  string
+		user    string
+		pass    string
+		runErr  string // Run refuses to start with this
+		connErr string // every client fails to connect with this
+	}{
+		{name: "mqtts with the CA", broker: withTLS, url: (*Broker).URL, tls: &plans.TLS{CA: certs.CA}},
+		{name: "mutual TLS", broker: mutualTLS, url: (*Broker).URL, tls: &plans.TLS{CA: certs.CA, Cert: certs.ClientCert, Key: certs.ClientKey}},
+		{name: "ws", broker: webSocket, url: (*Broker).WebSocketURL},
+		{name: "wss with the CA", broker: webSocketTLS, url: (*Broker).WebSocketURL, tls: &plans.TLS{CA: certs.CA}},
+		{name: "source address 127.0.0.2", broker: plain, url: (*Broker).URL, source: "127.0.0.2"},
+		{name: "user and password", broker: withUsers, url: (*Broker).URL, user: "alice", pass: "s3cret"},
+		{name: "unknown authority", broker: withTLS, url: (*Broker).URL, tls: &plans.TLS{CA: certs.OtherCA},
+			connErr: "signed by an unknown authority"},
+		{name: "no client certificate for mutual TLS", broker: mutualTLS, url: (*Broker).URL, tls: &plans.TLS{CA: certs.CA},
+			connErr: "certificate"},
+		{name: "missing CA file", broker: withTLS, url: (*Broker).URL, tls: &plans.TLS{CA: filepath.Join(certs.Dir, "nope.pem")},
+			runErr: "broker.tls.ca: cannot read " + filepath.Join(certs.Dir, "nope.pem") + ": no such file or directory"},
+		{name: "CA file not PEM", broker: withTLS, url: (*Broker).URL, tls: &plans.TLS{CA: notPEM},
+			runErr: "broker.tls.ca: " + notPEM + " is not a PEM file with a CERTIFICATE"},
+		{name: "wrong password", broker: withUsers, url: (*Broker).URL, user: "alice", pass: "wrong",
+			connErr: "CONNACK refused: bad user name or password"},
+		{name: "WebSocket path that 404s", broker: plain, url: func(*Broker) string { return "ws" + strings.TrimPrefix(notFound.URL, "http") + "/mqtt" },
+			connErr: "HTTP 404 Not Found"},
+		{name: "source address not on this machine", broker: plain, url: (*Broker).URL, source: "192.0.2.1",
+			connErr: "cannot assign requested address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var bo BrokerOptions
+			switch tt.broker {
+			case withTLS:
+				bo.TLS = certs.ServerConfig(false)
+			case mutualTLS:
+				bo.TLS = certs.ServerConfig(true)
+			case webSocket:
+				bo.WebSocket = freeAddr(t)
+			case webSocketTLS:
+				bo.WebSocket, bo.TLS = freeAddr(t), certs.ServerConfig(false)
+			case withUsers:
+				bo.Users = map[string]string{"alice": "s3cret"}
+			}
+			b, err := StartBroker(bo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close(5 * time.Second)
+			p := e2ePlan(2, 1, 500*time.Millisecond)
+			p.Broker.TLS = tt.tls
+			p.Broker.ConnectTimeout = 3 * time.Second
+			if tt.source != "" {
+				p.Broker.SourceAddresses = []string{tt.source}
+			}
+			for i := range p.Groups {
+				if tt.user != "" {
+					p.Groups[i].Username = plans.MustTemplate(tt.user)
+					p.Groups[i].Password = plans.Secret(tt.pass)
+				}
+			}
+			prog := compile(t, p)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := Run(ctx, prog, Options{BrokerURL: tt.url(b)})
+			if tt.runErr != "" {
+				if err == nil || err.Error() != tt.runErr {
+					t.Fatalf("Run error %v, want %q", err, tt.runErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := all(st)
+			if tt.connErr != "" {
+				if st.Incomplete == "" || m.ConnectFailed != 2 || len(st.ErrorSamples) == 0 || !strings.Contains(st.ErrorSamples[0], tt.connErr) {
+					t.Fatalf("incomplete %q, connect.failed %d, errors %v; want every connect to fail with %q", st.Incomplete, m.ConnectFailed, st.ErrorSamples, tt.connErr)
+				}
+				if strings.Count(st.ErrorSamples[0], ": ") > 4 {
+					t.Errorf("error is a stack of wrapped messages: %s", st.ErrorSamples[0])
+				}
+				return
+			}
+			if st.Incomplete != "" || m.Sent == 0 || m.Received != m.Sent || m.Lost != 0 || m.ConnectFailed != 0 {
+				t.Fatalf("incomplete %q sent %d received %d lost %d connect.failed %d errors %v", st.Incomplete, m.Sent, m.Received, m.Lost, m.ConnectFailed, st.ErrorSamples)
+			}
+		})
+	}
+}
