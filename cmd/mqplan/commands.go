@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -276,6 +278,11 @@ func cmdBroker(e *env, args []string) (int, error) {
 	dropEvery := fs.Int("drop-every", 0, "fault injection: drop every N-th delivery (0 = off)")
 	dupEvery := fs.Int("duplicate-every", 0, "fault injection: deliver every N-th message twice (0 = off)")
 	delay := fs.Duration("delay", 0, "fault injection: delay every delivery by this much")
+	tlsCert := fs.String("tls-cert", "", "serve TLS with this certificate (PEM); needs --tls-key")
+	tlsKey := fs.String("tls-key", "", "the private key of --tls-cert (PEM)")
+	tlsCA := fs.String("tls-ca", "", "require client certificates signed by this CA (mutual TLS)")
+	wsAddr := fs.String("ws", "", "also listen for MQTT over WebSocket on this address (TLS too when --tls-cert is set)")
+	authFile := fs.String("auth", "", "require user names and passwords from this file, one user:password a line")
 	if done, code, err := parseFlags(fs, args); done {
 		return code, err
 	}
@@ -285,14 +292,28 @@ func cmdBroker(e *env, args []string) (int, error) {
 	if *dropEvery < 0 || *dupEvery < 0 || *delay < 0 {
 		return exitInvalid, invalid(errors.New("fault options must not be negative"))
 	}
-	b, err := runner.StartBroker(runner.BrokerOptions{
-		Listen: *listen,
-		Faults: runner.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
-	})
+	opts := runner.BrokerOptions{
+		Listen:    *listen,
+		Faults:    runner.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
+		WebSocket: *wsAddr,
+	}
+	var err error
+	if opts.TLS, err = brokerTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
+		return exitInvalid, invalid(err)
+	}
+	if *authFile != "" {
+		if opts.Users, err = readUsers(*authFile); err != nil {
+			return exitInvalid, invalid(err)
+		}
+	}
+	b, err := runner.StartBroker(opts)
 	if err != nil {
 		return exitIncomplete, incomplete(err)
 	}
 	fmt.Fprintf(e.stderr, "mqplan broker listening on %s (Ctrl-C to stop)\n", b.URL())
+	if ws := b.WebSocketURL(); ws != "" {
+		fmt.Fprintf(e.stderr, "mqplan broker listening on %s\n", ws)
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	<-sigs
@@ -304,6 +325,59 @@ func cmdBroker(e *env, args []string) (int, error) {
 		return exitIncomplete, incomplete(err)
 	}
 	return exitPass, nil
+}
+
+// brokerTLS loads the embedded broker's certificate, and the client CA
+// that turns on mutual TLS.
+func brokerTLS(cert, key, ca string) (*tls.Config, error) {
+	if cert == "" && key == "" {
+		if ca != "" {
+			return nil, errors.New("--tls-ca needs --tls-cert and --tls-key")
+		}
+		return nil, nil
+	}
+	if cert == "" || key == "" {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		b, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("--tls-ca: %s holds no PEM certificate", ca)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// readUsers reads an --auth file: one user:password a line; blank lines
+// and lines starting with # are skipped.
+func readUsers(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--auth: %w", err)
+	}
+	users := map[string]string{}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		u, p, ok := strings.Cut(line, ":")
+		if !ok || u == "" {
+			return nil, fmt.Errorf("--auth: %s:%d: want user:password", path, i+1)
+		}
+		users[u] = p
+	}
+	return users, nil
 }
 
 // progressPrinter writes the live progress line to stderr: rewritten in

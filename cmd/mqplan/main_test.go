@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/internal/certtest"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
@@ -408,4 +410,71 @@ func TestGeneratorProcs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBrokerTLSWebSocketAuth self-tests TLS, WebSocket and passwords the
+// way a user would: `mqplan broker` with certificates, a WebSocket
+// listener and an auth file, and plans run against each listener.
+func TestBrokerTLSWebSocketAuth(t *testing.T) {
+	certs := certtest.Generate(t)
+	auth := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(auth, []byte("# test users\nalice:s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wsAddr := freeLoopbackAddr(t)
+	cmd := exec.Command(binary, "broker", "--listen", "127.0.0.1:0", "--ws", wsAddr,
+		"--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey, "--auth", auth)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var urls []string
+	for len(urls) < 2 && sc.Scan() {
+		if _, after, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			u, _, _ := strings.Cut(after, " ")
+			urls = append(urls, u)
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	if len(urls) != 2 || !strings.HasPrefix(urls[0], "mqtts://") || !strings.HasPrefix(urls[1], "wss://") {
+		t.Fatalf("listening on %v", urls)
+	}
+	plan := filepath.Join(certs.Dir, "tls.yaml")
+	writePlan := func(password string) {
+		t.Helper()
+		text := "name: tls\nbroker:\n  connect_timeout: 3s\n  tls: {ca: ca.pem}\ngroups:\n" +
+			"  - {name: sub, count: 2, username: alice, password: \"" + password + "\", subscribe: {topic: \"t/%i\", qos: 1}}\n" +
+			"  - {name: pub, count: 2, username: alice, password: \"" + password + "\", publish: {topic: \"t/%i\", qos: 1, size: 64B, every: 50ms}}\n" +
+			"duration: 1s\ndrain: 2s\nthresholds:\n  - loss_rate == 0\n"
+		if err := os.WriteFile(plan, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writePlan("s3cret")
+	for _, u := range urls {
+		r := runBinary(t, "run", "--quiet", "--broker", u, plan)
+		if r.code != 0 {
+			t.Fatalf("run against %s: exit %d\n%s\n%s", u, r.code, r.stdout, r.stderr)
+		}
+	}
+	writePlan("wrong")
+	r := runBinary(t, "run", "--quiet", "--broker", urls[0], plan)
+	if r.code != 3 || !strings.Contains(r.stdout, "bad user name or password") || strings.Contains(r.stdout, "wrong") {
+		t.Fatalf("wrong password: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
