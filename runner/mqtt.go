@@ -78,6 +78,8 @@ type connectOptions struct {
 	will          *packets.Connect // only the Will* fields are used
 	timeout       time.Duration
 	sourceAddr    string
+	// version is the MQTT protocol level: 3 (3.1), 4 (3.1.1) or 5.
+	version byte
 }
 
 // connHandlers are the callbacks of a connection. They run on its reader
@@ -97,6 +99,7 @@ type connHandlers struct {
 type mqttConn struct {
 	nc        net.Conn
 	br        *bufio.Reader
+	version   byte // MQTT protocol level: 3, 4 or 5
 	now       func() int64
 	h         connHandlers
 	keepalive time.Duration
@@ -140,7 +143,10 @@ func dialMQTT(ctx context.Context, t target, opts connectOptions, now func() int
 	if err != nil {
 		return nil, err
 	}
-	c := &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), now: now, h: h, keepalive: opts.keepalive, done: make(chan struct{}), serverMaxQoS: 2}
+	if opts.version == 0 {
+		opts.version = 5
+	}
+	c := &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), version: opts.version, now: now, h: h, keepalive: opts.keepalive, done: make(chan struct{}), serverMaxQoS: 2}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}
@@ -164,6 +170,9 @@ func dialMQTT(ctx context.Context, t target, opts connectOptions, now func() int
 
 // handshake sends CONNECT and reads the CONNACK.
 func (c *mqttConn) handshake(o connectOptions) error {
+	if c.version < 5 {
+		return c.handshake311(o)
+	}
 	rm := uint16(receiveMaximum)
 	se := uint32(o.sessionExpiry / time.Second)
 	cp := &packets.Connect{
@@ -220,6 +229,96 @@ func (c *mqttConn) handshake(o connectOptions) error {
 	}
 	c.initWindow(window)
 	return nil
+}
+
+// handshake311 is handshake for MQTT 3.1 and 3.1.1, which have no
+// properties: the packets are simple enough to write here.
+func (c *mqttConn) handshake311(o connectOptions) error {
+	name, level := "MQTT", byte(4)
+	if c.version == 3 {
+		name, level = "MQIsdp", 3
+	}
+	var flags byte
+	if o.cleanStart {
+		flags |= 0x02
+	}
+	body := appendString(nil, name)
+	body = append(body, level, 0, byte(o.keepalive/time.Second>>8), byte(o.keepalive/time.Second))
+	body = appendString(body, o.clientID)
+	if w := o.will; w != nil {
+		flags |= 0x04 | w.WillQOS<<3
+		if w.WillRetain {
+			flags |= 0x20
+		}
+		body = appendString(body, w.WillTopic)
+		body = appendString(body, string(w.WillMessage))
+	}
+	if o.username != "" {
+		flags |= 0x80
+		body = appendString(body, o.username)
+	}
+	if len(o.password) > 0 {
+		flags |= 0x40
+		body = appendString(body, string(o.password))
+	}
+	body[len(name)+3] = flags
+	pkt := appendVBI([]byte{pktConnect << 4}, len(body))
+	pkt = append(pkt, body...)
+	c.wmu.Lock()
+	err := c.writeLocked(pkt)
+	c.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	typ, resp, err := c.readPacket()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("the broker closed the connection before CONNACK (does it speak MQTT %s?)", protocolName(c.version))
+		}
+		return err
+	}
+	if typ>>4 != pktConnack || len(resp) < 2 {
+		return fmt.Errorf("expected CONNACK, got packet type %d", typ>>4)
+	}
+	if code := resp[1]; code != 0 {
+		return errors.New("CONNACK refused: " + connackReason311(code))
+	}
+	c.initWindow(maxInflight)
+	return nil
+}
+
+// appendString appends an MQTT UTF-8 string: a 2-byte length, then bytes.
+func appendString(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
+
+// protocolName names a protocol level for messages.
+func protocolName(v byte) string {
+	switch v {
+	case 3:
+		return "3.1"
+	case 4:
+		return "3.1.1"
+	}
+	return "5"
+}
+
+// connackReason311 names MQTT 3.1/3.1.1 CONNACK return codes.
+func connackReason311(code byte) string {
+	switch code {
+	case 1:
+		return "unacceptable protocol version"
+	case 2:
+		return "client identifier rejected"
+	case 3:
+		return "server unavailable"
+	case 4:
+		return "bad user name or password"
+	case 5:
+		return "not authorized"
+	}
+	return fmt.Sprintf("return code %d", code)
 }
 
 // initWindow sizes the in-flight window. The slots are allocated only
@@ -373,11 +472,16 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 			id = binary.BigEndian.Uint16(body[i:])
 			i += 2
 		}
-		plen, n, ok := vbiAt(body, i)
-		if !ok || i+n+plen > len(body) {
-			return errors.New("malformed PUBLISH properties")
+		if c.version >= 5 {
+			plen, n, ok := vbiAt(body, i)
+			if !ok || i+n+plen > len(body) {
+				return errors.New("malformed PUBLISH properties")
+			}
+			i += n + plen
 		}
-		i += n + plen
+		if i > len(body) {
+			return errors.New("malformed PUBLISH")
+		}
 		if c.h.publish != nil {
 			c.h.publish(body[i:])
 		}
@@ -410,6 +514,21 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 		}
 		c.queueAck(pktPubcomp<<4, id)
 	case pktSuback:
+		if c.version < 5 {
+			// MQTT 3.1/3.1.1: packet id, then one return code a filter.
+			if len(body) < 2 {
+				return errors.New("malformed SUBACK")
+			}
+			sa := &packets.Suback{PacketID: binary.BigEndian.Uint16(body), Reasons: bytes.Clone(body[2:])}
+			c.subMu.Lock()
+			ch := c.subWait[sa.PacketID]
+			delete(c.subWait, sa.PacketID)
+			c.subMu.Unlock()
+			if ch != nil {
+				ch <- sa
+			}
+			return nil
+		}
 		// Copied: the decoded reason codes alias the buffer, which the
 		// next read overwrites while the subscriber reads them.
 		sa := &packets.Suback{Properties: &packets.Properties{}}
@@ -545,9 +664,12 @@ func (c *mqttConn) publish(ctx context.Context, topic string, qos byte, retain b
 	if retain {
 		b0 |= 1
 	}
-	rl := 2 + len(topic) + 1 + len(payload)
+	rl := 2 + len(topic) + len(payload)
 	if qos > 0 {
 		rl += 2
+	}
+	if c.version >= 5 {
+		rl++ // the empty properties
 	}
 	w := append(c.wbuf[:0], b0)
 	w = appendVBI(w, rl)
@@ -556,7 +678,9 @@ func (c *mqttConn) publish(ctx context.Context, topic string, qos byte, retain b
 	if qos > 0 {
 		w = binary.BigEndian.AppendUint16(w, id)
 	}
-	w = append(w, 0) // no properties
+	if c.version >= 5 {
+		w = append(w, 0) // no properties
+	}
 	w = append(w, payload...)
 	c.wbuf = w
 	err := c.writeLocked(w)
@@ -575,9 +699,25 @@ func (c *mqttConn) subscribe(ctx context.Context, subs []packets.SubOptions) ([]
 	}
 	c.subWait[id] = ch
 	c.subMu.Unlock()
-	sp := &packets.Subscribe{PacketID: id, Subscriptions: subs, Properties: &packets.Properties{}}
-	if err := c.writePacket(sp.WriteTo); err != nil {
-		return nil, err
+	if c.version >= 5 {
+		sp := &packets.Subscribe{PacketID: id, Subscriptions: subs, Properties: &packets.Properties{}}
+		if err := c.writePacket(sp.WriteTo); err != nil {
+			return nil, err
+		}
+	} else {
+		body := binary.BigEndian.AppendUint16(nil, id)
+		for _, s := range subs {
+			body = appendString(body, s.Topic)
+			body = append(body, s.QoS)
+		}
+		pkt := appendVBI([]byte{pktSubscribe<<4 | 2}, len(body))
+		pkt = append(pkt, body...)
+		c.wmu.Lock()
+		err := c.writeLocked(pkt)
+		c.wmu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
 	select {
 	case sa := <-ch:

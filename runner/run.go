@@ -180,8 +180,8 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 // cannot do yet, with a message naming the plan field.
 func checkSupported(prog *plans.Program, opts Options) error {
 	for _, g := range prog.Plan.Groups {
-		if g.Protocol != 0 && g.Protocol != 5 {
-			return fmt.Errorf("group %q: protocol %d is not supported by this build yet; use protocol: 5", g.Name, g.Protocol)
+		if g.Protocol != 0 && (g.Protocol < 3 || g.Protocol > 5) {
+			return fmt.Errorf("group %q: protocol %d: must be 3, 4 or 5", g.Name, g.Protocol)
 		}
 	}
 	urls := prog.Plan.Broker.URLs
@@ -369,6 +369,7 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 		sessionExpiry: g.SessionExpiry,
 		timeout:       r.timeout,
 		sourceAddr:    pc.SourceAddr,
+		version:       byte(g.Protocol),
 	}
 	if pw := pc.Password.Reveal(); pw != "" {
 		opts.password = []byte(pw)

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -304,5 +306,54 @@ func TestRunAgainstMosquitto(t *testing.T) {
 				t.Error("broker stats reported for an external broker")
 			}
 		})
+	}
+}
+
+// TestProtocols runs the exact-accounting plan over MQTT 3.1, 3.1.1 and 5,
+// on the embedded broker and on Mosquitto where installed: every count
+// must be the same on every protocol.
+func TestProtocols(t *testing.T) {
+	brokers := map[string]string{}
+	b, err := StartBroker(BrokerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	brokers["embedded"] = b.URL()
+	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
+		brokers["mosquitto"] = mosquittotest.Start(t)
+	}
+	for name, url := range brokers {
+		for _, proto := range []int{3, 4, 5} {
+			for _, qos := range []byte{0, 1, 2} {
+				t.Run(fmt.Sprintf("%s/v%d/qos%d", name, proto, qos), func(t *testing.T) {
+					p := e2ePlan(3, qos, 500*time.Millisecond)
+					for i := range p.Groups {
+						p.Groups[i].Protocol = proto
+						// MQTT 3.1 allows client ids of 23 characters at most.
+						p.Groups[i].ClientID = plans.MustTemplate(p.Groups[i].Name + "-%i")
+					}
+					prog := compile(t, p)
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					st, err := Run(ctx, prog, Options{BrokerURL: url})
+					if err != nil {
+						t.Fatal(err)
+					}
+					m := all(st)
+					want := int64(0)
+					for _, ph := range prog.Phases {
+						want += ph.Messages
+					}
+					if st.Incomplete != "" || m.Sent != want || m.Received != want || m.Lost != 0 || m.Duplicates != 0 || m.Corrupted != 0 {
+						t.Fatalf("incomplete %q sent %d received %d lost %d dup %d corrupt %d (want %d) errors %v",
+							st.Incomplete, m.Sent, m.Received, m.Lost, m.Duplicates, m.Corrupted, want, st.ErrorSamples)
+					}
+					if qos > 0 && m.Acked != m.Sent {
+						t.Errorf("acked %d of %d", m.Acked, m.Sent)
+					}
+				})
+			}
+		}
 	}
 }
