@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/internal/certtest"
+	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -134,6 +136,33 @@ func TestTransports(t *testing.T) {
 			}
 			if st.Incomplete != "" || m.Sent == 0 || m.Received != m.Sent || m.Lost != 0 || m.ConnectFailed != 0 {
 				t.Fatalf("incomplete %q sent %d received %d lost %d connect.failed %d errors %v", st.Incomplete, m.Sent, m.Received, m.Lost, m.ConnectFailed, st.ErrorSamples)
+			}
+		})
+	}
+}
+
+// TestMosquittoTLS runs the plan over TLS and mutual TLS against Mosquitto.
+func TestMosquittoTLS(t *testing.T) {
+	if mosquittotest.Binary() == "" && os.Getenv("CI") == "" {
+		t.Skip("mosquitto is not installed (apt-get install mosquitto); skipping the Mosquitto TLS test")
+	}
+	certs := certtest.Generate(t)
+	for _, mutual := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mutual=%v", mutual), func(t *testing.T) {
+			urls := mosquittotest.StartTLS(t, certs.CA, certs.ServerCert, certs.ServerKey, mutual)
+			p := e2ePlan(2, 1, 500*time.Millisecond)
+			p.Broker.TLS = &plans.TLS{CA: certs.CA}
+			if mutual {
+				p.Broker.TLS.Cert, p.Broker.TLS.Key = certs.ClientCert, certs.ClientKey
+			}
+			prog := compile(t, p)
+			st, err := Run(context.Background(), prog, Options{BrokerURL: urls[1]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := all(st)
+			if st.Incomplete != "" || m.Sent == 0 || m.Received != m.Sent || m.Lost != 0 {
+				t.Fatalf("incomplete %q sent %d received %d lost %d errors %v", st.Incomplete, m.Sent, m.Received, m.Lost, st.ErrorSamples)
 			}
 		})
 	}

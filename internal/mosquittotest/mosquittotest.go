@@ -32,6 +32,14 @@ func Binary() string {
 // loopback port until the test ends, and returns its mqtt:// URL.
 func Start(t testing.TB) string {
 	t.Helper()
+	return StartTLS(t, "", "", "", false)[0]
+}
+
+// StartTLS is Start with a second, TLS listener when cert is set (the
+// server certificate, its key and the CA; requireCert asks clients for a
+// certificate). It returns the mqtt:// URL and, with TLS, the mqtts:// one.
+func StartTLS(t testing.TB, ca, cert, key string, requireCert bool) []string {
+	t.Helper()
 	bin := Binary()
 	if bin == "" {
 		if os.Getenv("CI") != "" {
@@ -46,7 +54,17 @@ func Start(t testing.TB) string {
 	port := freePort(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mosquitto.conf")
-	text := strings.ReplaceAll(string(conf), "{{LISTENER}}", "listener "+strconv.Itoa(port)+" 127.0.0.1")
+	listeners := "listener " + strconv.Itoa(port) + " 127.0.0.1"
+	urls := []string{"mqtt://127.0.0.1:" + strconv.Itoa(port)}
+	if cert != "" {
+		tlsPort := freePort(t)
+		// Mosquitto started as root drops to the mosquitto user, which
+		// cannot read a test's private files: keep root for the test.
+		listeners += "\nuser root\nlistener " + strconv.Itoa(tlsPort) + " 127.0.0.1\ncafile " + ca +
+			"\ncertfile " + cert + "\nkeyfile " + key + "\nrequire_certificate " + strconv.FormatBool(requireCert)
+		urls = append(urls, "mqtts://127.0.0.1:"+strconv.Itoa(tlsPort))
+	}
+	text := strings.ReplaceAll(string(conf), "{{LISTENER}}", listeners)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -58,31 +76,41 @@ func Start(t testing.TB) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed when Mosquitto ends; exitErr says how.
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	// Wait for the listener: Mosquitto gives no other sign that it is ready.
+	fail := func() error { <-exited; return exitErr }
+	waitListening(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited, fail, &logs)
+	for _, u := range urls[1:] {
+		waitListening(t, strings.TrimPrefix(u, "mqtts://"), exited, fail, &logs)
+	}
+	return urls
+}
+
+// waitListening waits until addr accepts TCP connections.
+func waitListening(t testing.TB, addr string, exited <-chan struct{}, fail func() error, logs *bytes.Buffer) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			break
+			return
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("mosquitto exited: %v\n%s", err, logs.String())
+		case <-exited:
+			t.Fatalf("mosquitto exited: %v\n%s", fail(), logs.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("mosquitto did not listen on %s within 10s\n%s", addr, logs.String())
 		}
 	}
-	return "mqtt://" + addr
 }
 
 // freePort asks the kernel for a free loopback port.
