@@ -159,8 +159,14 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 		return nil, fmt.Errorf("embedded broker: listen on %s: %w", addr, err)
 	}
 	if opts.WebSocket != "" {
-		b.ws = opts.WebSocket
-		ws := listeners.NewWebsocket(listeners.Config{ID: "mqplan-ws", Address: opts.WebSocket, TLSConfig: opts.TLS})
+		// mochi's WebSocket listener cannot report a port the kernel
+		// picked, so port 0 is resolved to a free port here.
+		addr, err := concretePort(opts.WebSocket)
+		if err != nil {
+			return nil, fmt.Errorf("embedded broker: WebSocket listener on %s: %w", opts.WebSocket, err)
+		}
+		b.ws = addr
+		ws := listeners.NewWebsocket(listeners.Config{ID: "mqplan-ws", Address: addr, TLSConfig: opts.TLS})
 		if err := b.srv.AddListener(ws); err != nil {
 			return nil, fmt.Errorf("embedded broker: WebSocket listener on %s: %w", opts.WebSocket, err)
 		}
@@ -187,6 +193,23 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 		}
 	}
 	return b, nil
+}
+
+// concretePort returns addr with port 0 replaced by a port that is free now.
+func concretePort(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if port != "0" {
+		return addr, nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // brokerCapabilities returns mochi's capabilities raised for load tests. The

@@ -12,7 +12,10 @@ import (
 //
 //	offset 0  uint32  publisher number (index in Program.Clients)
 //	offset 4  uint32  sequence, 1-based per publisher
-//	offset 8  int64   intended send time, ns since the run's epoch
+//	offset 8  int64   intended send time, Unix ns (the run's wall-clock
+//	                  epoch plus monotonic time since it, so it never jumps
+//	                  within a run, and another mqplan process on the same
+//	                  machine can measure latency from it)
 //	offset 16 ...     padding: padPattern[padOffset(pub, seq):][:size-16]
 //
 // The padding depends on publisher and sequence, so a payload delivered to
@@ -73,9 +76,13 @@ func decodeHeader(p []byte) (h header, ok bool) {
 // paddingOK checks the content after the header against what the
 // publisher wrote, given the size the publisher's group sends.
 func paddingOK(p []byte, pattern []byte, h header, size int) bool {
-	if len(p) != size {
+	if len(p) != size || size < plans.HeaderSize {
 		return false
 	}
 	off := padOffset(h.pub, h.seq)
-	return bytes.Equal(p[plans.HeaderSize:], pattern[off:off+size-plans.HeaderSize])
+	end := off + size - plans.HeaderSize
+	if end > len(pattern) {
+		return false
+	}
+	return bytes.Equal(p[plans.HeaderSize:], pattern[off:end])
 }

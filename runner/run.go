@@ -46,6 +46,8 @@ type Progress struct {
 	// P99 is the latency of the last second's deliveries.
 	P99    time.Duration
 	Errors int64
+	// Sent and Received are totals since the run started.
+	Sent, Received int64
 }
 
 // phase indexes into plans.PhaseNames.
@@ -66,9 +68,15 @@ type run struct {
 	rec     *recorder
 	pattern []byte
 	epoch   time.Time
-	clients []*client
-	shares  []*shareState
-	timeout time.Duration
+	// epochWall is the epoch in Unix ns: message headers carry wall-clock
+	// intended times so that a subscriber in another process can use them.
+	epochWall int64
+	// listenOnly is set for plans without publishers (mqplan sub): their
+	// deliveries come from other processes and are measured as such.
+	listenOnly bool
+	clients    []*client
+	shares     []*shareState
+	timeout    time.Duration
 
 	phase     atomic.Int32
 	pubStart  atomic.Int64 // ns since epoch when warmup starts
@@ -85,6 +93,8 @@ type run struct {
 
 	timelineMu sync.Mutex
 	timeline   []Second
+	// sentTotal and recvTotal are the snapshot goroutine's running totals.
+	sentTotal, recvTotal int64
 }
 
 // now is the monotonic time since the run's epoch, in ns.
@@ -133,6 +143,11 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 	}
 
 	r.epoch = time.Now()
+	r.epochWall = r.epoch.UnixNano()
+	if r.listenOnly = prog.Publishers() == 0; r.listenOnly {
+		// Room for the padding of other processes' payloads up to 1 MiB.
+		r.pattern = padPattern(1 << 20)
+	}
 	r.clients = make([]*client, len(prog.Clients))
 	r.shares = make([]*shareState, prog.ShareGroups())
 	for i := range r.shares {
@@ -617,7 +632,7 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		// measured latency, which starts at the intended time anyway.
 		rec.lag = time.Duration(r.now() - intended)
 		phase := r.prog.PhaseOf(off)
-		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), intended)
+		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+intended)
 		if err := c.mc.publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, inflightMsg{phase: phase}); err != nil {
 			if ctx.Err() != nil {
 				return // stopped while waiting for an in-flight slot: not sent
@@ -641,38 +656,53 @@ func (r *run) receive(c *client, payload []byte) {
 	pc := c.plan
 	h, ok := decodeHeader(payload)
 	clients := r.prog.Clients
-	if !ok || h.seq == 0 || int(h.pub) >= len(clients) || clients[h.pub].Publish == nil {
+	d := &c.recv
+	if !ok || h.seq == 0 || int(h.pub) >= len(clients) || clients[h.pub].Publish == nil || r.listenOnly {
+		if ok && h.seq != 0 && r.listenOnly && paddingOK(payload, r.pattern, h, len(payload)) {
+			// Another process's message (mqplan pub): there is nothing to
+			// expect, so only deliveries, duplicates, order and latency
+			// (from its wall-clock intended time) are measured.
+			d.phase, d.group, d.pubGroup = int(r.phase.Load()), pc.Group, pc.Group
+			d.kind = r.observe(c, h)
+			d.bytes = int64(len(payload))
+			d.latency = max(0, time.Duration(r.epochWall+now-h.intended))
+			r.rec.recordReceive(pc.Index, d)
+			return
+		}
 		r.rec.recordCorrupt(pc.Index, int(r.phase.Load()), pc.Group)
 		return
 	}
 	from := &clients[h.pub]
-	phase := r.prog.PhaseOf(time.Duration(h.intended - r.pubStart.Load()))
+	sent := h.intended - r.epochWall // monotonic ns since the epoch
+	phase := r.prog.PhaseOf(time.Duration(sent - r.pubStart.Load()))
 	if !paddingOK(payload, r.pattern, h, from.Publish.Size) {
 		r.rec.recordCorrupt(pc.Index, phase, pc.Group)
 		return
 	}
-	var kind delivery
-	if sh := c.share; sh != nil {
-		sh.mu.Lock()
-		kind = streamFor(sh.streams, h.pub).observe(h.seq)
-		sh.mu.Unlock()
-		if kind == deliveryOutOfOrder {
-			// MQTT orders messages per connection only; members of a share
-			// group legitimately interleave, so only duplicates count.
-			kind = deliveryFirst
-		}
-	} else {
-		if c.lastStream == nil || c.lastPub != h.pub {
-			c.lastPub, c.lastStream = h.pub, streamFor(c.streams, h.pub)
-		}
-		kind = c.lastStream.observe(h.seq)
-	}
-	d := &c.recv
 	d.phase, d.group, d.pubGroup = phase, pc.Group, from.Group
 	d.bytes = int64(len(payload))
-	d.latency = time.Duration(now - h.intended)
-	d.kind = kind
+	d.latency = time.Duration(now - sent)
+	d.kind = r.observe(c, h)
 	r.rec.recordReceive(pc.Index, d)
+}
+
+// observe classifies a delivery on its stream: the client's own, or its
+// share group's (where only duplicates count: MQTT orders messages per
+// connection, and members of a share group legitimately interleave).
+func (r *run) observe(c *client, h header) delivery {
+	if sh := c.share; sh != nil {
+		sh.mu.Lock()
+		kind := streamFor(sh.streams, h.pub).observe(h.seq)
+		sh.mu.Unlock()
+		if kind == deliveryOutOfOrder {
+			kind = deliveryFirst
+		}
+		return kind
+	}
+	if c.lastStream == nil || c.lastPub != h.pub {
+		c.lastPub, c.lastStream = h.pub, streamFor(c.streams, h.pub)
+	}
+	return c.lastStream.observe(h.seq)
 }
 
 // disconnectAll sends DISCONNECT on every live connection and closes them,
@@ -765,6 +795,8 @@ func (r *run) snapshot(scratch *hdrhistogram.Histogram, errs *int64, last *time.
 	s.Phase = plans.PhaseNames[r.phase.Load()]
 	s.Connected = int(r.connected.Load())
 	*errs += s.Errors
+	r.sentTotal += s.Sent
+	r.recvTotal += s.Received
 	r.timelineMu.Lock()
 	r.timeline = append(r.timeline, s)
 	r.timelineMu.Unlock()
@@ -782,6 +814,8 @@ func (r *run) snapshot(scratch *hdrhistogram.Histogram, errs *int64, last *time.
 			RecvRate:  float64(s.Received) / secs,
 			P99:       s.P99,
 			Errors:    *errs,
+			Sent:      r.sentTotal,
+			Received:  r.recvTotal,
 		})
 	}
 	*last = now

@@ -357,3 +357,56 @@ func TestProtocols(t *testing.T) {
 		}
 	}
 }
+
+// TestListenOnlyMeasuresOtherRuns runs a subscriber-only plan and, at the
+// same time, a separate publisher-only run (as `mqplan sub` and `mqplan
+// pub` in two terminals): the subscriber counts every message, with
+// latency from the publisher's wall-clock header.
+func TestListenOnlyMeasuresOtherRuns(t *testing.T) {
+	b, err := StartBroker(BrokerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	subPlan := e2ePlan(3, 1, 3*time.Second)
+	subPlan.Groups = subPlan.Groups[:1]
+	subPlan.Groups[0].Subscribe[0].Topic = plans.MustTemplate("e2e/+")
+	pubPlan := e2ePlan(2, 1, time.Second)
+	pubPlan.Groups = pubPlan.Groups[1:]
+	pubPlan.Warmup = 0
+	subProg, pubProg := compile(t, subPlan), compile(t, pubPlan)
+
+	ready := make(chan struct{})
+	var once sync.Once
+	var subStats *Stats
+	done := make(chan error, 1)
+	go func() {
+		st, err := Run(context.Background(), subProg, Options{BrokerURL: b.URL(), Progress: func(p Progress) {
+			if p.Phase == plans.PhaseSteady || p.Phase == plans.PhaseWarmup {
+				once.Do(func() { close(ready) })
+			}
+		}})
+		subStats = st
+		done <- err
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the subscriber run never got ready")
+	}
+	pubStats, err := Run(context.Background(), pubProg, Options{BrokerURL: b.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	sent, got := all(pubStats), all(subStats)
+	// Three subscribers on e2e/+ each hear both publishers.
+	if sent.Sent == 0 || got.Received != 3*sent.Sent || got.Duplicates != 0 || got.Corrupted != 0 || got.OutOfOrder != 0 {
+		t.Fatalf("published %d, subscribers received %d (dup %d, corrupt %d, ooo %d)", sent.Sent, got.Received, got.Duplicates, got.Corrupted, got.OutOfOrder)
+	}
+	if got.Latency == nil || got.Latency.TotalCount() != got.Received || got.Latency.ValueAtQuantile(50) > 1e6 {
+		t.Errorf("latency of other-process messages: %v", got.Latency)
+	}
+}

@@ -83,6 +83,7 @@ Usage:
   mqplan validate PLAN...          check plans without running them
   mqplan explain [flags] PLAN      print the compiled phases and load, without connecting
   mqplan broker [flags]            run the embedded MQTT broker until Ctrl-C
+  mqplan conn|sub|pub [options]    emqtt-bench's commands and options, compiled into a plan
   mqplan version                   print the version
 
 Run "mqplan COMMAND --help" for a command's flags.
@@ -105,6 +106,8 @@ func dispatch(e *env, args []string) (int, error) {
 		return cmdExplain(e, args[1:])
 	case "broker":
 		return cmdBroker(e, args[1:])
+	case "conn", "sub", "pub":
+		return cmdEmqtt(e, emqttKind(args[0]), args[1:])
 	case "version", "--version":
 		fmt.Fprintf(e.stdout, "mqplan %s\n", version)
 		return exitPass, nil

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/report"
+	"github.com/mqplan/mqplan/runner"
+)
+
+// cmdEmqtt runs `mqplan conn|sub|pub`: emqtt-bench's command line compiled
+// into an ordinary plan (see emqtt_plan.go), run like `mqplan run` runs a
+// plan, with emqtt-bench's per-second lines on stdout and mqplan's report
+// at the end.
+//
+// These commands are stopped with Ctrl-C, as emqtt-bench is, so unlike
+// `mqplan run` a first Ctrl-C is a normal end: the report follows and the
+// exit code is the thresholds' verdict (0 or 1). Exit 3 remains for a run
+// that could not test the broker (unreachable, no client of the group
+// connected) and for a second Ctrl-C, which exits at once.
+func cmdEmqtt(e *env, kind emqttKind, args []string) (int, error) {
+	o, err := parseEmqttArgs(kind, args)
+	if err != nil {
+		return exitInvalid, invalid(err)
+	}
+	if o.help {
+		writeEmqttHelp(e.stdout, kind)
+		return exitPass, nil
+	}
+	text, err := o.planYAML()
+	if err != nil {
+		return exitInvalid, invalid(err)
+	}
+	prog, err := o.loadEmqttPlan(text, newRunID())
+	if err != nil {
+		return exitInvalid, invalid(err)
+	}
+	if n := o.perClientLimit(); n > 0 && n*o.count != o.limit {
+		fmt.Fprintf(e.stderr, "mqplan: note: -L %d is a limit over all %d clients; a plan's limit is per client, so each sends %d (%d in all)\n",
+			o.limit, o.count, n, n*o.count)
+	}
+	if o.printPlan {
+		if _, err := io.WriteString(e.stdout, text); err != nil {
+			return exitIncomplete, incomplete(err)
+		}
+		if o.hasPassword {
+			fmt.Fprintf(e.stderr, "mqplan: note: the password is not written in the plan; it reads it from the environment variable %s\n", emqttPasswordVar)
+		}
+		return exitPass, nil
+	}
+
+	runtime.GOMAXPROCS(generatorProcs(0, prog.Plan.Broker, runtime.NumCPU(), os.Getenv("GOMAXPROCS") != ""))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stopped atomic.Bool
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		stopped.Store(true)
+		fmt.Fprintln(e.stderr, "\nmqplan: stopping: disconnecting and reporting (press Ctrl-C again to exit now)")
+		cancel()
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(e.stderr, "mqplan: interrupted again: exiting without a report")
+			os.Exit(exitIncomplete)
+		}
+	}()
+
+	lines := &emqttProgress{w: e.stdout, notices: e.stderr, kind: kind}
+	st, err := runner.Run(ctx, prog, runner.Options{Progress: lines.update})
+	if err != nil {
+		return exitIncomplete, incomplete(err)
+	}
+	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
+	if res.Interrupted && stopped.Load() && res.Incomplete == "" {
+		// Ctrl-C is how an emqtt-bench run ends: what ran is the run, and
+		// its verdict is the thresholds'.
+		res.Interrupted = false
+	}
+	fmt.Fprintln(e.stdout)
+	if err := report.WriteTable(e.stdout, res); err != nil {
+		return exitIncomplete, incomplete(fmt.Errorf("write report: %w", err))
+	}
+	switch {
+	case !res.Complete():
+		return exitIncomplete, nil
+	case !res.Passed():
+		return exitFail, nil
+	}
+	return exitPass, nil
+}
+
+// emqttProgress prints emqtt-bench's per-second lines from the runner's
+// progress, once a second, and only when the count changed (as
+// emqtt-bench does):
+//
+//	conn: connected(<s>s): total=N, rate=N(conn/sec)
+//	sub:  recv(<s>s): total=N, rate=N(msg/sec)
+//	pub:  sent(<s>s): total=N, rate=N(msg/sec)
+//
+// Once every client has connected (and subscribed), a notice says so on
+// notices (stderr), since a sub prints nothing until messages arrive.
+type emqttProgress struct {
+	w, notices io.Writer
+	kind       emqttKind
+
+	last                time.Duration
+	total, printedTotal int64
+	printed, ready      bool
+}
+
+func (p *emqttProgress) update(pr runner.Progress) {
+	if !p.ready && p.notices != nil && pr.Phase != plans.PhaseConnect && pr.Phase != plans.PhaseSubscribe {
+		p.ready = true
+		what := map[emqttKind]string{emqttConn: "connected", emqttSub: "connected and subscribed", emqttPub: "connected and publishing"}[p.kind]
+		fmt.Fprintf(p.notices, "mqplan: %d of %d clients %s (Ctrl-C to stop)\n", pr.Connected, pr.Clients, what)
+	}
+	secs := (pr.Elapsed - p.last).Seconds()
+	p.last = pr.Elapsed
+	if secs <= 0 {
+		return
+	}
+	var name, unit string
+	var rate float64
+	switch p.kind {
+	case emqttConn:
+		name, unit = "connected", "conn/sec"
+		rate = float64(int64(pr.Connected)-p.total) / secs
+		p.total = int64(pr.Connected)
+	case emqttSub:
+		name, unit, rate, p.total = "recv", "msg/sec", pr.RecvRate, pr.Received
+	case emqttPub:
+		name, unit, rate, p.total = "sent", "msg/sec", pr.SendRate, pr.Sent
+	}
+	if p.printed && p.total == p.printedTotal || !p.printed && p.total == 0 {
+		return
+	}
+	p.printed, p.printedTotal = true, p.total
+	fmt.Fprintf(p.w, "%s(%.0fs): total=%d, rate=%.0f(%s)\n", name, pr.Elapsed.Seconds(), p.total, rate, unit)
+}

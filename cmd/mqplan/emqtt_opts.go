@@ -1,0 +1,674 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file is the command line of `mqplan conn`, `mqplan sub` and
+// `mqplan pub`: emqtt-bench's options, with its short and long names and
+// its defaults, parsed the way its getopt library parses them (-c 5, -c5,
+// --count 5, --count=5; a boolean option alone means true and may take an
+// explicit true/false). Go's flag package cannot be used: -h is the host
+// here, short and long names are pairs, and getopt's forms differ.
+
+// emqttKind is which emqtt-bench command is emulated.
+type emqttKind string
+
+const (
+	emqttConn emqttKind = "conn"
+	emqttSub  emqttKind = "sub"
+	emqttPub  emqttKind = "pub"
+)
+
+// emqttOptions are the parsed options of one command line.
+type emqttOptions struct {
+	kind emqttKind
+
+	hosts       []string
+	port        int
+	version     int
+	count       int
+	startNumber int
+	interval    int // ms between two connections
+	connRate    int // connections per second; 0 means use interval
+	msgInterval int // ms between one client's messages
+	username    string
+	password    string
+	hasPassword bool
+	topics      []string
+	size        int
+	qos         int
+	retain      bool
+	keepalive   int // seconds
+	clean       bool
+	expiry      int // session expiry, seconds
+	limit       int // messages in all, 0 = unlimited
+	ssl         bool
+	certFile    string
+	keyFile     string
+	caFile      string
+	insecure    bool
+	ws          bool
+	ifaddrs     []string
+	prefix      string
+	duration    time.Duration
+	hasDuration bool
+	thresholds  []string
+	printPlan   bool
+	help        bool
+	commandLine string // the command line with the password masked, for the plan's description
+}
+
+// emqttOpt is one option: its names, its argument (empty for a boolean),
+// the commands that take it and how it is stored.
+type emqttOpt struct {
+	short byte
+	long  string
+	arg   string // the value's name in --help; "" for a boolean option
+	def   string // the default shown in --help; "" for none
+	help  string
+	kinds string // the commands that take it: letters c(onn), s(ub), p(ub)
+	ours  bool   // an mqplan option, not an emqtt-bench one
+	set   func(o *emqttOptions, v string) error
+	// setBool sets a boolean option.
+	setBool func(o *emqttOptions, v bool)
+}
+
+// names is how the option is written in messages: -c/--count or --ws.
+func (opt *emqttOpt) names() string {
+	if opt.short != 0 {
+		return "-" + string(opt.short) + "/--" + opt.long
+	}
+	return "--" + opt.long
+}
+
+func (opt *emqttOpt) takes(k emqttKind) bool { return strings.ContainsRune(opt.kinds, rune(k[0])) }
+
+// emqttOpts lists every option in --help order. Defaults are emqtt-bench's
+// (its src/emqtt_bench.erl option table): host localhost, port 1883,
+// version 5, count 200, startnumber 0, interval 10 ms, interval_of_msg
+// 1000 ms, size 256, qos 0, keepalive 300 s, clean true, limit 0.
+var emqttOpts = []*emqttOpt{
+	{short: 'h', long: "host", arg: "HOST[,HOST...]", def: "localhost", kinds: "csp",
+		help: "broker host name(s) or IP address(es), comma-separated; clients are spread over them round-robin",
+		set: func(o *emqttOptions, v string) error {
+			hosts, err := splitList(v)
+			if err != nil {
+				return err
+			}
+			o.hosts = hosts
+			return nil
+		}},
+	{short: 'p', long: "port", arg: "PORT", def: "1883", kinds: "csp",
+		help: "broker port number",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.port, 1, 65535) }},
+	{short: 'V', long: "version", arg: "3|4|5", def: "5", kinds: "csp",
+		help: "MQTT protocol version: 3 (3.1), 4 (3.1.1) or 5 (5.0)",
+		set: func(o *emqttOptions, v string) error {
+			if err := intIn(v, &o.version, 3, 5); err != nil {
+				return errors.New("must be 3, 4 or 5, got " + strconv.Quote(v))
+			}
+			return nil
+		}},
+	{short: 'c', long: "count", arg: "N", def: "200", kinds: "csp",
+		help: "number of clients",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.count, 1, 1_000_000) }},
+	{short: 'n', long: "startnumber", arg: "N", def: "0", kinds: "csp",
+		help: "start number: clients are numbered N+1 ... N+count (%i); lets several instances avoid client id collisions",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.startNumber, 0, 1<<31-2) }},
+	{short: 'i', long: "interval", arg: "MS", def: "10", kinds: "csp",
+		help: "milliseconds between two connections (0: all at once)",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.interval, 0, 3_600_000) }},
+	{short: 'R', long: "connrate", arg: "N", def: "0", kinds: "csp",
+		help: "connections per second; 0 means use --interval",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.connRate, 0, 1_000_000) }},
+	{short: 'I', long: "interval_of_msg", arg: "MS", def: "1000", kinds: "p",
+		help: "milliseconds between two messages of one client",
+		set: func(o *emqttOptions, v string) error {
+			if err := intIn(v, &o.msgInterval, 0, 3_600_000); err != nil {
+				return err
+			}
+			if o.msgInterval == 0 {
+				return errors.New("0 (publish as fast as possible) is not supported: mqplan publishes on a fixed schedule and measures against it; give an interval such as 1")
+			}
+			return nil
+		}},
+	{short: 'u', long: "username", arg: "NAME", kinds: "csp",
+		help: "user name for CONNECT (taken literally, no placeholders)",
+		set:  func(o *emqttOptions, v string) error { o.username = v; return nil }},
+	{short: 'P', long: "password", arg: "PASSWORD", kinds: "csp",
+		help: "password for CONNECT (never printed: --print-plan writes ${MQTT_PASSWORD} in its place)",
+		set:  func(o *emqttOptions, v string) error { o.password, o.hasPassword = v, true; return nil }},
+	{short: 't', long: "topic", arg: "TOPIC", kinds: "sp",
+		help: "topic (pub) or topic filter (sub; repeat -t for several); %i client number, %c client id, %u user name",
+		set:  func(o *emqttOptions, v string) error { o.topics = append(o.topics, v); return nil }},
+	{short: 's', long: "size", arg: "BYTES", def: "256", kinds: "p",
+		help: "payload size in bytes (at least 16: mqplan's measurement header)",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.size, 0, 256<<20) }},
+	{short: 'q', long: "qos", arg: "0|1|2", def: "0", kinds: "sp",
+		help: "QoS of the subscriptions (sub) or of the messages (pub)",
+		set: func(o *emqttOptions, v string) error {
+			if err := intIn(v, &o.qos, 0, 2); err != nil {
+				return errors.New("must be 0, 1 or 2, got " + strconv.Quote(v))
+			}
+			return nil
+		}},
+	{short: 'r', long: "retain", def: "false", kinds: "p",
+		help:    "publish with the retain flag",
+		setBool: func(o *emqttOptions, v bool) { o.retain = v }},
+	{short: 'k', long: "keepalive", arg: "SECONDS", def: "300", kinds: "csp",
+		help: "keepalive in seconds (0: off)",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.keepalive, 0, 65535) }},
+	{short: 'C', long: "clean", def: "true", kinds: "csp",
+		help:    "clean start (clean session in MQTT 3); -C false keeps sessions",
+		setBool: func(o *emqttOptions, v bool) { o.clean = v }},
+	{short: 'x', long: "session-expiry", arg: "SECONDS", def: "0", kinds: "csp",
+		help: "MQTT 5 session expiry interval in seconds",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.expiry, 0, 4294967295) }},
+	{short: 'L', long: "limit", arg: "N", def: "0", kinds: "p",
+		help: "messages to publish in all (over every client), then stop; 0 means no limit",
+		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.limit, 0, 1<<31-1) }},
+	{short: 'S', long: "ssl", def: "false", kinds: "csp",
+		help:    "connect with TLS (mqtts://, or wss:// with --ws)",
+		setBool: func(o *emqttOptions, v bool) { o.ssl = v }},
+	{long: "certfile", arg: "FILE", kinds: "csp",
+		help: "client certificate (PEM) for mutual TLS, with --keyfile",
+		set:  func(o *emqttOptions, v string) error { o.certFile = v; return nil }},
+	{long: "keyfile", arg: "FILE", kinds: "csp",
+		help: "client private key (PEM) for mutual TLS, with --certfile",
+		set:  func(o *emqttOptions, v string) error { o.keyFile = v; return nil }},
+	{long: "ws", def: "false", kinds: "csp",
+		help:    "connect over WebSocket (ws://HOST:PORT/mqtt)",
+		setBool: func(o *emqttOptions, v bool) { o.ws = v }},
+	{long: "ifaddr", arg: "ADDR[,ADDR...]", kinds: "csp",
+		help: "local source IP address(es), comma-separated, used round-robin per client",
+		set: func(o *emqttOptions, v string) error {
+			addrs, err := splitList(v)
+			if err != nil {
+				return err
+			}
+			o.ifaddrs = addrs
+			return nil
+		}},
+	{long: "prefix", arg: "PREFIX", kinds: "csp",
+		help: "client id prefix: ids are PREFIX_bench_<command>_<n> (default: mqplan's ids, unique per run)",
+		set:  func(o *emqttOptions, v string) error { o.prefix = v; return nil }},
+	{short: 'l', long: "lowmem", kinds: "csp",
+		help:    "accepted for compatibility; no effect (mqplan's connections are lean already)",
+		setBool: func(o *emqttOptions, v bool) {}},
+	{short: 'w', long: "wait-before-publishing", kinds: "p",
+		help:    "accepted for compatibility; mqplan always connects every client before publishing",
+		setBool: func(o *emqttOptions, v bool) {}},
+
+	{long: "cacertfile", arg: "FILE", kinds: "csp", ours: true,
+		help: "CA certificate (PEM) to verify the broker's certificate with, for -S (default: the system's CAs)",
+		set:  func(o *emqttOptions, v string) error { o.caFile = v; return nil }},
+	{long: "insecure", kinds: "csp", ours: true,
+		help:    "with -S, do not verify the broker's certificate (emqtt-bench does not verify it)",
+		setBool: func(o *emqttOptions, v bool) { o.insecure = v }},
+	{long: "duration", arg: "DURATION", kinds: "csp", ours: true,
+		help: "stop after this long, e.g. 30s or 10m (default: run until Ctrl-C, at most 24h; pub with -L: until the limit is sent)",
+		set: func(o *emqttOptions, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("must be a positive duration like 30s or 10m, got %q", v)
+			}
+			o.duration, o.hasDuration = d, true
+			return nil
+		}},
+	{long: "threshold", arg: "EXPR", kinds: "csp", ours: true,
+		help: "a pass condition, as in a plan's thresholds (repeatable), e.g. --threshold 'p99 < 50ms'",
+		set:  func(o *emqttOptions, v string) error { o.thresholds = append(o.thresholds, v); return nil }},
+	{long: "print-plan", kinds: "csp", ours: true,
+		help:    "print the plan these options make, as YAML, instead of running it (save it to run it with mqplan run)",
+		setBool: func(o *emqttOptions, v bool) { o.printPlan = v }},
+	{long: "help", kinds: "csp", ours: true,
+		help:    "show this help (-h is the host, as in emqtt-bench)",
+		setBool: func(o *emqttOptions, v bool) { o.help = v }},
+}
+
+// emqttUnsupported are emqtt-bench options mqplan knows but does not
+// offer, with the reason, so a migrating user learns why instead of
+// reading "unknown option".
+var emqttUnsupported = []struct {
+	short byte
+	long  string
+	why   string
+}{
+	{'m', "message", "mqplan's payloads carry its measurement header (publisher, sequence, send time) and checked padding; set the size with -s"},
+	{0, "payload-hdrs", "mqplan always measures latency, loss, duplicates and order from its own header"},
+	{'Q', "qoe", "mqplan always reports connect and subscribe latency (connect.*, subscribe.* in the report and thresholds)"},
+	{'F', "inflight", "the in-flight window is mqplan's own and not configurable"},
+	{0, "max-random-wait", "mqplan staggers publishers evenly over the interval instead"},
+	{0, "min-random-wait", "mqplan staggers publishers evenly over the interval instead"},
+	{0, "num-retry-connect", "a plan's groups[].reconnect reconnects dropped clients; failed connects are reported, not retried"},
+	{0, "quic", "mqplan connects over TCP, TLS and WebSocket only"},
+	{0, "load-qst", "mqplan connects over TCP, TLS and WebSocket only"},
+	{'d', "dist", "there is no Erlang distribution in mqplan"},
+	{0, "shortids", "use --prefix for predictable client ids"},
+	{0, "log_to", "mqplan prints per-second lines and the report on stdout, notices on stderr"},
+	{0, "force-major-gc-interval", "mqplan has no per-client garbage collection to tune"},
+}
+
+// defaultEmqttOptions are emqtt-bench's defaults.
+func defaultEmqttOptions(kind emqttKind) *emqttOptions {
+	return &emqttOptions{
+		kind:        kind,
+		hosts:       []string{"localhost"},
+		port:        1883,
+		version:     5,
+		count:       200,
+		startNumber: 0,
+		interval:    10,
+		msgInterval: 1000,
+		size:        256,
+		keepalive:   300,
+		clean:       true,
+	}
+}
+
+// parseEmqttArgs parses a command line of kind. Every error is a
+// command-line error (exit 2) naming the option.
+func parseEmqttArgs(kind emqttKind, args []string) (*emqttOptions, error) {
+	o := defaultEmqttOptions(kind)
+	shown := []string{"mqplan", string(kind)}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return nil, fmt.Errorf("unexpected argument %q: %s takes options only", args[i+1], kind)
+			}
+		case strings.HasPrefix(a, "--"):
+			name, val, hasVal := strings.Cut(a[2:], "=")
+			opt, err := lookupLong(kind, name)
+			if err != nil {
+				return nil, err
+			}
+			if opt.arg == "" {
+				b := true
+				if hasVal {
+					v, ok := parseGetoptBool(val)
+					if !ok {
+						return nil, fmt.Errorf("%s: must be true or false, got %q", opt.names(), val)
+					}
+					b = v
+				}
+				toks := []string{a}
+				if !hasVal && i+1 < len(args) {
+					if v, ok := parseGetoptBool(args[i+1]); ok {
+						b = v
+						i++
+						toks = append(toks, args[i])
+					}
+				}
+				opt.setBool(o, b)
+				if opt.long != "print-plan" { // the plan does not print itself
+					shown = append(shown, toks...)
+				}
+				continue
+			}
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, fmt.Errorf("%s needs a value (%s)", opt.names(), opt.arg)
+				}
+				i++
+				val = args[i]
+				shown = append(shown, a, shownValue(opt, val))
+			} else {
+				shown = append(shown, "--"+name+"="+shownValue(opt, val))
+			}
+			if err := opt.set(o, val); err != nil {
+				return nil, fmt.Errorf("%s: %w", opt.names(), err)
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			opt, err := lookupShort(kind, a[1])
+			if err != nil {
+				return nil, err
+			}
+			rest := a[2:]
+			if opt.arg == "" {
+				if err := setShortBools(kind, o, opt, rest, args, &i, &shown); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			val := rest
+			if val == "" {
+				if i+1 >= len(args) {
+					hint := ""
+					if opt.short == 'h' {
+						hint = "; help is --help"
+					}
+					return nil, fmt.Errorf("%s needs a value (%s)%s", opt.names(), opt.arg, hint)
+				}
+				i++
+				val = args[i]
+				shown = append(shown, a, shownValue(opt, val))
+			} else {
+				shown = append(shown, "-"+string(opt.short)+shownValue(opt, val))
+			}
+			if err := opt.set(o, val); err != nil {
+				return nil, fmt.Errorf("%s: %w", opt.names(), err)
+			}
+		default:
+			return nil, fmt.Errorf("unexpected argument %q: %s takes options only (see mqplan %s --help)", a, kind, kind)
+		}
+	}
+	o.commandLine = shellJoin(shown)
+	if o.help {
+		return o, nil
+	}
+	return o, o.check()
+}
+
+// setShortBools handles -X for a boolean X: alone (true, or the explicit
+// value that follows: -C false), with an attached value (-Cfalse), or
+// clumped with other boolean options (-rS).
+func setShortBools(kind emqttKind, o *emqttOptions, opt *emqttOpt, rest string, args []string, i *int, shown *[]string) error {
+	a := "-" + string(opt.short) + rest
+	*shown = append(*shown, a)
+	switch {
+	case rest == "":
+		b := true
+		if *i+1 < len(args) {
+			if v, ok := parseGetoptBool(args[*i+1]); ok {
+				b = v
+				*i++
+				*shown = append(*shown, args[*i])
+			}
+		}
+		opt.setBool(o, b)
+	default:
+		if v, ok := parseGetoptBool(rest); ok && !isShortClump(kind, rest) {
+			opt.setBool(o, v)
+			break
+		}
+		opt.setBool(o, true)
+		for j := 0; j < len(rest); j++ {
+			other, err := lookupShort(kind, rest[j])
+			if err != nil {
+				return err
+			}
+			if other.arg != "" {
+				return fmt.Errorf("%s takes a value (%s), so it cannot be combined in %q; write it separately", other.names(), other.arg, a)
+			}
+			other.setBool(o, true)
+		}
+	}
+	return nil
+}
+
+// isShortClump reports whether every letter of s is a boolean short option.
+func isShortClump(kind emqttKind, s string) bool {
+	for j := 0; j < len(s); j++ {
+		opt, err := lookupShort(kind, s[j])
+		if err != nil || opt.arg != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// shownValue is how a value appears in the recorded command line: the
+// password is masked.
+func shownValue(opt *emqttOpt, v string) string {
+	if opt.long == "password" {
+		return "***"
+	}
+	return v
+}
+
+// lookupLong finds --name; emqtt-bench mixes interval_of_msg and
+// session-expiry, so - and _ are interchangeable.
+func lookupLong(kind emqttKind, name string) (*emqttOpt, error) {
+	norm := func(s string) string { return strings.ReplaceAll(s, "_", "-") }
+	for _, opt := range emqttOpts {
+		if norm(opt.long) == norm(name) {
+			if !opt.takes(kind) {
+				return nil, notForKind(kind, opt)
+			}
+			return opt, nil
+		}
+	}
+	for _, u := range emqttUnsupported {
+		if norm(u.long) == norm(name) {
+			return nil, fmt.Errorf("emqtt-bench's --%s is not supported: %s", u.long, u.why)
+		}
+	}
+	msg := fmt.Sprintf("unknown option --%s", name)
+	if s := suggestLong(kind, name); s != "" {
+		msg += fmt.Sprintf("; did you mean --%s?", s)
+	}
+	return nil, fmt.Errorf("%s (see mqplan %s --help)", msg, kind)
+}
+
+// lookupShort finds -c.
+func lookupShort(kind emqttKind, c byte) (*emqttOpt, error) {
+	for _, opt := range emqttOpts {
+		if opt.short == c {
+			if !opt.takes(kind) {
+				return nil, notForKind(kind, opt)
+			}
+			return opt, nil
+		}
+	}
+	for _, u := range emqttUnsupported {
+		if u.short != 0 && u.short == c {
+			return nil, fmt.Errorf("emqtt-bench's -%c/--%s is not supported: %s", c, u.long, u.why)
+		}
+	}
+	return nil, fmt.Errorf("unknown option -%c (see mqplan %s --help; help itself is --help, since -h is the host)", c, kind)
+}
+
+// notForKind explains an option of another command.
+func notForKind(kind emqttKind, opt *emqttOpt) error {
+	var others []string
+	for _, k := range []emqttKind{emqttConn, emqttSub, emqttPub} {
+		if opt.takes(k) {
+			others = append(others, string(k))
+		}
+	}
+	return fmt.Errorf("%s is not an option of %s (it is for %s)", opt.names(), kind, strings.Join(others, " and "))
+}
+
+// suggestLong returns the long option closest to name, or "".
+func suggestLong(kind emqttKind, name string) string {
+	var known []string
+	for _, opt := range emqttOpts {
+		if opt.takes(kind) {
+			known = append(known, opt.long)
+		}
+	}
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// parseGetoptBool reads the boolean words getopt accepts.
+func parseGetoptBool(s string) (v, ok bool) {
+	switch strings.ToLower(s) {
+	case "true", "t", "yes", "y", "on", "enabled", "1":
+		return true, true
+	case "false", "f", "no", "n", "off", "disabled", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// intIn parses a whole number in [lo, hi].
+func intIn(v string, dst *int, lo, hi int) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return fmt.Errorf("must be a whole number, got %q", v)
+	case n < lo:
+		return fmt.Errorf("must be at least %d, got %d", lo, n)
+	case n > hi:
+		return fmt.Errorf("must be at most %d, got %d", hi, n)
+	}
+	*dst = n
+	return nil
+}
+
+// splitList splits a comma-separated list, refusing empty items.
+func splitList(v string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, fmt.Errorf("has an empty item in %q: write a,b,c", v)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// check validates what the options say together.
+func (o *emqttOptions) check() error {
+	switch o.kind {
+	case emqttSub, emqttPub:
+		if len(o.topics) == 0 {
+			return fmt.Errorf("-t/--topic is required: say which topic %s", map[emqttKind]string{emqttSub: "filter to subscribe to", emqttPub: "to publish to"}[o.kind])
+		}
+	}
+	if o.kind == emqttPub && len(o.topics) > 1 {
+		return fmt.Errorf("-t/--topic is given %d times: pub publishes to one topic (use %%i for one per client)", len(o.topics))
+	}
+	if (o.certFile == "") != (o.keyFile == "") {
+		return errors.New("--certfile and --keyfile go together: mutual TLS needs the certificate and its private key")
+	}
+	if o.certFile != "" && !o.ssl {
+		return errors.New("--certfile and --keyfile need -S/--ssl: the client certificate is sent over TLS")
+	}
+	if (o.caFile != "" || o.insecure) && !o.ssl {
+		return errors.New("--cacertfile and --insecure need -S/--ssl: they say how to verify the broker's TLS certificate")
+	}
+	return nil
+}
+
+// shellJoin quotes words for a shell where needed, so the recorded command
+// line can be pasted back.
+func shellJoin(words []string) string {
+	var b strings.Builder
+	for i, w := range words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(shellQuote(w))
+	}
+	return b.String()
+}
+
+func shellQuote(w string) string {
+	if w == "" {
+		return "''"
+	}
+	safe := true
+	for _, c := range w {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:=,@%+", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// writeEmqttHelp writes --help: every option the command takes, with its
+// default and meaning.
+func writeEmqttHelp(w io.Writer, kind emqttKind) {
+	what := map[emqttKind]string{
+		emqttConn: "Connects -c clients to the broker at -h/-p, like emqtt-bench conn, holds them, and\nprints connected(<s>s): total=N, rate=N(conn/sec) whenever the count changes.",
+		emqttSub:  "Connects -c clients that subscribe to -t, like emqtt-bench sub, and prints\nrecv(<s>s): total=N, rate=N(msg/sec) every second that messages arrive.",
+		emqttPub:  "Connects -c clients that each publish to -t every -I ms, like emqtt-bench pub, and\nprints sent(<s>s): total=N, rate=N(msg/sec) every second that messages are sent.",
+	}[kind]
+	fmt.Fprintf(w, "Usage: mqplan %s [options]\n\n%s\n", kind, what)
+	fmt.Fprint(w, `
+It runs until Ctrl-C (or --duration), then prints mqplan's report. The options
+compile into an ordinary plan (--print-plan shows it), so the report and
+--threshold work as in a plan file. Exit codes: 0 stopped and every threshold
+held, 1 a threshold failed, 2 invalid options, 3 the broker could not be tested.
+`)
+	section := func(title string, ours bool) {
+		fmt.Fprintf(w, "\n%s\n", title)
+		for _, opt := range emqttOpts {
+			if opt.ours != ours || !opt.takes(kind) {
+				continue
+			}
+			name := "    "
+			if opt.short != 0 {
+				name = "-" + string(opt.short) + ", "
+			}
+			name += "--" + opt.long
+			if opt.arg != "" {
+				name += " " + opt.arg
+			}
+			help := opt.help
+			if opt.def != "" {
+				help += " [default: " + opt.def + "]"
+			}
+			lines := wrapWords(help, 80-30)
+			if len(name) > 26 {
+				fmt.Fprintf(w, "  %s\n", name)
+				name = ""
+			}
+			for _, l := range lines {
+				fmt.Fprintf(w, "  %-26s  %s\n", name, l)
+				name = ""
+			}
+		}
+	}
+	section("emqtt-bench options (same names and defaults):", false)
+	section("mqplan options:", true)
+	fmt.Fprintf(w, "\nThe emqtt-bench migration table is in docs/emqtt-bench.md.\n")
+}
+
+// wrapWords breaks text into lines of at most width bytes, at spaces.
+func wrapWords(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
+}
