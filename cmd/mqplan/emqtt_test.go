@@ -289,7 +289,7 @@ func TestEmqttPlanValues(t *testing.T) {
 }
 
 // TestEmqttProgress checks the per-second lines made from the runner's
-// progress: totals summed from the rates, a line only when the count moved.
+// progress: the runner's totals and rates, a line only when the count moved.
 func TestEmqttProgress(t *testing.T) {
 	s := time.Second
 	tests := []struct {
@@ -299,11 +299,11 @@ func TestEmqttProgress(t *testing.T) {
 		want  string
 	}{
 		{name: "sub", kind: emqttSub, steps: []runner.Progress{
-			{Elapsed: 1 * s}, {Elapsed: 2 * s, RecvRate: 100}, {Elapsed: 3 * s, RecvRate: 50},
-			{Elapsed: 4 * s}, {Elapsed: 4*s + s/4, RecvRate: 40},
+			{Elapsed: 1 * s}, {Elapsed: 2 * s, RecvRate: 100, Received: 100}, {Elapsed: 3 * s, RecvRate: 50, Received: 150},
+			{Elapsed: 4 * s, Received: 150}, {Elapsed: 4*s + s/4, RecvRate: 40, Received: 160},
 		}, want: "recv(2s): total=100, rate=100(msg/sec)\nrecv(3s): total=150, rate=50(msg/sec)\nrecv(4s): total=160, rate=40(msg/sec)\n"},
 		{name: "pub", kind: emqttPub, steps: []runner.Progress{
-			{Elapsed: 1 * s, SendRate: 20, RecvRate: 7}, {Elapsed: 2 * s, SendRate: 20},
+			{Elapsed: 1 * s, SendRate: 20, RecvRate: 7, Sent: 20}, {Elapsed: 2 * s, SendRate: 20, Sent: 40},
 		}, want: "sent(1s): total=20, rate=20(msg/sec)\nsent(2s): total=40, rate=20(msg/sec)\n"},
 		{name: "conn", kind: emqttConn, steps: []runner.Progress{
 			{Elapsed: 1 * s, Connected: 3}, {Elapsed: 2 * s, Connected: 5}, {Elapsed: 3 * s, Connected: 5}, {Elapsed: 4 * s, Connected: 4},
