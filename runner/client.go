@@ -21,16 +21,23 @@ const readBufferSize = 2048
 // client is one running MQTT client.
 type client struct {
 	plan *plans.Client
-	mc   *mqttConn // nil until connected
-	// live is mc for the pinger goroutine, which runs while clients
-	// are still connecting.
-	live  atomic.Pointer[mqttConn]
-	ready atomic.Bool // connected and not yet lost
+	// live is the client's current connection: nil until it first
+	// connects, replaced when it reconnects.
+	live atomic.Pointer[mqttConn]
+	// target, opts and handlers are what connecting takes, kept for
+	// reconnects.
+	target   target
+	opts     connectOptions
+	handlers connHandlers
+	// reconnected is signalled when a dropped client is connected again,
+	// or when it gave up (gaveUp).
+	reconnected chan struct{}
+	gaveUp      atomic.Bool
+	ready       atomic.Bool // connected and not yet lost
 	// closing is set before mqplan disconnects on purpose, so that the
 	// resulting connection close is not counted as a disconnect.
 	closing atomic.Bool
 	lost    atomic.Bool
-	done    <-chan struct{} // closed when the connection ends
 	// wake is signalled by the pacer when a message of this publisher
 	// falls due (capacity 1: signals never block the pacer).
 	wake chan struct{}

@@ -122,6 +122,9 @@ type mqttConn struct {
 	pending  atomic.Int32  // QoS 1/2 publishes awaiting their ack
 	// serverMaxQoS is the CONNACK's Maximum QoS (2 when absent).
 	serverMaxQoS byte
+	// sessionPresent is the CONNACK's flag: the broker kept the session
+	// (and so the subscriptions) from an earlier connection.
+	sessionPresent bool
 
 	subMu   sync.Mutex
 	subWait map[uint16]chan *packets.Suback
@@ -210,6 +213,7 @@ func (c *mqttConn) handshake(o connectOptions) error {
 	if err := ca.Unpack(bytes.NewBuffer(bytes.Clone(body))); err != nil {
 		return fmt.Errorf("malformed CONNACK: %w", err)
 	}
+	c.sessionPresent = ca.SessionPresent
 	if ca.ReasonCode >= 0x80 {
 		msg := "CONNACK refused: " + connackReason(ca.ReasonCode)
 		if ca.Properties.ReasonString != "" {
@@ -283,6 +287,7 @@ func (c *mqttConn) handshake311(o connectOptions) error {
 	if code := resp[1]; code != 0 {
 		return errors.New("CONNACK refused: " + connackReason311(code))
 	}
+	c.sessionPresent = resp[0]&1 == 1
 	c.initWindow(maxInflight)
 	return nil
 }

@@ -93,6 +93,10 @@ type run struct {
 
 	timelineMu sync.Mutex
 	timeline   []Second
+	// ctx is the run's context, for reconnects started by connection losses.
+	ctx context.Context
+	// reconnects counts the reconnect goroutines.
+	reconnects sync.WaitGroup
 	// sentTotal and recvTotal are the snapshot goroutine's running totals.
 	sentTotal, recvTotal int64
 }
@@ -155,7 +159,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 	}
 	for i := range prog.Clients {
 		pc := &prog.Clients[i]
-		c := &client{plan: pc}
+		c := &client{plan: pc, reconnected: make(chan struct{}, 1)}
 		if len(pc.Subscriptions) > 0 {
 			c.streams = map[uint32]*stream{}
 			c.share = r.shareFor(pc)
@@ -265,6 +269,7 @@ func (r *run) noteError(err error) {
 // complete, or "".
 func (r *run) execute(ctx context.Context, targets []target) string {
 	incomplete := ""
+	r.ctx = ctx
 	r.phaseStart[phConnect] = 0
 
 	pingStop := make(chan struct{})
@@ -307,7 +312,7 @@ func (r *run) failedGroups(stage int) string {
 		}
 		ok := 0
 		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
-			if c.mc != nil {
+			if c.live.Load() != nil {
 				ok++
 			}
 		}
@@ -408,24 +413,33 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 	if len(pc.Subscriptions) > 0 {
 		h.publish = func(payload []byte) { r.receive(c, payload) }
 	}
+	c.target, c.opts, c.handlers = t, opts, h
+	r.dial(ctx, c)
+}
+
+// dial connects c with its stored target and options (a first connect or
+// a reconnect) and records the outcome; it reports whether it connected.
+func (r *run) dial(ctx context.Context, c *client) bool {
+	pc := c.plan
 	t0 := r.at()
-	mc, err := dialMQTT(ctx, t, opts, r.now, h)
+	mc, err := dialMQTT(ctx, c.target, c.opts, r.now, c.handlers)
 	if err != nil {
-		r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectFailed, 0)
-		r.noteError(fmt.Errorf("connect %s to %s: %w", pc.ID, t.url, cleanErr(err)))
-		return
+		r.rec.recordEvent(pc.Index, int(r.phase.Load()), pc.Group, evConnectFailed, 0)
+		r.noteError(fmt.Errorf("connect %s to %s: %w", pc.ID, c.target.url, cleanErr(err)))
+		return false
 	}
-	r.rec.recordEvent(pc.Index, int(r.phase.Load()), group, evConnectOK, r.at()-t0)
-	c.mc, c.done = mc, mc.done
+	r.rec.recordEvent(pc.Index, int(r.phase.Load()), pc.Group, evConnectOK, r.at()-t0)
 	c.live.Store(mc)
+	c.lost.Store(false)
 	c.ready.Store(true)
 	r.connected.Add(1)
 	// The connection may have ended between CONNACK and here.
 	select {
-	case <-c.done:
+	case <-mc.done:
 		r.lost(c, mc.closeErr)
 	default:
 	}
+	return true
 }
 
 // lost records an unexpected connection loss, once per connection.
@@ -437,6 +451,50 @@ func (r *run) lost(c *client, err error) {
 	r.connected.Add(-1)
 	r.rec.recordEvent(c.plan.Index, int(r.phase.Load()), c.plan.Group, evDisconnect, 0)
 	r.noteError(fmt.Errorf("%s lost its connection: %w", c.plan.ID, cleanErr(err)))
+	if rc := r.prog.Plan.Groups[c.plan.Group].Reconnect; rc != nil && r.ctx != nil {
+		r.reconnects.Add(1)
+		go func() {
+			defer r.reconnects.Done()
+			r.reconnect(c, rc)
+		}()
+	}
+}
+
+// reconnect brings a dropped client back after the group's pause, up to
+// its maximum number of attempts (0: until the run ends). A client whose
+// session did not survive subscribes again; a publisher waiting for the
+// connection is woken and goes on with its schedule, its sends late.
+func (r *run) reconnect(c *client, rc *plans.Reconnect) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for attempt := 1; rc.Max == 0 || attempt <= rc.Max; attempt++ {
+		if !r.sleepUntil(r.ctx, timer, r.at()+rc.After) || c.closing.Load() {
+			return
+		}
+		if !r.dial(r.ctx, c) {
+			continue
+		}
+		mc := c.live.Load()
+		if c.closing.Load() {
+			mc.disconnect()
+			return
+		}
+		r.rec.recordEvent(c.plan.Index, int(r.phase.Load()), c.plan.Group, evReconnect, 0)
+		if len(c.plan.Subscriptions) > 0 && !mc.sessionPresent {
+			r.subscribe(r.ctx, c)
+		}
+		select {
+		case c.reconnected <- struct{}{}:
+		default:
+		}
+		return
+	}
+	r.noteError(fmt.Errorf("%s gave up reconnecting after %d attempts", c.plan.ID, rc.Max))
+	c.gaveUp.Store(true)
+	select {
+	case c.reconnected <- struct{}{}: // wake a waiting publisher to see it
+	default:
+	}
 }
 
 // subscribeAll sends every subscribing client's SUBSCRIBE (all its filters
@@ -446,7 +504,7 @@ func (r *run) subscribeAll(ctx context.Context) {
 	sem := make(chan struct{}, 256)
 	var wg sync.WaitGroup
 	for _, c := range r.clients {
-		if c.mc == nil || len(c.plan.Subscriptions) == 0 {
+		if c.live.Load() == nil || len(c.plan.Subscriptions) == 0 {
 			continue
 		}
 		select {
@@ -474,7 +532,7 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	t0 := r.at()
-	reasons, err := c.mc.subscribe(ctx, subs)
+	reasons, err := c.live.Load().subscribe(ctx, subs)
 	phase := int(r.phase.Load())
 	if err != nil {
 		r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
@@ -505,7 +563,7 @@ func (r *run) publishPhases(ctx context.Context) {
 	r.setPhase(phWarmup)
 	var pubs []*client
 	for _, c := range r.clients {
-		if c.mc != nil && c.plan.Publish != nil {
+		if c.live.Load() != nil && c.plan.Publish != nil {
 			c.wake = make(chan struct{}, 1)
 			pubs = append(pubs, c)
 		}
@@ -592,7 +650,7 @@ func (r *run) drain(limit time.Duration) {
 // on a live connection.
 func (r *run) allAcked() bool {
 	for _, c := range r.clients {
-		if c.mc != nil && c.ready.Load() && c.mc.pending.Load() > 0 {
+		if mc := c.live.Load(); mc != nil && c.ready.Load() && mc.pending.Load() > 0 {
 			return false
 		}
 	}
@@ -620,11 +678,16 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			case <-c.wake:
 			case <-ctx.Done():
 				return
-			case <-c.done:
-				return
+			case <-c.live.Load().done:
+				if !r.awaitReconnect(ctx, c) {
+					return
+				}
 			}
 		}
-		if ctx.Err() != nil || !c.ready.Load() {
+		if ctx.Err() != nil {
+			return
+		}
+		if !c.ready.Load() && !r.awaitReconnect(ctx, c) {
 			return
 		}
 		// Lag is taken when the generator is ready to send: how late its
@@ -633,13 +696,13 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		rec.lag = time.Duration(r.now() - intended)
 		phase := r.prog.PhaseOf(off)
 		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+intended)
-		if err := c.mc.publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, inflightMsg{phase: phase}); err != nil {
+		if err := c.live.Load().publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, inflightMsg{phase: phase}); err != nil {
 			if ctx.Err() != nil {
 				return // stopped while waiting for an in-flight slot: not sent
 			}
 			r.rec.recordEvent(pc.Index, phase, pc.Group, evError, 0)
 			r.noteError(fmt.Errorf("publish %s: %w", pc.ID, cleanErr(err)))
-			if !c.ready.Load() {
+			if !c.ready.Load() && !r.awaitReconnect(ctx, c) {
 				return
 			}
 			continue
@@ -647,6 +710,26 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		rec.phase = phase
 		r.rec.recordSend(pc.Index, &rec)
 	}
+}
+
+// awaitReconnect waits, for a publisher whose connection dropped, until the
+// client is connected again; false when it will not be (no reconnect
+// policy, attempts exhausted, or the run is ending).
+func (r *run) awaitReconnect(ctx context.Context, c *client) bool {
+	if r.prog.Plan.Groups[c.plan.Group].Reconnect == nil {
+		return false
+	}
+	for !c.ready.Load() {
+		select {
+		case <-c.reconnected:
+		case <-ctx.Done():
+			return false
+		}
+		if c.gaveUp.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // receive measures one delivery. It runs on the receiving connection's
@@ -711,15 +794,20 @@ func (r *run) disconnectAll() {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 256)
 	for _, c := range r.clients {
-		if c.mc == nil {
+		c.closing.Store(true)
+	}
+	// No reconnect starts or completes past this point (each checks closing).
+	r.reconnects.Wait()
+	for _, c := range r.clients {
+		mc := c.live.Load()
+		if mc == nil {
 			continue
 		}
-		c.closing.Store(true)
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			c.mc.disconnect()
+			mc.disconnect()
 		}()
 	}
 	done := make(chan struct{})
@@ -758,7 +846,7 @@ func (r *run) groupInfo() []GroupInfo {
 	for gi, gp := range r.prog.Groups {
 		out[gi] = GroupInfo{Name: gp.Name, Clients: gp.Count}
 		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
-			if c.mc != nil {
+			if c.live.Load() != nil {
 				out[gi].Connected++
 				if !c.lost.Load() {
 					out[gi].ConnectedAtEnd++
