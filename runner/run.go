@@ -818,12 +818,20 @@ func (r *run) disconnectAll() {
 	}
 }
 
-// pinger keeps idle connections alive: once a second it lets every
+// pinger keeps idle connections alive: every tick it lets every
 // connection send PINGREQ when it has been quiet for half its keepalive
 // (one goroutine for all clients instead of a timer each).
 func (r *run) pinger(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	tick := time.NewTicker(time.Second)
+	// Tick often enough that a ping leaves within half a keepalive of the
+	// last write even for the shortest keepalive of the plan.
+	every := time.Second
+	for _, g := range r.prog.Plan.Groups {
+		if g.Keepalive > 0 {
+			every = min(every, max(g.Keepalive/4, 50*time.Millisecond))
+		}
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

@@ -478,3 +478,17 @@ func TestReconnect(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepalive holds idle connections for several keepalive periods: the
+// pinger must keep them open (mochi drops a client silent for 1.5×).
+func TestKeepalive(t *testing.T) {
+	p := e2ePlan(3, 0, 4*time.Second)
+	p.Groups = p.Groups[:1]
+	p.Groups[0].Subscribe = nil
+	p.Groups[0].Keepalive = time.Second
+	p.Warmup = 0
+	st, _ := runWith(t, compile(t, p), BrokerOptions{}, Options{})
+	if m := all(st); m.Disconnects != 0 || m.ConnectOK != 3 || st.Groups[0].ConnectedAtEnd != 3 {
+		t.Fatalf("disconnects %d, connected %d, at end %d (errors %v)", m.Disconnects, m.ConnectOK, st.Groups[0].ConnectedAtEnd, st.ErrorSamples)
+	}
+}

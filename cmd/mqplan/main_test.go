@@ -313,15 +313,26 @@ func TestInterrupt(t *testing.T) {
 }
 
 // TestShippedPlans runs every shipped plan, shortened, on the embedded
-// broker and on Mosquitto: each must pass its own thresholds on both.
+// broker and on Mosquitto over MQTT 5, MQTT 3.1.1 and TLS: each must pass
+// its own thresholds everywhere.
 func TestShippedPlans(t *testing.T) {
 	files, err := fs.Glob(plans.Shipped, "*.yaml")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("shipped plans: %v %v", files, err)
 	}
-	brokers := []struct{ name, url string }{{"embedded", ""}}
+	type broker struct {
+		name string
+		args []string
+	}
+	brokers := []broker{{name: "embedded"}}
 	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
-		brokers = append(brokers, struct{ name, url string }{"mosquitto", mosquittotest.Start(t)})
+		certs := certtest.Generate(t)
+		urls := mosquittotest.StartTLS(t, certs.CA, certs.ServerCert, certs.ServerKey, false)
+		brokers = append(brokers,
+			broker{"mosquitto-v5", []string{"--broker", urls[0]}},
+			broker{"mosquitto-v3.1.1", []string{"--broker", urls[0], "--set", "broker.protocol=4"}},
+			broker{"mosquitto-tls", []string{"--broker", urls[1], "--set", "broker.tls.ca=" + certs.CA}},
+		)
 	} else {
 		t.Log("mosquitto is not installed (apt-get install mosquitto): the shipped plans run on the embedded broker only")
 	}
@@ -341,9 +352,7 @@ func TestShippedPlans(t *testing.T) {
 					// what the plan promises for a normal build.
 					args = append(args, "--set", "groups.idle.connect_rate=400/s")
 				}
-				if b.url != "" {
-					args = append(args, "--broker", b.url)
-				}
+				args = append(args, b.args...)
 				r := runBinary(t, append(args, "plans/"+f)...)
 				if r.code != 0 {
 					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
