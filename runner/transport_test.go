@@ -167,3 +167,32 @@ func TestMosquittoTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestProtocolRefused: a broker that refuses the plan's protocol version
+// gives one clear line per client, and the run is incomplete (exit 3).
+func TestProtocolRefused(t *testing.T) {
+	for _, proto := range []int{3, 4} {
+		t.Run(fmt.Sprintf("v%d", proto), func(t *testing.T) {
+			b, err := StartBroker(BrokerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close(5 * time.Second)
+			b.srv.Options.Capabilities.MinimumProtocolVersion = 5
+			p := e2ePlan(2, 1, 500*time.Millisecond)
+			for i := range p.Groups {
+				p.Groups[i].Protocol = proto
+				p.Groups[i].ClientID = plans.MustTemplate(p.Groups[i].Name + "-%i")
+			}
+			st, err := Run(context.Background(), compile(t, p), Options{BrokerURL: b.URL()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := all(st)
+			if st.Incomplete == "" || m.ConnectFailed != 2 || len(st.ErrorSamples) == 0 ||
+				!strings.Contains(st.ErrorSamples[0], "CONNACK refused: unacceptable protocol version") {
+				t.Fatalf("incomplete %q, connect.failed %d, errors %v", st.Incomplete, m.ConnectFailed, st.ErrorSamples)
+			}
+		})
+	}
+}
