@@ -524,14 +524,7 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 			if len(body) < 2 {
 				return errors.New("malformed SUBACK")
 			}
-			sa := &packets.Suback{PacketID: binary.BigEndian.Uint16(body), Reasons: bytes.Clone(body[2:])}
-			c.subMu.Lock()
-			ch := c.subWait[sa.PacketID]
-			delete(c.subWait, sa.PacketID)
-			c.subMu.Unlock()
-			if ch != nil {
-				ch <- sa
-			}
+			c.deliverSuback(&packets.Suback{PacketID: binary.BigEndian.Uint16(body), Reasons: bytes.Clone(body[2:])})
 			return nil
 		}
 		// Copied: the decoded reason codes alias the buffer, which the
@@ -540,13 +533,7 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 		if err := sa.Unpack(bytes.NewBuffer(bytes.Clone(body))); err != nil {
 			return fmt.Errorf("malformed SUBACK: %w", err)
 		}
-		c.subMu.Lock()
-		ch := c.subWait[sa.PacketID]
-		delete(c.subWait, sa.PacketID)
-		c.subMu.Unlock()
-		if ch != nil {
-			ch <- sa
-		}
+		c.deliverSuback(sa)
 	case pktPingresp:
 	case pktDisconnect:
 		reason := byte(0)
@@ -558,6 +545,17 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 		return fmt.Errorf("unexpected packet type %d from the broker", b0>>4)
 	}
 	return nil
+}
+
+// deliverSuback hands a SUBACK to the subscribe call waiting for it.
+func (c *mqttConn) deliverSuback(sa *packets.Suback) {
+	c.subMu.Lock()
+	ch := c.subWait[sa.PacketID]
+	delete(c.subWait, sa.PacketID)
+	c.subMu.Unlock()
+	if ch != nil {
+		ch <- sa
+	}
 }
 
 // vbiAt decodes a variable byte integer at b[i:].

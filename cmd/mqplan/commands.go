@@ -125,23 +125,9 @@ func cmdRun(e *env, args []string) (int, error) {
 		defer pprof.StopCPUProfile()
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		// First signal: stop publishing, drain briefly, report. Second: leave now.
-		if _, ok := <-sigs; !ok {
-			return
-		}
-		fmt.Fprintln(e.stderr, "\nmqplan: interrupted: stopping and reporting what was measured (press Ctrl-C again to exit now)")
-		cancel()
-		if _, ok := <-sigs; ok {
-			fmt.Fprintln(e.stderr, "mqplan: interrupted again: exiting without a report")
-			os.Exit(exitIncomplete)
-		}
-	}()
+	// First signal: stop publishing, drain briefly, report. Second: leave now.
+	ctx, stop := onSignals(e, "interrupted: stopping and reporting what was measured", nil)
+	defer stop()
 
 	opts := runner.Options{}
 	var prog_ *progressPrinter
@@ -211,6 +197,30 @@ func allLoopback(urls []string) bool {
 		}
 	}
 	return len(urls) > 0
+}
+
+// onSignals returns a context cancelled by the first SIGINT or SIGTERM
+// (after saying what happens, and calling first if set); a second signal
+// exits at once with code 3, without a report. stop releases the signals.
+func onSignals(e *env, what string, first func()) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		if first != nil {
+			first()
+		}
+		fmt.Fprintf(e.stderr, "\nmqplan: %s (press Ctrl-C again to exit now)\n", what)
+		cancel()
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(e.stderr, "mqplan: interrupted again: exiting without a report")
+			os.Exit(exitIncomplete)
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(sigs); cancel() }
 }
 
 // newRunID returns a short random id that makes default client ids unique

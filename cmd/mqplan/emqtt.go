@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mqplan/mqplan/plans"
@@ -59,24 +56,9 @@ func cmdEmqtt(e *env, kind emqttKind, args []string) (int, error) {
 
 	runtime.GOMAXPROCS(generatorProcs(0, prog.Plan.Broker, runtime.NumCPU(), os.Getenv("GOMAXPROCS") != ""))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var stopped atomic.Bool
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; !ok {
-			return
-		}
-		stopped.Store(true)
-		fmt.Fprintln(e.stderr, "\nmqplan: stopping: disconnecting and reporting (press Ctrl-C again to exit now)")
-		cancel()
-		if _, ok := <-sigs; ok {
-			fmt.Fprintln(e.stderr, "mqplan: interrupted again: exiting without a report")
-			os.Exit(exitIncomplete)
-		}
-	}()
+	ctx, stop := onSignals(e, "stopping: disconnecting and reporting", func() { stopped.Store(true) })
+	defer stop()
 
 	lines := &emqttProgress{w: e.stdout, notices: e.stderr, kind: kind}
 	st, err := runner.Run(ctx, prog, runner.Options{Progress: lines.update})

