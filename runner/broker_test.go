@@ -27,7 +27,10 @@ func btStart(t *testing.T, opts BrokerOptions, quotaWorkaround bool) *Broker {
 		t.Fatalf("start broker: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := b.Close(5 * time.Second); err != nil {
+		// Generous: on a loaded CI machine with the race detector, mochi's
+		// shutdown (a DISCONNECT to each client, then every connection
+		// goroutine) has been seen to take over 5 s; a hang still fails.
+		if err := b.Close(30 * time.Second); err != nil {
 			t.Errorf("close broker: %v", err)
 		}
 	})
