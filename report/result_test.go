@@ -476,3 +476,36 @@ func TestEvaluateNil(t *testing.T) {
 		t.Errorf("Verdict() = %q", r.Verdict())
 	}
 }
+
+// TestJSONSecondMirrorsSecond keeps the JSON timeline in step with
+// runner.Second: same field names, in the same order.
+func TestJSONSecondMirrorsSecond(t *testing.T) {
+	a, b := reflect.TypeFor[runner.Second](), reflect.TypeFor[jsonSecond]()
+	if a.NumField() != b.NumField() {
+		t.Fatalf("runner.Second has %d fields, jsonSecond %d", a.NumField(), b.NumField())
+	}
+	for i := range a.NumField() {
+		if a.Field(i).Name != b.Field(i).Name {
+			t.Errorf("field %d: %s vs %s", i, a.Field(i).Name, b.Field(i).Name)
+		}
+	}
+}
+
+// TestJSONTimelineEmptySecond: a second without deliveries has no latency
+// figures (null), not a misleading 0s.
+func TestJSONTimelineEmptySecond(t *testing.T) {
+	r := &Result{Timeline: []runner.Second{{At: 1e9, Phase: "connect"}, {At: 2e9, Phase: "steady", Received: 5, P50: 1e6, P99: 2e6, Max: 3e6}}}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Timeline []map[string]any `json:"timeline"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Timeline) != 2 || doc.Timeline[0]["p50"] != nil || doc.Timeline[1]["p50"] != "1ms" || doc.Timeline[1]["max"] != "3ms" {
+		t.Errorf("timeline %v", doc.Timeline)
+	}
+}
