@@ -223,9 +223,13 @@ func warnings(r *Result, st *runner.Stats) []string {
 			ws = append(ws, fmt.Sprintf("the embedded broker dropped %d messages: losses below are the broker's, not mqplan's", n))
 		}
 	}
-	var over int64
+	var over, foreign int64
 	for i := range st.Phases {
 		over += st.Phases[i].Total.OverRange
+		foreign += st.Phases[i].Total.Foreign
+	}
+	if foreign > 0 {
+		ws = append(ws, fmt.Sprintf("%d deliveries were not messages of this run (wills, retained messages or other traffic on the broker): they are counted nowhere else", foreign))
 	}
 	if over > 0 {
 		ws = append(ws, fmt.Sprintf("%d measurements above the histograms' 60s limit were counted but left out of the percentiles", over))

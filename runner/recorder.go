@@ -162,6 +162,14 @@ func (r *recorder) recordCorrupt(client, phase, group int) {
 	st.mu.Unlock()
 }
 
+// recordForeign counts a delivery that is not one of this run's messages.
+func (r *recorder) recordForeign(client, phase, group int) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	st.cell(r.nGroups, phase, group).Foreign++
+	st.mu.Unlock()
+}
+
 // event is a connection-level count.
 type event uint8
 

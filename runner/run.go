@@ -752,7 +752,7 @@ func (r *run) receive(c *client, payload []byte) {
 			r.rec.recordReceive(pc.Index, d)
 			return
 		}
-		r.rec.recordCorrupt(pc.Index, int(r.phase.Load()), pc.Group)
+		r.rec.recordForeign(pc.Index, int(r.phase.Load()), pc.Group)
 		return
 	}
 	from := &clients[h.pub]

@@ -492,3 +492,35 @@ func TestKeepalive(t *testing.T) {
 		t.Fatalf("disconnects %d, connected %d, at end %d (errors %v)", m.Disconnects, m.ConnectOK, st.Groups[0].ConnectedAtEnd, st.ErrorSamples)
 	}
 }
+
+// TestWillsAreForeign: the will of a dropped client reaches its watchers,
+// and as it is not one of the run's measured messages it counts as
+// foreign, never as corrupted or received.
+func TestWillsAreForeign(t *testing.T) {
+	p := e2ePlan(2, 1, 2*time.Second)
+	p.Groups = append(p.Groups,
+		plans.Group{Name: "watched", Count: 3, Start: 1, Keepalive: time.Minute, CleanStart: true, ConnectRate: 1000,
+			Will: &plans.Will{Topic: plans.MustTemplate("wills/%c"), Payload: "gone", QoS: 1}},
+		plans.Group{Name: "watcher", Count: 1, Start: 1, Keepalive: time.Minute, CleanStart: true, ConnectRate: 1000,
+			Subscribe: []plans.Subscription{{Topic: plans.MustTemplate("wills/#"), QoS: 1}}},
+	)
+	prog := compile(t, p)
+	var b *Broker
+	var once sync.Once
+	st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: func(pr Progress) {
+		if pr.Phase != plans.PhaseSteady {
+			return
+		}
+		once.Do(func() {
+			for _, cl := range b.srv.Clients.GetAll() {
+				if strings.Contains(cl.ID, "-watched-") {
+					cl.Stop(errKicked)
+				}
+			}
+		})
+	}}, func(br *Broker) { b = br })
+	m := all(st)
+	if m.Foreign != 3 || m.Corrupted != 0 || m.Lost != 0 || m.Disconnects != 3 {
+		t.Fatalf("foreign %d corrupted %d lost %d disconnects %d (errors %v)", m.Foreign, m.Corrupted, m.Lost, m.Disconnects, st.ErrorSamples)
+	}
+}

@@ -48,9 +48,13 @@ type Metrics struct {
 	// OutOfOrder counts first-time deliveries with a lower sequence than one
 	// already seen on the same publisher→subscriber stream.
 	OutOfOrder int64
-	// Corrupted counts deliveries whose payload differs from what was sent
-	// (or is too short to carry the header).
+	// Corrupted counts deliveries that claim to be one of this run's
+	// messages but whose payload differs from what was sent.
 	Corrupted int64
+	// Foreign counts deliveries that are not this run's messages at all
+	// (wills, retained messages, other traffic on the broker). They are
+	// neither received nor corrupted, and the report warns about them.
+	Foreign int64
 	// ExpectedOwn, ReceivedOwn and LostOwn are the same accounting seen
 	// from the publishing group: deliveries of this group's messages
 	// (ReceivedOwn counts first deliveries only, so LostOwn is exact).
@@ -94,6 +98,7 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.Duplicates += o.Duplicates
 	m.OutOfOrder += o.OutOfOrder
 	m.Corrupted += o.Corrupted
+	m.Foreign += o.Foreign
 	m.ExpectedOwn += o.ExpectedOwn
 	m.ReceivedOwn += o.ReceivedOwn
 	m.LostOwn += o.LostOwn
