@@ -151,13 +151,19 @@ func cmdRun(e *env, args []string) (int, error) {
 			return exitIncomplete, incomplete(fmt.Errorf("write %s: %w", *jsonOut, err))
 		}
 	}
+	return verdictCode(res), nil
+}
+
+// verdictCode maps a result to the exit code: 3 when the run did not
+// complete, 1 when a threshold failed, else 0.
+func verdictCode(res *report.Result) int {
 	switch {
 	case !res.Complete():
-		return exitIncomplete, nil
+		return exitIncomplete
 	case !res.Passed():
-		return exitFail, nil
+		return exitFail
 	}
-	return exitPass, nil
+	return exitPass
 }
 
 // generatorProcs chooses how many CPUs the run may use. A broker that is

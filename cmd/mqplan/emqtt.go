@@ -75,13 +75,7 @@ func cmdEmqtt(e *env, kind emqttKind, args []string) (int, error) {
 	if err := report.WriteTable(e.stdout, res); err != nil {
 		return exitIncomplete, incomplete(fmt.Errorf("write report: %w", err))
 	}
-	switch {
-	case !res.Complete():
-		return exitIncomplete, nil
-	case !res.Passed():
-		return exitFail, nil
-	}
-	return exitPass, nil
+	return verdictCode(res), nil
 }
 
 // emqttProgress prints emqtt-bench's per-second lines from the runner's
