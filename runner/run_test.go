@@ -215,21 +215,8 @@ func TestRunUnreachableBroker(t *testing.T) {
 func TestRunBrokerDropsConnections(t *testing.T) {
 	prog := compile(t, e2ePlan(4, 1, 2*time.Second))
 	prog.Drain = time.Second
-	var b *Broker
-	var once sync.Once
-	// When the steady phase starts, the broker kicks every publisher out.
-	st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: func(p Progress) {
-		if p.Phase != plans.PhaseSteady {
-			return
-		}
-		once.Do(func() {
-			for _, cl := range b.srv.Clients.GetAll() {
-				if strings.Contains(cl.ID, "-pub-") {
-					cl.Stop(errKicked)
-				}
-			}
-		})
-	}}, func(br *Broker) { b = br })
+	kick := &kicker{match: "-pub-"}
+	st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: kick.progress}, kick.started)
 	m := all(st)
 	if m.Disconnects != 4 {
 		t.Errorf("disconnects = %d, want 4 (errors %v)", m.Disconnects, st.ErrorSamples)
@@ -246,6 +233,31 @@ func TestRunBrokerDropsConnections(t *testing.T) {
 }
 
 var errKicked = errors.New("kicked by the test")
+
+// kicker makes the broker drop, once the steady phase has started, every
+// client whose id contains match.
+type kicker struct {
+	match string
+	b     *Broker
+	once  sync.Once
+}
+
+// started records the broker (runWith's hook).
+func (k *kicker) started(b *Broker) { k.b = b }
+
+// progress kicks the clients at the first steady-phase progress report.
+func (k *kicker) progress(p Progress) {
+	if p.Phase != plans.PhaseSteady {
+		return
+	}
+	k.once.Do(func() {
+		for _, cl := range k.b.srv.Clients.GetAll() {
+			if strings.Contains(cl.ID, k.match) {
+				cl.Stop(errKicked)
+			}
+		}
+	})
+}
 
 func TestRunInterrupted(t *testing.T) {
 	prog := compile(t, e2ePlan(2, 1, time.Minute))
@@ -441,20 +453,8 @@ func TestReconnect(t *testing.T) {
 				}
 			}
 			prog := compile(t, p)
-			var b *Broker
-			var once sync.Once
-			st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: func(pr Progress) {
-				if pr.Phase != plans.PhaseSteady {
-					return
-				}
-				once.Do(func() {
-					for _, cl := range b.srv.Clients.GetAll() {
-						if strings.Contains(cl.ID, tt.kick) {
-							cl.Stop(errKicked)
-						}
-					}
-				})
-			}}, func(br *Broker) { b = br })
+			kick := &kicker{match: tt.kick}
+			st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: kick.progress}, kick.started)
 			m := all(st)
 			if m.Disconnects != 3 || m.Reconnects != 3 {
 				t.Fatalf("disconnects %d reconnects %d, want 3 and 3 (errors %v)", m.Disconnects, m.Reconnects, st.ErrorSamples)
@@ -505,20 +505,8 @@ func TestWillsAreForeign(t *testing.T) {
 			Subscribe: []plans.Subscription{{Topic: plans.MustTemplate("wills/#"), QoS: 1}}},
 	)
 	prog := compile(t, p)
-	var b *Broker
-	var once sync.Once
-	st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: func(pr Progress) {
-		if pr.Phase != plans.PhaseSteady {
-			return
-		}
-		once.Do(func() {
-			for _, cl := range b.srv.Clients.GetAll() {
-				if strings.Contains(cl.ID, "-watched-") {
-					cl.Stop(errKicked)
-				}
-			}
-		})
-	}}, func(br *Broker) { b = br })
+	kick := &kicker{match: "-watched-"}
+	st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: kick.progress}, kick.started)
 	m := all(st)
 	if m.Foreign != 3 || m.Corrupted != 0 || m.Lost != 0 || m.Disconnects != 3 {
 		t.Fatalf("foreign %d corrupted %d lost %d disconnects %d (errors %v)", m.Foreign, m.Corrupted, m.Lost, m.Disconnects, st.ErrorSamples)
