@@ -141,30 +141,63 @@ func TestTransports(t *testing.T) {
 	}
 }
 
-// TestMosquittoTLS runs the plan over TLS and mutual TLS against Mosquitto.
-func TestMosquittoTLS(t *testing.T) {
+// TestMosquittoTransports runs the plan against Mosquitto over TLS,
+// mutual TLS, WebSocket and WebSocket over TLS (with and without a client
+// certificate), on every protocol version: every message once.
+func TestMosquittoTransports(t *testing.T) {
 	if mosquittotest.Binary() == "" && os.Getenv("CI") == "" {
-		t.Skip("mosquitto is not installed (apt-get install mosquitto); skipping the Mosquitto TLS test")
+		t.Skip("mosquitto is not installed (apt-get install mosquitto); skipping the Mosquitto transport tests")
 	}
 	certs := certtest.Generate(t)
 	for _, mutual := range []bool{false, true} {
-		t.Run(fmt.Sprintf("mutual=%v", mutual), func(t *testing.T) {
-			urls := mosquittotest.StartTLS(t, certs.CA, certs.ServerCert, certs.ServerKey, mutual)
-			p := e2ePlan(2, 1, 500*time.Millisecond)
-			p.Broker.TLS = &plans.TLS{CA: certs.CA}
-			if mutual {
-				p.Broker.TLS.Cert, p.Broker.TLS.Key = certs.ClientCert, certs.ClientKey
-			}
-			prog := compile(t, p)
-			st, err := Run(context.Background(), prog, Options{BrokerURL: urls[1]})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := all(st)
-			if st.Incomplete != "" || m.Sent == 0 || m.Received != m.Sent || m.Lost != 0 {
-				t.Fatalf("incomplete %q sent %d received %d lost %d errors %v", st.Incomplete, m.Sent, m.Received, m.Lost, st.ErrorSamples)
-			}
+		urls := mosquittotest.StartWith(t, mosquittotest.Options{
+			CA: certs.CA, Cert: certs.ServerCert, Key: certs.ServerKey, RequireCert: mutual, WebSocket: true,
 		})
+		transports := []struct {
+			name string
+			url  string
+			tls  bool
+		}{
+			{"tls", urls.MQTTS, true},
+			{"ws", urls.WS, false},
+			{"wss", urls.WSS, true},
+		}
+		for _, tr := range transports {
+			if mutual && !tr.tls {
+				continue
+			}
+			for _, proto := range []int{3, 4, 5} {
+				t.Run(fmt.Sprintf("%s/mutual=%v/v%d", tr.name, mutual, proto), func(t *testing.T) {
+					p := e2ePlan(2, 1, 500*time.Millisecond)
+					for i := range p.Groups {
+						p.Groups[i].Protocol = proto
+						p.Groups[i].ClientID = plans.MustTemplate(p.Groups[i].Name + "-%i")
+					}
+					if tr.tls {
+						p.Broker.TLS = &plans.TLS{CA: certs.CA}
+						if mutual {
+							p.Broker.TLS.Cert, p.Broker.TLS.Key = certs.ClientCert, certs.ClientKey
+						}
+					}
+					prog := compile(t, p)
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					st, err := Run(ctx, prog, Options{BrokerURL: tr.url})
+					if err != nil {
+						t.Fatal(err)
+					}
+					m := all(st)
+					want := int64(0)
+					for _, ph := range prog.Phases {
+						want += ph.Messages
+					}
+					if st.Incomplete != "" || m.Sent != want || m.Received != want || m.Lost != 0 || m.Duplicates != 0 || m.ConnectFailed != 0 {
+						t.Fatalf("incomplete %q sent %d received %d lost %d dup %d connect.failed %d (want %d) errors %v",
+							st.Incomplete, m.Sent, m.Received, m.Lost, m.Duplicates, m.ConnectFailed, want, st.ErrorSamples)
+					}
+				})
+			}
+		}
 	}
 }
 

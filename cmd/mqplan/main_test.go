@@ -327,11 +327,14 @@ func TestShippedPlans(t *testing.T) {
 	brokers := []broker{{name: "embedded"}}
 	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
 		certs := certtest.Generate(t)
-		urls := mosquittotest.StartTLS(t, certs.CA, certs.ServerCert, certs.ServerKey, false)
+		urls := mosquittotest.StartWith(t, mosquittotest.Options{
+			CA: certs.CA, Cert: certs.ServerCert, Key: certs.ServerKey, WebSocket: true,
+		})
 		brokers = append(brokers,
-			broker{"mosquitto-v5", []string{"--broker", urls[0]}},
-			broker{"mosquitto-v3.1.1", []string{"--broker", urls[0], "--set", "broker.protocol=4"}},
-			broker{"mosquitto-tls", []string{"--broker", urls[1], "--set", "broker.tls.ca=" + certs.CA}},
+			broker{"mosquitto-v5", []string{"--broker", urls.MQTT}},
+			broker{"mosquitto-v3.1.1", []string{"--broker", urls.MQTT, "--set", "broker.protocol=4"}},
+			broker{"mosquitto-tls", []string{"--broker", urls.MQTTS, "--set", "broker.tls.ca=" + certs.CA}},
+			broker{"mosquitto-ws", []string{"--broker", urls.WS}},
 		)
 	} else {
 		t.Log("mosquitto is not installed (apt-get install mosquitto): the shipped plans run on the embedded broker only")

@@ -32,13 +32,27 @@ func Binary() string {
 // loopback port until the test ends, and returns its mqtt:// URL.
 func Start(t testing.TB) string {
 	t.Helper()
-	return StartTLS(t, "", "", "", false)[0]
+	return StartWith(t, Options{}).MQTT
 }
 
-// StartTLS is Start with a second, TLS listener when cert is set (the
-// server certificate, its key and the CA; requireCert asks clients for a
-// certificate). It returns the mqtt:// URL and, with TLS, the mqtts:// one.
-func StartTLS(t testing.TB, ca, cert, key string, requireCert bool) []string {
+// Options asks for listeners beside the plain MQTT one.
+type Options struct {
+	// CA, Cert and Key add a TLS listener (mqtts://, and wss:// when
+	// WebSocket is set); RequireCert asks clients for a certificate.
+	CA, Cert, Key string
+	RequireCert   bool
+	// WebSocket adds a ws:// listener (and wss:// with TLS).
+	WebSocket bool
+}
+
+// URLs are the listeners of a started Mosquitto; a listener not asked
+// for is "".
+type URLs struct {
+	MQTT, MQTTS, WS, WSS string
+}
+
+// StartWith is Start with the listeners opts asks for.
+func StartWith(t testing.TB, opts Options) URLs {
 	t.Helper()
 	bin := Binary()
 	if bin == "" {
@@ -51,20 +65,47 @@ func StartTLS(t testing.TB, ca, cert, key string, requireCert bool) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "mosquitto.conf")
-	listeners := "listener " + strconv.Itoa(port) + " 127.0.0.1"
-	urls := []string{"mqtt://127.0.0.1:" + strconv.Itoa(port)}
-	if cert != "" {
-		tlsPort := freePort(t)
+	var urls URLs
+	var listeners []string
+	var addrs []string
+	listen := func(scheme string, websockets, tls bool) string {
+		port := strconv.Itoa(freePort(t))
+		l := "listener " + port + " 127.0.0.1"
+		if websockets {
+			// socket_domain ipv4: otherwise libwebsockets ignores the
+			// address and listens on every IPv6 and IPv4 interface.
+			l += "\nprotocol websockets\nsocket_domain ipv4"
+		}
+		if tls {
+			l += "\ncafile " + opts.CA + "\ncertfile " + opts.Cert + "\nkeyfile " + opts.Key +
+				"\nrequire_certificate " + strconv.FormatBool(opts.RequireCert)
+		}
+		listeners = append(listeners, l)
+		addrs = append(addrs, "127.0.0.1:"+port)
+		u := scheme + "://127.0.0.1:" + port
+		if websockets {
+			u += "/mqtt"
+		}
+		return u
+	}
+	// The plain listener comes first and is always there: Mosquitto
+	// 2.0.11 with libwebsockets 4 exits with "Unable to start any
+	// listening sockets" when its only listeners are websockets ones.
+	urls.MQTT = listen("mqtt", false, false)
+	if opts.Cert != "" {
 		// Mosquitto started as root drops to the mosquitto user, which
 		// cannot read a test's private files: keep root for the test.
-		listeners += "\nuser root\nlistener " + strconv.Itoa(tlsPort) + " 127.0.0.1\ncafile " + ca +
-			"\ncertfile " + cert + "\nkeyfile " + key + "\nrequire_certificate " + strconv.FormatBool(requireCert)
-		urls = append(urls, "mqtts://127.0.0.1:"+strconv.Itoa(tlsPort))
+		listeners = append([]string{"user root"}, listeners...)
+		urls.MQTTS = listen("mqtts", false, true)
 	}
-	text := strings.ReplaceAll(string(conf), "{{LISTENER}}", listeners)
+	if opts.WebSocket {
+		urls.WS = listen("ws", true, false)
+		if opts.Cert != "" {
+			urls.WSS = listen("wss", true, true)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "mosquitto.conf")
+	text := strings.ReplaceAll(string(conf), "{{LISTENER}}", strings.Join(listeners, "\n"))
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -85,9 +126,8 @@ func StartTLS(t testing.TB, ca, cert, key string, requireCert bool) []string {
 		<-exited
 	})
 	fail := func() error { <-exited; return exitErr }
-	waitListening(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited, fail, &logs)
-	for _, u := range urls[1:] {
-		waitListening(t, strings.TrimPrefix(u, "mqtts://"), exited, fail, &logs)
+	for _, a := range addrs {
+		waitListening(t, a, exited, fail, &logs)
 	}
 	return urls
 }
