@@ -99,6 +99,11 @@ type ClientSubscription struct {
 	// ShareKey identifies the share group for duplicate accounting: one
 	// index per distinct (share name, filter) of the plan, -1 when Share is "".
 	ShareKey int
+	// NoLocal, RetainAsPublished and RetainHandling are the MQTT 5
+	// subscription options, as in Subscription.
+	NoLocal           bool
+	RetainAsPublished bool
+	RetainHandling    byte
 }
 
 // ClientPublish is one client's publishing.
@@ -238,7 +243,8 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 			}
 			for _, s := range g.Subscribe {
 				f := s.Topic.Expand(vars)
-				cs := ClientSubscription{Filter: f, QoS: s.QoS, ShareKey: -1}
+				cs := ClientSubscription{Filter: f, QoS: s.QoS, ShareKey: -1,
+					NoLocal: s.NoLocal, RetainAsPublished: s.RetainAsPublished, RetainHandling: s.RetainHandling}
 				if share, filter, err := SplitShare(f); err == nil && share != "" {
 					cs.Share = share
 					key := share + "\x00" + filter
@@ -305,8 +311,12 @@ func steadyFromCounts(prog *Program) time.Duration {
 
 // computeExpectations fills ClientPublish.Expected with a topic trie of
 // every subscription, matched once per publishing client (not per message).
+// A client receives one copy of a message however many of its
+// subscriptions match, and none of its own through a no_local
+// subscription (unless another of its subscriptions matches without it).
 func computeExpectations(prog *Program) {
 	var ix subscriptionIndex
+	noLocal := make([]bool, len(prog.Clients)) // the client has a no_local subscription
 	for i := range prog.Clients {
 		c := &prog.Clients[i]
 		for _, s := range c.Subscriptions {
@@ -314,18 +324,22 @@ func computeExpectations(prog *Program) {
 			if err != nil {
 				continue // validated at load time; unreachable
 			}
-			ix.add(indexedSub{client: c.Index, group: c.Group, share: s.Share, filter: filter, key: s.ShareKey})
+			ix.add(indexedSub{client: c.Index, group: c.Group, share: s.Share, filter: filter, key: s.ShareKey, noLocal: s.NoLocal})
+			noLocal[c.Index] = noLocal[c.Index] || s.NoLocal
 		}
 	}
 	seenClient := map[int]bool{}
 	seenShare := map[int]bool{}
+	// byTopic caches the expectation of a topic for publishers without a
+	// no_local subscription: for them it depends on the topic alone.
 	byTopic := map[string][]int{}
 	for i := range prog.Clients {
 		pub := prog.Clients[i].Publish
 		if pub == nil {
 			continue
 		}
-		if by, ok := byTopic[pub.Topic]; ok {
+		self := prog.Clients[i].Index
+		if by, ok := byTopic[pub.Topic]; ok && !noLocal[self] {
 			pub.ExpectedByGroup = by
 			for _, n := range by {
 				pub.Expected += n
@@ -336,6 +350,9 @@ func computeExpectations(prog *Program) {
 		clear(seenShare)
 		by := make([]int, len(prog.Groups))
 		ix.match(pub.Topic, func(s indexedSub) {
+			if s.noLocal && s.client == self {
+				return
+			}
 			if s.share != "" {
 				if !seenShare[s.key] {
 					seenShare[s.key] = true
@@ -348,7 +365,9 @@ func computeExpectations(prog *Program) {
 				by[s.group]++
 			}
 		})
-		byTopic[pub.Topic] = by
+		if !noLocal[self] {
+			byTopic[pub.Topic] = by
+		}
 		pub.ExpectedByGroup = by
 		for _, n := range by {
 			pub.Expected += n

@@ -222,6 +222,40 @@ func TestCompileExpectations(t *testing.T) {
 			want:    []int{2, 2},
 			byGroup: []int{2},
 		},
+		{
+			name: "no_local: a client does not hear itself, others still do",
+			groups: []Group{
+				{Name: "chat", Count: 3, Subscribe: []Subscription{{Topic: MustTemplate("room/#"), NoLocal: true}},
+					Publish: &Publish{Topic: MustTemplate("room/x"), Size: 16, Every: time.Second}},
+				sub("audit", 1, "room/#"),
+			},
+			want:    []int{3, 3, 3},
+			byGroup: []int{2, 1},
+		},
+		{
+			// The cached topic expectation must not leak between a
+			// no_local publisher and an ordinary one on the same topic.
+			name: "no_local next to an ordinary publisher on the same topic",
+			groups: []Group{
+				{Name: "quiet", Count: 1, Subscribe: []Subscription{{Topic: MustTemplate("t"), NoLocal: true}},
+					Publish: &Publish{Topic: MustTemplate("t"), Size: 16, Every: time.Second}},
+				pub("loud", 2, "t"),
+				{Name: "quiet2", Count: 1, Subscribe: []Subscription{{Topic: MustTemplate("t"), NoLocal: true}},
+					Publish: &Publish{Topic: MustTemplate("t"), Size: 16, Every: time.Second}},
+			},
+			// Subscribing groups connect first: quiet, quiet2, then loud.
+			want:    []int{1, 1, 2, 2},
+			byGroup: []int{0, 0, 1},
+		},
+		{
+			name: "no_local on one filter, another filter of the same client still matches",
+			groups: []Group{
+				{Name: "both", Count: 2, Subscribe: []Subscription{{Topic: MustTemplate("room/#"), NoLocal: true}, {Topic: MustTemplate("room/+")}},
+					Publish: &Publish{Topic: MustTemplate("room/x"), Size: 16, Every: time.Second}},
+			},
+			want:    []int{2, 2},
+			byGroup: []int{2},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ var (
 	groupKeys     = []string{"name", "count", "start", "client_id", "username", "password", "keepalive", "clean_start", "session_expiry", "connect_rate", "connect_every", "reconnect", "will", "protocol", "subscribe", "publish"}
 	reconnectKeys = []string{"after", "max"}
 	willKeys      = []string{"topic", "payload", "qos", "retain"}
-	subKeys       = []string{"topic", "qos"}
+	subKeys       = []string{"topic", "qos", "no_local", "retain_as_published", "retain_handling"}
 	publishKeys   = []string{"topic", "qos", "size", "every", "rate", "retain", "count"}
 )
 
@@ -52,14 +52,15 @@ const (
 
 // Values that plan text is expected to hold, for "must be X, got Y".
 const (
-	wantString   = "a string"
-	wantInt      = "a whole number"
-	wantBool     = "true or false"
-	wantDuration = "a duration like 10s"
-	wantRate     = "a rate like 500/s, 60/min or 2/ms"
-	wantSize     = "a size like 1KB, 512B or 1024"
-	wantQoS      = "0, 1 or 2"
-	wantProtocol = "3 (MQTT 3.1), 4 (MQTT 3.1.1) or 5 (MQTT 5.0)"
+	wantString         = "a string"
+	wantInt            = "a whole number"
+	wantBool           = "true or false"
+	wantDuration       = "a duration like 10s"
+	wantRate           = "a rate like 500/s, 60/min or 2/ms"
+	wantSize           = "a size like 1KB, 512B or 1024"
+	wantQoS            = "0, 1 or 2"
+	wantProtocol       = "3 (MQTT 3.1), 4 (MQTT 3.1.1) or 5 (MQTT 5.0)"
+	wantRetainHandling = "0 (send retained messages at every subscribe), 1 (only for a new subscription) or 2 (never)"
 )
 
 // loadGroupNameRE is what a group name may hold: it appears in paths,
@@ -247,6 +248,35 @@ func (s *keySection) qos(key string, dst *byte) {
 		return
 	}
 	*dst = byte(n)
+}
+
+// retainHandling reads an MQTT 5 Retain Handling option.
+func (s *keySection) retainHandling(key string, dst *byte) {
+	e, ok := s.get(key)
+	if !ok {
+		return
+	}
+	v, ok := s.l.value(e, wantRetainHandling)
+	if !ok {
+		return
+	}
+	n, err := parsePlanInt(v)
+	if err != nil || n < 0 || n > 2 {
+		s.l.errorf(e.val, e.path, "must be %s, got %s", wantRetainHandling, gotValue(v))
+		return
+	}
+	*dst = byte(n)
+}
+
+// protocolName names an MQTT protocol level for messages.
+func protocolName(level int) string {
+	switch level {
+	case 3:
+		return "MQTT 3.1 (protocol: 3)"
+	case 4:
+		return "MQTT 3.1.1 (protocol: 4)"
+	}
+	return fmt.Sprintf("MQTT 5.0 (protocol: %d)", level)
 }
 
 // protocol reads an MQTT protocol level.
@@ -785,7 +815,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 	s.protocol("protocol", &g.Protocol)
 	if e, ok := s.get("subscribe"); ok {
 		var subRefs []templateUse
-		g.Subscribe, subRefs = l.subscriptions(e)
+		g.Subscribe, subRefs = l.subscriptions(e, g.Protocol)
 		refs = append(refs, subRefs...)
 	}
 	pubOK := true
@@ -801,9 +831,10 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 	return g, ne, pubOK
 }
 
-// subscriptions decodes subscribe: one filter, one {topic, qos} mapping,
-// or a list of either.
-func (l *loader) subscriptions(e keyEntry) ([]Subscription, []templateUse) {
+// subscriptions decodes subscribe: one filter, one {topic, qos, options}
+// mapping, or a list of either. protocol is the group's MQTT version:
+// the subscription options exist in MQTT 5 only.
+func (l *loader) subscriptions(e keyEntry, protocol int) ([]Subscription, []templateUse) {
 	if isNullNode(e.val) {
 		return nil, nil
 	}
@@ -830,6 +861,17 @@ func (l *loader) subscriptions(e keyEntry) ([]Subscription, []templateUse) {
 			}
 			r, ok = s.template("topic", "cui")
 			s.qos("qos", &sub.QoS)
+			s.boolean("no_local", &sub.NoLocal)
+			s.boolean("retain_as_published", &sub.RetainAsPublished)
+			s.retainHandling("retain_handling", &sub.RetainHandling)
+			for _, k := range []string{"no_local", "retain_as_published", "retain_handling"} {
+				if oe, set := s.get(k); set && protocol < 5 {
+					l.errorf(oe.key, oe.path, "is an MQTT 5 subscription option, but the group speaks %s: set protocol: 5 or drop it", protocolName(protocol))
+				}
+			}
+			if oe, set := s.get("no_local"); set && sub.NoLocal && ok && strings.HasPrefix(r.t.Literal(), "$share/") {
+				l.errorf(oe.val, oe.path, "is not allowed on a shared subscription (MQTT 5 makes it a protocol error): drop it or the $share/ prefix")
+			}
 		default:
 			l.errorf(it.val, it.path, "must be a topic filter, a {topic, qos} mapping or a list of them, got %s", describeNode(it.val))
 		}

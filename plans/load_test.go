@@ -274,6 +274,17 @@ func TestLoadValid(t *testing.T) {
 			},
 		},
 		{
+			name: "MQTT 5 subscription options",
+			file: "subscription_options.yaml",
+			check: func(t *testing.T, p *Plan) {
+				f := "subscription_options.yaml"
+				expect(t, "chat", p.Groups[0].Subscribe, []Subscription{
+					{Topic: tmpl("room/#"), QoS: 1, NoLocal: true, RetainAsPublished: true, RetainHandling: 2, Pos: at(f, 6, 9)},
+					{Topic: tmpl("status/+"), RetainHandling: 1, Pos: at(f, 11, 9)},
+				})
+			},
+		},
+		{
 			name: "rates, sizes and durations in every form",
 			file: "rates_sizes.yaml",
 			check: func(t *testing.T, p *Plan) {
@@ -478,6 +489,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad_merge", file: "bad_merge.yaml"},
 		{name: "bad_thresholds", file: "bad_thresholds.yaml"},
 		{name: "thresholds_not_list", file: "thresholds_not_list.yaml"},
+		{name: "bad_subscription_options", file: "bad_subscription_options.yaml"},
 		{
 			name: "bad_set_paths",
 			file: filepath.Join(validDir, "minimal.yaml"),

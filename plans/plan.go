@@ -204,7 +204,23 @@ type Will struct {
 type Subscription struct {
 	Topic Template `json:"topic"`
 	QoS   byte     `json:"qos"`
-	Pos   Pos      `json:"-"`
+	// NoLocal (MQTT 5) asks the broker not to send the client its own
+	// messages. A publishing group that subscribes to its own topics
+	// then expects no copy of its own messages: the expectations leave
+	// them out, so a broker that ignores the option shows as extra
+	// deliveries rather than passing silently. Not allowed on $share.
+	NoLocal bool `json:"no_local,omitempty"`
+	// RetainAsPublished (MQTT 5) keeps the publisher's retain flag on
+	// live deliveries. Without it a delivery with the retain flag set is
+	// a stored retained message replayed at subscribe time, which the run
+	// counts as foreign; with it, a replayed message of this run's counts
+	// as a duplicate.
+	RetainAsPublished bool `json:"retain_as_published,omitempty"`
+	// RetainHandling (MQTT 5) says when the broker sends retained
+	// messages at subscribe time: 0 always, 1 only for a subscription
+	// that did not exist yet (not on a resumed session), 2 never.
+	RetainHandling byte `json:"retain_handling,omitempty"`
+	Pos            Pos  `json:"-"`
 }
 
 // Publish is a group's publishing: what, how big and how fast.

@@ -136,6 +136,9 @@ type indexedSub struct {
 	share  string // "" for an ordinary subscription
 	filter string // without the $share prefix
 	key    int    // ClientSubscription.ShareKey, -1 when share is ""
+	// noLocal: the broker does not send the client its own messages
+	// through this subscription.
+	noLocal bool
 }
 
 func (ix *subscriptionIndex) add(s indexedSub) {

@@ -146,6 +146,7 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 		hooks = append(hooks, b.faults)
 	}
 	hooks = append(hooks, opts.Hooks...)
+	hooks = append(hooks, newRetainLockHook()) // last: see its comment
 	for _, h := range hooks {
 		if h == nil {
 			continue

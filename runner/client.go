@@ -49,6 +49,10 @@ type client struct {
 	lastPub    uint32
 	lastStream *stream
 	recv       recvRecord
+	// retainAsPublished: one of the client's subscriptions keeps the
+	// publisher's retain flag, so the flag does not tell a replayed
+	// retained message from a live delivery.
+	retainAsPublished bool
 }
 
 // shareState is the delivery state of one $share group: the same

@@ -51,7 +51,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() {
 		seq++
 		encodePayload(buf, r.pattern, uint32(pub.Index), seq, r.now())
-		r.receive(sub, buf)
+		r.receive(sub, buf, false)
 	}); n != 0 {
 		t.Errorf("receive path: %v allocations per message", n)
 	}
@@ -96,7 +96,7 @@ func BenchmarkReceivePath(b *testing.B) {
 			}
 			b.StartTimer()
 		}
-		r.receive(sub, payloads[seq%1024])
+		r.receive(sub, payloads[seq%1024], false)
 		seq++
 	}
 }

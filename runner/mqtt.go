@@ -85,9 +85,9 @@ type connectOptions struct {
 // connHandlers are the callbacks of a connection. They run on its reader
 // goroutine, one at a time, and must not block.
 type connHandlers struct {
-	// publish receives the payload of each delivery; the slice is only
-	// valid during the call.
-	publish func(payload []byte)
+	// publish receives the payload of each delivery and its retain flag;
+	// the slice is only valid during the call.
+	publish func(payload []byte, retained bool)
 	// acked reports the end of a QoS 1/2 publish.
 	acked func(m inflightMsg, latency time.Duration, failed bool)
 	// closed reports why the connection ended, once; nil error when
@@ -488,7 +488,7 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 			return errors.New("malformed PUBLISH")
 		}
 		if c.h.publish != nil {
-			c.h.publish(body[i:])
+			c.h.publish(body[i:], b0&1 != 0)
 		}
 		switch qos {
 		case 1:

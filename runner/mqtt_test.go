@@ -78,7 +78,7 @@ func TestReaderHandlesPahoPackets(t *testing.T) {
 	var got [][]byte
 	var acks []bool
 	c, broker := pipeConn(t, connHandlers{
-		publish: func(p []byte) { got = append(got, bytes.Clone(p)) },
+		publish: func(p []byte, _ bool) { got = append(got, bytes.Clone(p)) },
 		acked:   func(_ inflightMsg, _ time.Duration, failed bool) { acks = append(acks, failed) },
 	})
 	// Two QoS 1/2 publishes of ours in flight, so that the acks below match.
@@ -205,7 +205,7 @@ func FuzzReader(f *testing.F) {
 		a, b := net.Pipe()
 		defer a.Close()
 		c := &mqttConn{nc: a, br: bufio.NewReaderSize(bytes.NewReader(data), readBufferSize), now: func() int64 { return 0 },
-			h: connHandlers{publish: func([]byte) {}}, done: make(chan struct{}), serverMaxQoS: 2, version: 5}
+			h: connHandlers{publish: func([]byte, bool) {}}, done: make(chan struct{}), serverMaxQoS: 2, version: 5}
 		c.initWindow(4)
 		go func() { // the peer: swallow whatever the reader writes
 			buf := make([]byte, 1024)

@@ -163,6 +163,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 		if len(pc.Subscriptions) > 0 {
 			c.streams = map[uint32]*stream{}
 			c.share = r.shareFor(pc)
+			for _, s := range pc.Subscriptions {
+				c.retainAsPublished = c.retainAsPublished || s.RetainAsPublished
+			}
 		}
 		r.clients[i] = c
 	}
@@ -411,7 +414,7 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 		},
 	}
 	if len(pc.Subscriptions) > 0 {
-		h.publish = func(payload []byte) { r.receive(c, payload) }
+		h.publish = func(payload []byte, retained bool) { r.receive(c, payload, retained) }
 	}
 	c.target, c.opts, c.handlers = t, opts, h
 	r.dial(ctx, c)
@@ -527,7 +530,8 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 	pc := c.plan
 	subs := make([]packets.SubOptions, len(pc.Subscriptions))
 	for i, sub := range pc.Subscriptions {
-		subs[i] = packets.SubOptions{Topic: sub.Filter, QoS: sub.QoS}
+		subs[i] = packets.SubOptions{Topic: sub.Filter, QoS: sub.QoS,
+			NoLocal: sub.NoLocal, RetainAsPublished: sub.RetainAsPublished, RetainHandling: sub.RetainHandling}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -734,13 +738,26 @@ func (r *run) awaitReconnect(ctx context.Context, c *client) bool {
 
 // receive measures one delivery. It runs on the receiving connection's
 // reader goroutine, one message at a time, and does not allocate.
-func (r *run) receive(c *client, payload []byte) {
+//
+// A delivery with the retain flag set is a stored retained message that
+// the broker replays at subscribe time (live deliveries carry retain 0
+// unless the subscription asked for retain_as_published): it is not one
+// of the run's deliveries, even when an earlier run (or this one, before
+// a resubscribe) published it, and counts as foreign. So does a message
+// stamped before this run began: an earlier run's retained or queued
+// message, which would otherwise pass for this run's and turn the live
+// one into a duplicate.
+func (r *run) receive(c *client, payload []byte, retained bool) {
 	now := r.now()
 	pc := c.plan
 	h, ok := decodeHeader(payload)
 	clients := r.prog.Clients
 	d := &c.recv
-	if !ok || h.seq == 0 || int(h.pub) >= len(clients) || clients[h.pub].Publish == nil || r.listenOnly {
+	if retained && !c.retainAsPublished {
+		r.rec.recordForeign(pc.Index, int(r.phase.Load()), pc.Group)
+		return
+	}
+	if !ok || h.seq == 0 || int(h.pub) >= len(clients) || clients[h.pub].Publish == nil || r.listenOnly || h.intended < r.epochWall {
 		if ok && h.seq != 0 && r.listenOnly && paddingOK(payload, r.pattern, h, len(payload)) {
 			// Another process's message (mqplan pub): there is nothing to
 			// expect, so only deliveries, duplicates, order and latency

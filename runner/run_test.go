@@ -434,12 +434,18 @@ func TestReconnect(t *testing.T) {
 		persistent bool   // subscribers keep their session (clean_start false)
 		wantLoss   bool
 		maxLoss    int64 // when wantLoss is false
+		// retain: publishers publish retained messages, so a subscriber
+		// that subscribes again is sent its topic's retained message.
+		retain bool
 	}{
 		// A QoS 1 message written just before the broker drops the
 		// connection may never be delivered: at most one a publisher.
 		{name: "publishers come back and catch up", kick: "-pub-", maxLoss: 3},
 		{name: "subscribers with a kept session lose nothing", kick: "-sub-", persistent: true},
 		{name: "subscribers with a clean session lose the outage, exactly", kick: "-sub-", wantLoss: true},
+		// The replayed retained message is one the subscriber may have
+		// had already: it is foreign, not a duplicate or out of order.
+		{name: "resubscribing to retained topics: the replay is foreign", kick: "-sub-", wantLoss: true, retain: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -450,6 +456,9 @@ func TestReconnect(t *testing.T) {
 				if tt.persistent {
 					p.Groups[i].CleanStart = false
 					p.Groups[i].SessionExpiry = time.Minute
+				}
+				if pub := p.Groups[i].Publish; pub != nil {
+					pub.Retain = tt.retain
 				}
 			}
 			prog := compile(t, p)
@@ -471,6 +480,15 @@ func TestReconnect(t *testing.T) {
 			}
 			if m.Lost != m.Expected-(m.Received-m.Duplicates) {
 				t.Errorf("lost %d is not expected %d - first deliveries %d", m.Lost, m.Expected, m.Received-m.Duplicates)
+			}
+			wantForeign := int64(0)
+			if tt.retain {
+				wantForeign = 3 // one retained topic per subscriber
+			}
+			// (mochi resends a kept session's backlog interleaved with
+			// new deliveries: out of order there is the broker's doing.)
+			if m.Foreign != wantForeign || tt.retain && (m.Duplicates != 0 || m.OutOfOrder != 0) {
+				t.Errorf("foreign %d (want %d) duplicates %d out of order %d", m.Foreign, wantForeign, m.Duplicates, m.OutOfOrder)
 			}
 			if tt.wantLoss && m.Lost == 0 || !tt.wantLoss && m.Lost > tt.maxLoss {
 				t.Errorf("lost %d (want loss: %v, at most %d without)", m.Lost, tt.wantLoss, tt.maxLoss)

@@ -1,0 +1,188 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/packets"
+	"github.com/mqplan/mqplan/internal/mosquittotest"
+	"github.com/mqplan/mqplan/plans"
+)
+
+// optionBrokers is the embedded broker, and Mosquitto where installed
+// (always in CI), for tests that check what a real broker does with an
+// option rather than what mqplan sends.
+func optionBrokers(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := StartBroker(BrokerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(5 * time.Second) })
+	brokers := map[string]string{"embedded": b.URL()}
+	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
+		brokers["mosquitto"] = mosquittotest.Start(t)
+	} else {
+		t.Log("mosquitto is not installed (apt-get install mosquitto): embedded broker only")
+	}
+	return brokers
+}
+
+func runAt(t *testing.T, p *plans.Plan, url string) Metrics {
+	t.Helper()
+	prog := compile(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := Run(ctx, prog, Options{BrokerURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Incomplete != "" {
+		t.Fatalf("incomplete: %s (errors %v)", st.Incomplete, st.ErrorSamples)
+	}
+	return all(st)
+}
+
+func planned(p *plans.Plan) int64 {
+	prog, err := plans.Compile(p, plans.CompileOptions{RunID: "t"})
+	if err != nil {
+		panic(err)
+	}
+	var n int64
+	for _, ph := range prog.Phases {
+		n += ph.Deliveries
+	}
+	return n
+}
+
+// TestNoLocal: a chat room where every member publishes and subscribes to
+// the room. With no_local the broker leaves each member's own messages
+// out and the expectations do too, so a broker that ignored the option
+// would show extra deliveries; without it every member hears itself.
+func TestNoLocal(t *testing.T) {
+	for name, url := range optionBrokers(t) {
+		for _, noLocal := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/no_local=%v", name, noLocal), func(t *testing.T) {
+				p := e2ePlan(1, 1, 300*time.Millisecond)
+				p.Groups = []plans.Group{
+					{Name: "chat", Count: 3, Start: 1, Keepalive: time.Minute, CleanStart: true, ConnectRate: 1000,
+						ClientID:  plans.MustTemplate("chat-" + name + "-%i"),
+						Subscribe: []plans.Subscription{{Topic: plans.MustTemplate("room/#"), QoS: 1, NoLocal: noLocal}},
+						Publish:   &plans.Publish{Topic: plans.MustTemplate("room/%i"), QoS: 1, Size: 100, Every: 50 * time.Millisecond}},
+					{Name: "audit", Count: 1, Start: 1, Keepalive: time.Minute, CleanStart: true, ConnectRate: 1000,
+						Subscribe: []plans.Subscription{{Topic: plans.MustTemplate("room/#"), QoS: 1}}},
+				}
+				want := planned(p)
+				m := runAt(t, p, url)
+				perMessage := int64(3) // two other members and the auditor
+				if !noLocal {
+					perMessage = 4
+				}
+				if m.Expected != m.Sent*perMessage || m.Received != m.Expected || m.Lost != 0 || m.Duplicates != 0 || m.Foreign != 0 || want != m.Expected {
+					t.Fatalf("sent %d expected %d (planned %d, %d a message) received %d lost %d dup %d foreign %d",
+						m.Sent, m.Expected, want, perMessage, m.Received, m.Lost, m.Duplicates, m.Foreign)
+				}
+			})
+		}
+	}
+}
+
+// TestRetainedMessages publishes retained state messages in one run, then
+// runs again on the same broker. The second run's subscribers get the
+// first run's retained messages replayed at subscribe time, as MQTT 5's
+// retain_handling asks: they count as foreign, never as received,
+// duplicates or out of order, on every protocol; live deliveries of
+// retained publishes (retain flag cleared, or kept with
+// retain_as_published) count as the run's own.
+func TestRetainedMessages(t *testing.T) {
+	statePlan := func(name string, proto int, opts plans.Subscription) *plans.Plan {
+		p := e2ePlan(1, 1, 300*time.Millisecond)
+		opts.Topic, opts.QoS = plans.MustTemplate("state-"+name+"/+"), 1
+		p.Groups = []plans.Group{
+			{Name: "watch", Count: 2, Start: 1, Keepalive: time.Minute, CleanStart: true, ConnectRate: 1000, Protocol: proto,
+				ClientID: plans.MustTemplate("w-%i"), Subscribe: []plans.Subscription{opts}},
+			{Name: "dev", Count: 3, Start: 1, Keepalive: time.Minute, CleanStart: true, ConnectRate: 1000, Protocol: proto,
+				ClientID: plans.MustTemplate("d-%i"),
+				Publish:  &plans.Publish{Topic: plans.MustTemplate("state-" + name + "/%i"), QoS: 1, Size: 64, Every: 50 * time.Millisecond, Retain: true}},
+		}
+		return p
+	}
+	tests := []struct {
+		name  string
+		proto int
+		opts  plans.Subscription
+		// replayed is whether the second run's subscribers get the first
+		// run's three retained messages.
+		replayed bool
+	}{
+		{"v5 retain_handling 0 (send at subscribe)", 5, plans.Subscription{}, true},
+		{"v5 retain_handling 1 (new subscription)", 5, plans.Subscription{RetainHandling: 1}, true},
+		{"v5 retain_handling 2 (never)", 5, plans.Subscription{RetainHandling: 2}, false},
+		{"v5 retain_as_published", 5, plans.Subscription{RetainAsPublished: true}, true},
+		{"v5 retain_as_published, retain_handling 2", 5, plans.Subscription{RetainAsPublished: true, RetainHandling: 2}, false},
+		{"v3.1.1", 4, plans.Subscription{}, true},
+		{"v3.1", 3, plans.Subscription{}, true},
+	}
+	for bname, url := range optionBrokers(t) {
+		for i, tt := range tests {
+			t.Run(bname+"/"+tt.name, func(t *testing.T) {
+				topic := fmt.Sprintf("%s%d", bname, i)
+				first := runAt(t, statePlan(topic, tt.proto, tt.opts), url)
+				if first.Foreign != 0 || first.Received != first.Expected || first.Received == 0 {
+					t.Fatalf("first run: foreign %d received %d of %d", first.Foreign, first.Received, first.Expected)
+				}
+				m := runAt(t, statePlan(topic, tt.proto, tt.opts), url)
+				wantForeign := int64(0)
+				if tt.replayed {
+					wantForeign = 2 * 3 // two watchers, three retained topics
+				}
+				if m.Foreign != wantForeign || m.Received != m.Expected || m.Lost != 0 || m.Duplicates != 0 || m.OutOfOrder != 0 || m.Corrupted != 0 {
+					t.Fatalf("second run: foreign %d (want %d) received %d of %d lost %d dup %d ooo %d corrupted %d",
+						m.Foreign, wantForeign, m.Received, m.Expected, m.Lost, m.Duplicates, m.OutOfOrder, m.Corrupted)
+				}
+			})
+		}
+	}
+}
+
+// TestSubscribeEncodesOptions checks the MQTT 5 SUBSCRIBE on the wire
+// carries each filter's options, and that MQTT 3.1.1 sends none.
+func TestSubscribeEncodesOptions(t *testing.T) {
+	subs := []packets.SubOptions{
+		{Topic: "a/#", QoS: 1, NoLocal: true, RetainAsPublished: true, RetainHandling: 2},
+		{Topic: "b/+", QoS: 2, RetainHandling: 1},
+		{Topic: "c", QoS: 0},
+	}
+	for _, version := range []byte{5, 4} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			c, broker := pipeConn(t, connHandlers{})
+			c.version = version
+			go func() { _, _ = c.subscribe(context.Background(), subs) }()
+			if version < 5 {
+				// id, then per filter: length, topic, one QoS byte.
+				want := []byte{0x82, 0, 0, 1, 0, 3, 'a', '/', '#', 1, 0, 3, 'b', '/', '+', 2, 0, 1, 'c', 0}
+				want[1] = byte(len(want) - 2)
+				got := make([]byte, len(want))
+				if _, err := io.ReadFull(broker, got); err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(want) {
+					t.Fatalf("SUBSCRIBE %x, want %x", got, want)
+				}
+				return
+			}
+			cp, err := packets.ReadPacket(broker)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cp.Content.(*packets.Subscribe).Subscriptions
+			if fmt.Sprint(got) != fmt.Sprint(subs) {
+				t.Fatalf("subscriptions %+v, want %+v", got, subs)
+			}
+		})
+	}
+}
