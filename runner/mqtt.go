@@ -3,12 +3,14 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +67,13 @@ type inflightMsg struct {
 	phase int
 	qos   byte
 	used  bool
+	// seq and intended are the message's header fields, so that it can
+	// be sent again, byte for byte, when a kept session resumes.
+	seq      uint32
+	intended int64
+	// released: the PUBREC of this QoS 2 message came in, so a resumed
+	// session sends PUBREL for it, not the PUBLISH.
+	released bool
 }
 
 // connectOptions are what one CONNECT says.
@@ -333,11 +342,16 @@ func (c *mqttConn) initWindow(n int) {
 	c.window = make(chan struct{}, n)
 }
 
+// subscribeID is the packet id of SUBSCRIBE; publishes use the ids after
+// it, so that a client subscribing again after a reconnect never reuses
+// the id of one of its publishes still in flight.
+const subscribeID = 1
+
 func (c *mqttConn) allocWindow() {
 	n := cap(c.window)
-	c.inflight = make([]inflightMsg, n+1)
+	c.inflight = make([]inflightMsg, n+subscribeID+1)
 	c.freeIDs = make([]uint16, 0, n)
-	for id := n; id >= 1; id-- {
+	for id := n + subscribeID; id > subscribeID; id-- {
 		c.freeIDs = append(c.freeIDs, uint16(id))
 	}
 }
@@ -511,6 +525,11 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 			c.complete(id, true)
 			return nil
 		}
+		c.idMu.Lock()
+		if int(id) < len(c.inflight) && c.inflight[id].used {
+			c.inflight[id].released = true
+		}
+		c.idMu.Unlock()
 		c.queueAck(pktPubrel<<4|2, id)
 	case pktPubrel:
 		id, _, err := ackFields(body)
@@ -657,6 +676,31 @@ func (c *mqttConn) publish(ctx context.Context, topic string, qos byte, retain b
 		c.idMu.Unlock()
 		c.pending.Add(1)
 	}
+	err := c.writePublish(topic, qos, retain, false, id, payload)
+	if err != nil && qos > 0 {
+		// Not sent: nothing for a resumed session to send again.
+		c.release(id)
+	}
+	return err
+}
+
+// release frees a publish's slot and packet id without reporting an ack.
+func (c *mqttConn) release(id uint16) {
+	c.idMu.Lock()
+	if int(id) >= len(c.inflight) || !c.inflight[id].used {
+		c.idMu.Unlock()
+		return
+	}
+	c.inflight[id] = inflightMsg{}
+	c.freeIDs = append(c.freeIDs, id)
+	c.idMu.Unlock()
+	c.pending.Add(-1)
+	<-c.window
+}
+
+// writePublish writes one PUBLISH (dup marks a resend). It does not
+// allocate.
+func (c *mqttConn) writePublish(topic string, qos byte, retain, dup bool, id uint16, payload []byte) error {
 	c.wmu.Lock()
 	if c.werr != nil {
 		err := c.werr
@@ -666,6 +710,9 @@ func (c *mqttConn) publish(ctx context.Context, topic string, qos byte, retain b
 	b0 := byte(pktPublish<<4) | qos<<1
 	if retain {
 		b0 |= 1
+	}
+	if dup {
+		b0 |= 8
 	}
 	rl := 2 + len(topic) + len(payload)
 	if qos > 0 {
@@ -691,10 +738,83 @@ func (c *mqttConn) publish(ctx context.Context, topic string, qos byte, retain b
 	return err
 }
 
+// adopt takes over the QoS 1/2 publishes that old, a connection of the
+// same client that dropped, left unacknowledged, when the broker resumed
+// the session: MQTT has the client send them again under the same packet
+// ids. It returns their ids in the order they were first sent; the
+// caller then calls resend for each before publishing anything new.
+// Entries that do not fit the new window (the broker lowered its Receive
+// Maximum) are dropped, and counted in the second result.
+func (c *mqttConn) adopt(old *mqttConn) (ids []uint16, dropped int) {
+	type entry struct {
+		id uint16
+		m  inflightMsg
+	}
+	var moved []entry
+	old.idMu.Lock()
+	for id := range old.inflight {
+		if m := old.inflight[id]; m.used {
+			moved = append(moved, entry{uint16(id), m})
+			old.inflight[id] = inflightMsg{} // a late ack on old is ignored
+		}
+	}
+	old.idMu.Unlock()
+	slices.SortFunc(moved, func(a, b entry) int { return cmp.Compare(a.m.sent, b.m.sent) })
+	c.idMu.Lock()
+	defer c.idMu.Unlock()
+	if c.inflight == nil {
+		c.allocWindow()
+	}
+	for _, e := range moved {
+		if int(e.id) >= len(c.inflight) {
+			dropped++
+			continue
+		}
+		select {
+		case c.window <- struct{}{}:
+		default:
+			dropped++
+			continue
+		}
+		if j := slices.Index(c.freeIDs, e.id); j >= 0 {
+			c.freeIDs = slices.Delete(c.freeIDs, j, j+1)
+		}
+		c.inflight[e.id] = e.m
+		c.pending.Add(1)
+		ids = append(ids, e.id)
+	}
+	return ids, dropped
+}
+
+// resend sends an adopted publish again: its PUBLISH with the DUP flag,
+// or its PUBREL when the broker had already sent PUBREC (QoS 2). payload
+// is rebuilt by the caller from the entry's seq and intended time.
+func (c *mqttConn) resend(id uint16, topic string, retain bool, payload []byte) error {
+	c.idMu.Lock()
+	m := c.inflight[id]
+	c.idMu.Unlock()
+	if m.released {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		if c.werr != nil {
+			return c.werr
+		}
+		return c.writeLocked([]byte{pktPubrel<<4 | 2, 2, byte(id >> 8), byte(id)})
+	}
+	return c.writePublish(topic, m.qos, retain, true, id, payload)
+}
+
+// inflightAt returns the adopted entry under id.
+func (c *mqttConn) inflightAt(id uint16) inflightMsg {
+	c.idMu.Lock()
+	defer c.idMu.Unlock()
+	return c.inflight[id]
+}
+
 // subscribe sends one SUBSCRIBE with every filter and waits for the
 // SUBACK's reason codes (one per filter).
 func (c *mqttConn) subscribe(ctx context.Context, subs []packets.SubOptions) ([]byte, error) {
-	const id = 1 // subscriptions happen once, before any QoS 1/2 publish
+	const id = subscribeID
 	ch := make(chan *packets.Suback, 1)
 	c.subMu.Lock()
 	if c.subWait == nil {

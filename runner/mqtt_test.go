@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -179,17 +180,109 @@ func TestWindowBlocksAndReleases(t *testing.T) {
 	if err := c.publish(ctx, "x", 1, false, []byte("p"), inflightMsg{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("publish on a full window: %v", err)
 	}
-	c.complete(1, false)
+	c.complete(subscribeID+1, false) // the first publish's id
 	if err := c.publish(context.Background(), "x", 1, false, []byte("p"), inflightMsg{}); err != nil {
 		t.Fatalf("publish after an ack: %v", err)
 	}
 	if c.pending.Load() != 4 {
 		t.Errorf("pending = %d", c.pending.Load())
 	}
-	c.complete(1, false) // a repeated ack is ignored
+	c.complete(subscribeID+1, false) // a repeated ack is ignored
 	c.complete(999, false)
 	if c.pending.Load() != 3 {
 		t.Errorf("pending = %d after one more ack", c.pending.Load())
+	}
+}
+
+// TestAdoptAndResend: the QoS 1/2 publishes a dropped connection left
+// unacknowledged move to the new connection under the same packet ids, in
+// the order they were first sent, and go out again (PUBLISH with DUP, or
+// PUBREL after a PUBREC); their acks on the new connection complete them.
+func TestAdoptAndResend(t *testing.T) {
+	old, oldBroker := pipeConn(t, connHandlers{})
+	go func() {
+		for _, m := range []inflightMsg{{seq: 1, phase: 2}, {seq: 2, phase: 2}, {seq: 3, phase: 3}} {
+			qos := byte(1)
+			if m.seq == 2 {
+				qos = 2
+			}
+			_ = old.publish(context.Background(), "x", qos, false, []byte{byte(m.seq)}, m)
+		}
+	}()
+	var ids []uint16
+	for range 3 {
+		cp, err := packets.ReadPacket(oldBroker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cp.Content.(*packets.Publish).PacketID)
+	}
+	// The broker acknowledges the first, sends PUBREC for the second (a
+	// QoS 2 message) and nothing for the third; then the connection drops.
+	go old.readLoop()
+	go func() { // the PUBREL old writes for the PUBREC
+		_, _ = packets.ReadPacket(oldBroker)
+	}()
+	if _, err := oldBroker.Write([]byte{pktPuback << 4, 2, byte(ids[0] >> 8), byte(ids[0]), pktPubrec << 4, 2, byte(ids[1] >> 8), byte(ids[1])}); err != nil {
+		t.Fatal(err)
+	}
+	for old.pending.Load() != 2 || !old.inflightAt(ids[1]).released {
+		runtime.Gosched()
+	}
+	oldBroker.Close()
+	<-old.done
+
+	var acked []inflightMsg
+	ackedCh := make(chan struct{}, 2)
+	c, broker := pipeConn(t, connHandlers{acked: func(m inflightMsg, _ time.Duration, failed bool) {
+		acked = append(acked, m)
+		ackedCh <- struct{}{}
+	}})
+	got, dropped := c.adopt(old)
+	if dropped != 0 || len(got) != 2 || got[0] != ids[1] || got[1] != ids[2] || c.pending.Load() != 2 {
+		t.Fatalf("adopted %v (dropped %d, pending %d), want %v", got, dropped, c.pending.Load(), ids[1:])
+	}
+	go func() {
+		for _, id := range got {
+			m := c.inflightAt(id)
+			_ = c.resend(id, "x", false, []byte{byte(m.seq)})
+		}
+	}()
+	cp, err := packets.ReadPacket(broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel, ok := cp.Content.(*packets.Pubrel); !ok || rel.PacketID != ids[1] {
+		t.Fatalf("first resend %v, want PUBREL %d", cp, ids[1])
+	}
+	cp, err = packets.ReadPacket(broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, ok := cp.Content.(*packets.Publish)
+	if !ok || pub.PacketID != ids[2] || !pub.Duplicate || pub.QoS != 1 || string(pub.Payload) != "\x03" {
+		t.Fatalf("second resend %+v, want PUBLISH %d with DUP, QoS 1, payload 3", cp.Content, ids[2])
+	}
+	// A new publish must not take an adopted id.
+	go func() { _ = c.publish(context.Background(), "x", 1, false, []byte{4}, inflightMsg{seq: 4}) }()
+	cp, err = packets.ReadPacket(broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := cp.Content.(*packets.Publish).PacketID; id == ids[1] || id == ids[2] || id == subscribeID {
+		t.Fatalf("new publish took id %d, in use", id)
+	}
+	go c.readLoop()
+	if _, err := broker.Write([]byte{pktPubcomp << 4, 2, byte(ids[1] >> 8), byte(ids[1]), pktPuback << 4, 2, byte(ids[2] >> 8), byte(ids[2])}); err != nil {
+		t.Fatal(err)
+	}
+	<-ackedCh
+	<-ackedCh
+	if len(acked) != 2 || acked[0].seq != 2 || acked[1].seq != 3 || acked[1].phase != 3 || c.pending.Load() != 1 {
+		t.Fatalf("acked %+v, pending %d", acked, c.pending.Load())
+	}
+	if old.pending.Load() != 2 {
+		t.Errorf("old connection's pending changed to %d", old.pending.Load())
 	}
 }
 

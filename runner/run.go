@@ -432,6 +432,9 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 		return false
 	}
 	r.rec.recordEvent(pc.Index, int(r.phase.Load()), pc.Group, evConnectOK, r.at()-t0)
+	if old := c.live.Load(); old != nil {
+		r.resume(c, old, mc)
+	}
 	c.live.Store(mc)
 	c.lost.Store(false)
 	c.ready.Store(true)
@@ -443,6 +446,33 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 	default:
 	}
 	return true
+}
+
+// resume sends again, on a publisher's new connection, the QoS 1/2
+// messages its dropped connection left unacknowledged, when the broker
+// kept the session (MQTT 3.1 has no session-present flag: a client that
+// asked to keep its session assumes it was kept). It runs before the
+// publisher sees the connection, so the resends go out first. A message
+// the broker had in fact received may reach subscribers twice, which
+// counts as a duplicate: that is QoS 1 at work. Without a kept session
+// the messages are gone, and count as lost where they were not delivered.
+func (r *run) resume(c *client, old, mc *mqttConn) {
+	pub := c.plan.Publish
+	if pub == nil || pub.QoS == 0 || !(mc.sessionPresent || mc.version == 3 && !c.opts.cleanStart) {
+		return
+	}
+	ids, dropped := mc.adopt(old)
+	if dropped > 0 {
+		r.noteError(fmt.Errorf("%s: %d messages in flight did not fit the broker's new receive maximum and are not sent again", c.plan.ID, dropped))
+	}
+	buf := make([]byte, pub.Size)
+	for _, id := range ids {
+		m := mc.inflightAt(id)
+		encodePayload(buf, r.pattern, uint32(c.plan.Index), m.seq, m.intended)
+		if err := mc.resend(id, pub.Topic, pub.Retain, buf); err != nil {
+			return // the new connection dropped too: its loss is recorded
+		}
+	}
 }
 
 // lost records an unexpected connection loss, once per connection.
@@ -700,7 +730,8 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		rec.lag = time.Duration(r.now() - intended)
 		phase := r.prog.PhaseOf(off)
 		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+intended)
-		if err := c.live.Load().publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, inflightMsg{phase: phase}); err != nil {
+		m := inflightMsg{phase: phase, seq: uint32(k + 1), intended: r.epochWall + intended}
+		if err := c.live.Load().publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, m); err != nil {
 			if ctx.Err() != nil {
 				return // stopped while waiting for an in-flight slot: not sent
 			}

@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"errors"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
@@ -259,6 +263,35 @@ func (k *kicker) progress(p Progress) {
 	})
 }
 
+// swallowHook drops the at-th PUBLISH of each client whose id contains
+// match without processing or acknowledging it, and then the client: the
+// message is in flight, unacknowledged, when the client comes back.
+type swallowHook struct {
+	mqtt.HookBase
+	match string
+	at    int
+	mu    sync.Mutex
+	seen  map[string]int
+}
+
+func (h *swallowHook) ID() string           { return "test-swallow" }
+func (h *swallowHook) Provides(b byte) bool { return b == mqtt.OnPublish }
+
+func (h *swallowHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if !strings.Contains(cl.ID, h.match) {
+		return pk, nil
+	}
+	h.mu.Lock()
+	h.seen[cl.ID]++
+	n := h.seen[cl.ID]
+	h.mu.Unlock()
+	if n != h.at {
+		return pk, nil
+	}
+	cl.Stop(errKicked)
+	return pk, packets.ErrRejectPacket
+}
+
 func TestRunInterrupted(t *testing.T) {
 	prog := compile(t, e2ePlan(2, 1, time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -437,11 +470,29 @@ func TestReconnect(t *testing.T) {
 		// retain: publishers publish retained messages, so a subscriber
 		// that subscribes again is sent its topic's retained message.
 		retain bool
+		qos    byte // 1 unless set
+		// swallow: drop the clients while one of their messages is in
+		// flight (swallowHook) rather than between messages (kicker).
+		swallow bool
 	}{
 		// A QoS 1 message written just before the broker drops the
 		// connection may never be delivered: at most one a publisher.
 		{name: "publishers come back and catch up", kick: "-pub-", maxLoss: 3},
-		{name: "subscribers with a kept session lose nothing", kick: "-sub-", persistent: true},
+		// The broker swallows one message of each publisher and drops
+		// it: with a clean session the message is gone; with a kept
+		// session the publisher sends it again when it is back (MQTT's
+		// resend on session resume), with whatever else was in flight.
+		{name: "publishers with a clean session lose what was in flight", kick: "-pub-", swallow: true, wantLoss: true},
+		{name: "publishers with a kept session send in-flight messages again (QoS 1)", kick: "-pub-", swallow: true, persistent: true},
+		{name: "publishers with a kept session send in-flight messages again (QoS 2)", kick: "-pub-", swallow: true, persistent: true, qos: 2},
+		// "Nothing" but for mochi v2.7.9's takeover window: its
+		// inheritClientSession clones the old client's inflight messages
+		// before the new client replaces it in the client list, and
+		// clears the old one after, so a message routed to the session
+		// in between is lost (seen 2 runs in 25, one message each). The
+		// whole outage (about 15 messages a subscriber) would be lost
+		// without the session.
+		{name: "subscribers with a kept session lose nothing", kick: "-sub-", persistent: true, maxLoss: 3},
 		{name: "subscribers with a clean session lose the outage, exactly", kick: "-sub-", wantLoss: true},
 		// The replayed retained message is one the subscriber may have
 		// had already: it is foreign, not a duplicate or out of order.
@@ -449,7 +500,11 @@ func TestReconnect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := e2ePlan(3, 1, 2*time.Second)
+			qos := tt.qos
+			if qos == 0 {
+				qos = 1
+			}
+			p := e2ePlan(3, qos, 2*time.Second)
 			p.Drain = 2 * time.Second
 			for i := range p.Groups {
 				p.Groups[i].Reconnect = &plans.Reconnect{After: 300 * time.Millisecond, Max: 5}
@@ -462,9 +517,18 @@ func TestReconnect(t *testing.T) {
 				}
 			}
 			prog := compile(t, p)
-			kick := &kicker{match: tt.kick}
-			st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: kick.progress}, kick.started)
+			var st *Stats
+			if tt.swallow {
+				sw := &swallowHook{match: tt.kick, at: 30, seen: map[string]int{}}
+				st, _ = runWith(t, prog, BrokerOptions{Hooks: []mqtt.Hook{sw}}, Options{})
+			} else {
+				kick := &kicker{match: tt.kick}
+				st, _ = runWith(t, prog, BrokerOptions{}, Options{Progress: kick.progress}, kick.started)
+			}
 			m := all(st)
+			if tt.swallow && tt.wantLoss && m.Lost < 3 {
+				t.Errorf("lost %d: each of the 3 swallowed messages should be lost", m.Lost)
+			}
 			if m.Disconnects != 3 || m.Reconnects != 3 {
 				t.Fatalf("disconnects %d reconnects %d, want 3 and 3 (errors %v)", m.Disconnects, m.Reconnects, st.ErrorSamples)
 			}
