@@ -68,6 +68,28 @@ func runWith(t *testing.T, prog *plans.Program, bo BrokerOptions, o Options, sta
 	return st, b
 }
 
+// runAt runs prog against the broker at url, bounded by a minute, and
+// returns the stats and every phase merged.
+func runAt(t *testing.T, prog *plans.Program, url string) (*Stats, Metrics) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := Run(ctx, prog, Options{BrokerURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, all(st)
+}
+
+// planned is the number of messages prog's schedules send.
+func planned(prog *plans.Program) int64 {
+	n := int64(0)
+	for _, ph := range prog.Phases {
+		n += ph.Messages
+	}
+	return n
+}
+
 // all merges every phase.
 func all(st *Stats) Metrics {
 	var m Metrics
@@ -327,20 +349,11 @@ func TestRunAgainstMosquitto(t *testing.T) {
 	for _, qos := range []byte{0, 1, 2} {
 		t.Run("qos"+string('0'+qos), func(t *testing.T) {
 			prog := compile(t, e2ePlan(5, qos, time.Second))
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			st, err := Run(ctx, prog, Options{BrokerURL: url})
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, m := runAt(t, prog, url)
 			if st.Incomplete != "" {
 				t.Fatalf("incomplete: %s (%v)", st.Incomplete, st.ErrorSamples)
 			}
-			m := all(st)
-			want := int64(0)
-			for _, ph := range prog.Phases {
-				want += ph.Messages
-			}
+			want := planned(prog)
 			if m.Sent != want || m.Received != want || m.Lost != 0 || m.Duplicates != 0 || m.OutOfOrder != 0 || m.Corrupted != 0 {
 				t.Errorf("sent %d received %d lost %d dup %d ooo %d corrupt %d, want %d delivered exactly", m.Sent, m.Received, m.Lost, m.Duplicates, m.OutOfOrder, m.Corrupted, want)
 			}
@@ -379,17 +392,8 @@ func TestProtocols(t *testing.T) {
 						p.Groups[i].ClientID = plans.MustTemplate(p.Groups[i].Name + "-%i")
 					}
 					prog := compile(t, p)
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					st, err := Run(ctx, prog, Options{BrokerURL: url})
-					if err != nil {
-						t.Fatal(err)
-					}
-					m := all(st)
-					want := int64(0)
-					for _, ph := range prog.Phases {
-						want += ph.Messages
-					}
+					st, m := runAt(t, prog, url)
+					want := planned(prog)
 					if st.Incomplete != "" || m.Sent != want || m.Received != want || m.Lost != 0 || m.Duplicates != 0 || m.Corrupted != 0 {
 						t.Fatalf("incomplete %q sent %d received %d lost %d dup %d corrupt %d (want %d) errors %v",
 							st.Incomplete, m.Sent, m.Received, m.Lost, m.Duplicates, m.Corrupted, want, st.ErrorSamples)
@@ -535,12 +539,8 @@ func TestReconnect(t *testing.T) {
 			if st.Groups[0].ConnectedAtEnd != 3 || st.Groups[1].ConnectedAtEnd != 3 {
 				t.Errorf("connected at end: %+v", st.Groups)
 			}
-			planned := int64(0)
-			for _, ph := range prog.Phases {
-				planned += ph.Messages
-			}
-			if m.Sent != planned {
-				t.Errorf("sent %d of %d planned: a publisher did not resume its schedule", m.Sent, planned)
+			if want := planned(prog); m.Sent != want {
+				t.Errorf("sent %d of %d planned: a publisher did not resume its schedule", m.Sent, want)
 			}
 			if m.Lost != m.Expected-(m.Received-m.Duplicates) {
 				t.Errorf("lost %d is not expected %d - first deliveries %d", m.Lost, m.Expected, m.Received-m.Duplicates)

@@ -180,17 +180,8 @@ func TestMosquittoTransports(t *testing.T) {
 						}
 					}
 					prog := compile(t, p)
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					st, err := Run(ctx, prog, Options{BrokerURL: tr.url})
-					if err != nil {
-						t.Fatal(err)
-					}
-					m := all(st)
-					want := int64(0)
-					for _, ph := range prog.Phases {
-						want += ph.Messages
-					}
+					st, m := runAt(t, prog, tr.url)
+					want := planned(prog)
 					if st.Incomplete != "" || m.Sent != want || m.Received != want || m.Lost != 0 || m.Duplicates != 0 || m.ConnectFailed != 0 {
 						t.Fatalf("incomplete %q sent %d received %d lost %d dup %d connect.failed %d (want %d) errors %v",
 							st.Incomplete, m.Sent, m.Received, m.Lost, m.Duplicates, m.ConnectFailed, want, st.ErrorSamples)
