@@ -3,7 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
-	"net"
+
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,21 +13,10 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/internal/certtest"
+	"github.com/mqplan/mqplan/internal/loopback"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
-
-// freeAddr returns a loopback address that was free a moment ago (mochi's
-// WebSocket listener binds only when it serves, so its port must be known).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func TestTransports(t *testing.T) {
 	certs := certtest.Generate(t)
@@ -88,9 +77,9 @@ func TestTransports(t *testing.T) {
 			case mutualTLS:
 				bo.TLS = certs.ServerConfig(true)
 			case webSocket:
-				bo.WebSocket = freeAddr(t)
+				bo.WebSocket = loopback.FreeAddr(t)
 			case webSocketTLS:
-				bo.WebSocket, bo.TLS = freeAddr(t), certs.ServerConfig(false)
+				bo.WebSocket, bo.TLS = loopback.FreeAddr(t), certs.ServerConfig(false)
 			case withUsers:
 				bo.Users = map[string]string{"alice": "s3cret"}
 			}

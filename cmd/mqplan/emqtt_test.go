@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"flag"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/internal/certtest"
+	"github.com/mqplan/mqplan/internal/loopback"
 	"github.com/mqplan/mqplan/runner"
 )
 
@@ -327,34 +329,17 @@ func TestEmqttProgress(t *testing.T) {
 // listens on (n of them).
 func startEmqttBroker(t *testing.T, n int, args ...string) []*url.URL {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"broker", "--listen", "127.0.0.1:0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var urls []*url.URL
-	for len(urls) < n && sc.Scan() {
-		if _, after, ok := strings.Cut(sc.Text(), "listening on "); ok {
-			raw, _, _ := strings.Cut(after, " ")
-			u, err := url.Parse(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			urls = append(urls, u)
+	_, stderr := startBinary(t, nil, append([]string{"broker", "--listen", "127.0.0.1:0"}, args...)...)
+	raw, rest := listening(t, stderr, n)
+	go func() { _, _ = io.Copy(io.Discard, rest) }()
+	urls := make([]*url.URL, len(raw))
+	for i, r := range raw {
+		u, err := url.Parse(r)
+		if err != nil {
+			t.Fatal(err)
 		}
+		urls[i] = u
 	}
-	if len(urls) < n {
-		t.Fatalf("the broker announced %d listeners, want %d", len(urls), n)
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	return urls
 }
 
@@ -377,18 +362,9 @@ func TestEmqttSubPub(t *testing.T) {
 	u := startEmqttBroker(t, 1)[0]
 	host, port := u.Hostname(), u.Port()
 
-	sub := exec.Command(binary, "sub", "-h", host, "-p", port, "-t", "t", "-c", "5", "--duration", "5s",
-		"--threshold", "groups.sub.received > 0")
 	var subOut bytes.Buffer
-	sub.Stdout = &subOut
-	subStderr, err := sub.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sub.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Process.Kill() })
+	sub, subStderr := startBinary(t, &subOut, "sub", "-h", host, "-p", port, "-t", "t", "-c", "5", "--duration", "5s",
+		"--threshold", "groups.sub.received > 0")
 	// The reads below end when the process does; make sure it does.
 	killer := time.AfterFunc(20*time.Second, func() { _ = sub.Process.Kill() })
 	defer killer.Stop()
@@ -490,7 +466,7 @@ func TestEmqttExitCodes(t *testing.T) {
 	if err := os.WriteFile(auth, []byte("alice:s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	urls := startEmqttBroker(t, 2, "--ws", freeLoopbackAddr(t), "--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey, "--auth", auth)
+	urls := startEmqttBroker(t, 2, "--ws", loopback.FreeAddr(t), "--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey, "--auth", auth)
 	tlsURL, wssURL := urls[0], urls[1]
 	plain := startEmqttBroker(t, 1)[0]
 

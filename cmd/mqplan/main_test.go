@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/internal/certtest"
+	"github.com/mqplan/mqplan/internal/loopback"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
@@ -48,6 +48,45 @@ func TestMain(m *testing.M) {
 type result struct {
 	code           int
 	stdout, stderr string
+}
+
+// startBinary starts mqplan with args in the repository root, its
+// standard output to stdout (when not nil), and returns its standard
+// error as a pipe. The process is killed when the test ends.
+func startBinary(t *testing.T, stdout io.Writer, args ...string) (*exec.Cmd, io.ReadCloser) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = "../.."
+	cmd.Stdout = stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, stderr
+}
+
+// listening reads `mqplan broker`'s standard error until it has announced
+// n listeners ("listening on URL ...") and returns their URLs, and the
+// reader for the rest of its output.
+func listening(t *testing.T, stderr io.Reader, n int) ([]string, *bufio.Reader) {
+	t.Helper()
+	r := bufio.NewReader(stderr)
+	var urls []string
+	for len(urls) < n {
+		line, err := r.ReadString('\n')
+		if _, after, ok := strings.Cut(line, "listening on "); ok {
+			u, _, _ := strings.Cut(strings.TrimSpace(after), " ")
+			urls = append(urls, u)
+		}
+		if err != nil {
+			t.Fatalf("the broker announced %d listeners (%v), want %d: %v", len(urls), urls, n, err)
+		}
+	}
+	return urls, r
 }
 
 func runBinary(t *testing.T, args ...string) result {
@@ -232,18 +271,8 @@ func TestJSONOutput(t *testing.T) {
 // startLong starts the long plan and waits until it publishes.
 func startLong(t *testing.T) (*exec.Cmd, *bytes.Buffer, <-chan string) {
 	t.Helper()
-	cmd := exec.Command(binary, "run", "testdata/cli/long.yaml")
-	cmd.Dir = "../.."
 	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	cmd, stderr := startBinary(t, &stdout, "run", "testdata/cli/long.yaml")
 	lines := make(chan string, 100)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -374,23 +403,9 @@ func TestShippedPlans(t *testing.T) {
 // TestBrokerCommand runs `mqplan broker` and a plan against it, as a user
 // would self-test in two terminals, then stops the broker with Ctrl-C.
 func TestBrokerCommand(t *testing.T) {
-	cmd := exec.Command(binary, "broker", "--listen", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	sc := bufio.NewScanner(stderr)
-	url := ""
-	for sc.Scan() {
-		if _, after, ok := strings.Cut(sc.Text(), "listening on "); ok {
-			url, _, _ = strings.Cut(after, " ")
-			break
-		}
-	}
+	cmd, stderr := startBinary(t, nil, "broker", "--listen", "127.0.0.1:0")
+	urls, rest := listening(t, stderr, 1)
+	url := urls[0]
 	if !strings.HasPrefix(url, "mqtt://127.0.0.1:") {
 		t.Fatalf("no listening line (got url %q)", url)
 	}
@@ -401,12 +416,12 @@ func TestBrokerCommand(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	rest, _ := io.ReadAll(stderr)
+	tail, _ := io.ReadAll(rest)
 	if code := wait(t, cmd, 10*time.Second); code != 0 {
-		t.Fatalf("broker exit %d: %s", code, rest)
+		t.Fatalf("broker exit %d: %s", code, tail)
 	}
-	if !strings.Contains(string(rest), "mqplan broker: received") {
-		t.Errorf("no closing counters: %s", rest)
+	if !strings.Contains(string(tail), "mqplan broker: received") {
+		t.Errorf("no closing counters: %s", tail)
 	}
 }
 
@@ -445,26 +460,10 @@ func TestBrokerTLSWebSocketAuth(t *testing.T) {
 	if err := os.WriteFile(auth, []byte("# test users\nalice:s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wsAddr := freeLoopbackAddr(t)
-	cmd := exec.Command(binary, "broker", "--listen", "127.0.0.1:0", "--ws", wsAddr,
+	_, stderr := startBinary(t, nil, "broker", "--listen", "127.0.0.1:0", "--ws", loopback.FreeAddr(t),
 		"--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey, "--auth", auth)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var urls []string
-	for len(urls) < 2 && sc.Scan() {
-		if _, after, ok := strings.Cut(sc.Text(), "listening on "); ok {
-			u, _, _ := strings.Cut(after, " ")
-			urls = append(urls, u)
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	urls, rest := listening(t, stderr, 2)
+	go func() { _, _ = io.Copy(io.Discard, rest) }()
 	if len(urls) != 2 || !strings.HasPrefix(urls[0], "mqtts://") || !strings.HasPrefix(urls[1], "wss://") {
 		t.Fatalf("listening on %v", urls)
 	}
@@ -491,14 +490,4 @@ func TestBrokerTLSWebSocketAuth(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stdout, "bad user name or password") || strings.Contains(r.stdout, "wrong") {
 		t.Fatalf("wrong password: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-}
-
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

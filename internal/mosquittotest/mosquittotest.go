@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mqplan/mqplan/internal/loopback"
 )
 
 // Binary returns the mosquitto executable, or "" when it is not installed.
@@ -69,7 +71,7 @@ func StartWith(t testing.TB, opts Options) URLs {
 	var listeners []string
 	var addrs []string
 	listen := func(scheme string, websockets, tls bool) string {
-		port := strconv.Itoa(freePort(t))
+		port := strconv.Itoa(loopback.FreePort(t))
 		l := "listener " + port + " 127.0.0.1"
 		if websockets {
 			// socket_domain ipv4: otherwise libwebsockets ignores the
@@ -151,17 +153,6 @@ func waitListening(t testing.TB, addr string, exited <-chan struct{}, fail func(
 			t.Fatalf("mosquitto did not listen on %s within 10s\n%s", addr, logs.String())
 		}
 	}
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // repoRoot is the module root, found from this file's location.
