@@ -20,7 +20,8 @@ type CompileOptions struct {
 // executes it, and tests check it exactly.
 type Program struct {
 	Plan *Plan
-	// Thresholds are the compiled pass conditions.
+	// Thresholds are the compiled pass conditions: the plan's, in plan
+	// order, then the built-in integrity checks it leaves to mqplan.
 	Thresholds []*Threshold
 	// Groups parallels Plan.Groups.
 	Groups []GroupProgram
@@ -177,6 +178,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	ths = append(ths, BuiltinThresholds(p, ths)...)
 	runID := opts.RunID
 	if runID == "" {
 		runID = "run"

@@ -105,10 +105,14 @@ var metricFamilies = func() []string {
 func buildMetrics() []Metric {
 	ms := []Metric{
 		{"sent", Count, "PUBLISH packets sent"},
+		{"unsent", Count, "messages the schedule called for that were never sent (connection down, generator or broker stalled, publishing stopped first)"},
 		{"acked", Count, "PUBACK/PUBCOMP received for sent packets (QoS 1 and 2)"},
-		{"expected", Count, "deliveries that the subscriptions imply"},
+		{"expected", Count, "deliveries that the subscriptions imply for every message the schedule called for"},
 		{"received", Count, "deliveries received by subscribers"},
 		{"lost", Count, "deliveries expected but never received (after drain)"},
+		{"lost_unsent", Count, "lost because the message was never sent"},
+		{"lost_unacked", Count, "lost with the message sent but never acknowledged (still in flight when drain ended, or its connection dropped)"},
+		{"lost_broker", Count, "lost with the message acknowledged by the broker (at QoS 0: written to it) and never delivered"},
 		{"loss_rate", Fraction, "lost / expected"},
 		{"duplicates", Count, "deliveries of a (publisher, sequence) already received by the same subscriber or share group"},
 		{"dup_rate", Fraction, "duplicates / received"},
@@ -147,6 +151,7 @@ func buildMetrics() []Metric {
 		Metric{"errors", Count, "errors"},
 		Metric{"disconnects", Count, "unexpected disconnections"},
 		Metric{"reconnects", Count, "reconnections"},
+		Metric{"clients.lost", Count, "clients whose connection dropped and did not come back before the run ended"},
 		Metric{"lag.p99", Duration, "how far sends fell behind their schedule, 99th percentile"},
 		Metric{"lag.max", Duration, "how far sends fell behind their schedule, maximum"},
 		Metric{"late_rate", Fraction, "share of sends more than 1 ms behind their schedule"},

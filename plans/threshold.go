@@ -39,6 +39,9 @@ type Threshold struct {
 	// Reads lists every metric the expression reads, in order of first use,
 	// deduplicated.
 	Reads []MetricRef
+	// Builtin marks one of mqplan's own integrity checks (see
+	// BuiltinThresholds), which no plan line wrote.
+	Builtin bool
 
 	program *vm.Program
 }

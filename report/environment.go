@@ -93,6 +93,7 @@ func addConnection(dst, src *runner.Metrics) {
 		Errors:          src.Errors,
 		Disconnects:     src.Disconnects,
 		Reconnects:      src.Reconnects,
+		ClientsLost:     src.ClientsLost,
 		ConnectAttempts: src.ConnectAttempts,
 		ConnectOK:       src.ConnectOK,
 		ConnectFailed:   src.ConnectFailed,
@@ -157,12 +158,25 @@ func conform(kind plans.MetricKind, v any) (any, bool) {
 func (v view) value(name string) (any, bool) {
 	m, c := v.msg, v.conn
 	expected, received, lost := m.Expected, m.Received, m.Lost
+	lostUnsent, lostUnacked := m.LostUnsent, m.LostUnacked
 	if !v.subscriberView {
 		expected, received, lost = m.ExpectedOwn, m.ReceivedOwn, m.LostOwn
+		lostUnsent, lostUnacked = m.LostUnsentOwn, m.LostUnackedOwn
 	}
+	// What was neither unsent nor unacknowledged, the broker had and did
+	// not deliver.
+	lostBroker := max(0, lost-lostUnsent-lostUnacked)
 	switch name {
 	case "sent":
 		return m.Sent, true
+	case "unsent":
+		return m.Unsent, true
+	case "lost_unsent":
+		return lostUnsent, true
+	case "lost_unacked":
+		return lostUnacked, true
+	case "lost_broker":
+		return lostBroker, true
 	case "acked":
 		return m.Acked, true
 	case "expected":
@@ -203,6 +217,8 @@ func (v view) value(name string) (any, bool) {
 		return c.Disconnects, true
 	case "reconnects":
 		return c.Reconnects, true
+	case "clients.lost":
+		return c.ClientsLost, true
 	case "connect.attempts":
 		return c.ConnectAttempts, true
 	case "connect.ok":

@@ -178,3 +178,38 @@ func compile(t testing.TB, p *plans.Plan) []*plans.Threshold {
 	}
 	return ths
 }
+
+// withBuiltins compiles p's thresholds and the built-in checks they leave,
+// as plans.Compile does.
+func withBuiltins(t testing.TB, p *plans.Plan) []*plans.Threshold {
+	t.Helper()
+	ths := compile(t, p)
+	return append(ths, plans.BuiltinThresholds(p, ths)...)
+}
+
+// faultStats is the fixture run hit by faults: pub-3 was lost for good
+// 50 messages before the end (50 unsent), 2 of its QoS 1 messages were
+// never acknowledged and did not arrive, and the broker lost 8 more. So
+// 8050 deliveries were expected, 7990 arrived (7993 with 3 duplicates)
+// and 60 were lost: 50 unsent + 2 unacked + 8 by the broker.
+func faultStats(t testing.TB) *runner.Stats {
+	st := fullStats(t)
+	st.Groups[1] = runner.GroupInfo{Name: "pub", Clients: 4, Connected: 3, ConnectedAtEnd: 2, Lost: 1}
+	st.ErrorSamples = []string{
+		"connect pub-4 to mqtt://127.0.0.1:41883: connection refused",
+		"pub-3 lost its connection: broker sent DISCONNECT: session taken over",
+		"publish pub-3: connection closed (and 1 more like it)",
+	}
+	st.InFlightAtEnd = 2
+	ph := st.Phase(plans.PhaseSteady)
+	sub, pub := &ph.Groups[0], &ph.Groups[1]
+	sub.Expected, sub.Lost, sub.LostUnsent, sub.LostUnacked = 8050, 60, 50, 2
+	pub.Unsent, pub.ExpectedOwn, pub.ReceivedOwn, pub.LostOwn = 50, 8050, 7990, 60
+	pub.LostUnsentOwn, pub.LostUnackedOwn = 50, 2
+	pub.Errors, pub.Reconnects, pub.ClientsLost = 3, 0, 1
+	ph.Total = runner.Metrics{}
+	for g := range ph.Groups {
+		ph.Total.Merge(&ph.Groups[g])
+	}
+	return st
+}

@@ -45,15 +45,21 @@ type jsonDoc struct {
 	Timeline     []jsonSecond    `json:"timeline"`
 	Broker       *jsonBroker     `json:"broker"`
 	ErrorSamples []string        `json:"error_samples"`
+	// Unsent, InFlightAtEnd and DrainQuiet: see Result.
+	Unsent        int64         `json:"unsent"`
+	InFlightAtEnd int64         `json:"in_flight_at_end"`
+	DrainQuiet    time.Duration `json:"drain_quiet"`
 }
 
 type jsonThreshold struct {
-	Expr   string      `json:"expr"`
-	Line   int         `json:"line,omitempty"`
-	Column int         `json:"column,omitempty"`
-	Pass   bool        `json:"pass"`
-	Values []jsonValue `json:"values"`
-	Reason string      `json:"reason,omitempty"`
+	Expr string `json:"expr"`
+	// Builtin marks mqplan's own integrity checks (no line, no column).
+	Builtin bool        `json:"builtin"`
+	Line    int         `json:"line,omitempty"`
+	Column  int         `json:"column,omitempty"`
+	Pass    bool        `json:"pass"`
+	Values  []jsonValue `json:"values"`
+	Reason  string      `json:"reason,omitempty"`
 }
 
 type jsonValue struct {
@@ -76,6 +82,7 @@ type jsonGroup struct {
 	Clients        int    `json:"clients"`
 	Connected      int    `json:"connected"`
 	ConnectedAtEnd int    `json:"connected_at_end"`
+	Lost           int    `json:"lost"`
 	Late           int64  `json:"late"`
 }
 
@@ -103,6 +110,7 @@ type jsonSecond struct {
 	At          time.Duration `json:"at"`
 	Phase       string        `json:"phase"`
 	Connected   int           `json:"connected"`
+	Lost        int           `json:"lost"`
 	Sent        int64         `json:"sent"`
 	Received    int64         `json:"received"`
 	Errors      int64         `json:"errors"`
@@ -124,23 +132,26 @@ type jsonBroker struct {
 
 func (r *Result) doc() jsonDoc {
 	d := jsonDoc{
-		Version:      JSONVersion,
-		Verdict:      r.Verdict(),
-		Summary:      r.Summary(),
-		Passed:       r.Passed(),
-		Complete:     r.Complete(),
-		Interrupted:  r.Interrupted,
-		Incomplete:   r.Incomplete,
-		Plan:         redactPlan(r.Plan),
-		BrokerURL:    redactURL(r.BrokerURL),
-		Started:      r.Started,
-		Elapsed:      r.Elapsed,
-		Warnings:     r.Warnings,
-		ErrorSamples: r.ErrorSamples,
-		Metrics:      jsonMetrics{Top: r.Measured.Top, Groups: r.Measured.Groups, Phases: r.Measured.Phases},
+		Version:       JSONVersion,
+		Verdict:       r.Verdict(),
+		Summary:       r.Summary(),
+		Passed:        r.Passed(),
+		Complete:      r.Complete(),
+		Interrupted:   r.Interrupted,
+		Incomplete:    r.Incomplete,
+		Plan:          redactPlan(r.Plan),
+		BrokerURL:     redactURL(r.BrokerURL),
+		Started:       r.Started,
+		Elapsed:       r.Elapsed,
+		Warnings:      r.Warnings,
+		ErrorSamples:  r.ErrorSamples,
+		Unsent:        r.Unsent,
+		InFlightAtEnd: r.InFlightAtEnd,
+		DrainQuiet:    r.DrainQuiet,
+		Metrics:       jsonMetrics{Top: r.Measured.Top, Groups: r.Measured.Groups, Phases: r.Measured.Phases},
 	}
 	for _, t := range r.Thresholds {
-		jt := jsonThreshold{Expr: t.Expr, Line: t.Pos.Line, Column: t.Pos.Col, Pass: t.Pass, Reason: t.Reason}
+		jt := jsonThreshold{Expr: t.Expr, Builtin: t.Builtin, Line: t.Pos.Line, Column: t.Pos.Col, Pass: t.Pass, Reason: t.Reason}
 		for _, v := range t.Values {
 			jv := jsonValue{Metric: v.Ref.String(), Missing: v.Missing}
 			if !v.Missing {
@@ -155,7 +166,7 @@ func (r *Result) doc() jsonDoc {
 	}
 	for _, g := range r.Groups {
 		d.Groups = append(d.Groups, jsonGroup{Name: g.Name, Publishes: g.Publishes, Subscribes: g.Subscribes,
-			Clients: g.Clients, Connected: g.Connected, ConnectedAtEnd: g.ConnectedAtEnd, Late: g.Late})
+			Clients: g.Clients, Connected: g.Connected, ConnectedAtEnd: g.ConnectedAtEnd, Lost: g.Lost, Late: g.Late})
 	}
 	for _, l := range r.Latency {
 		jl := jsonLatency{Name: l.Name, Samples: l.Samples}
@@ -165,7 +176,7 @@ func (r *Result) doc() jsonDoc {
 		d.Latency = append(d.Latency, jl)
 	}
 	for _, s := range r.Timeline {
-		js := jsonSecond{At: s.At, Phase: s.Phase, Connected: s.Connected, Sent: s.Sent, Received: s.Received,
+		js := jsonSecond{At: s.At, Phase: s.Phase, Connected: s.Connected, Lost: s.Lost, Sent: s.Sent, Received: s.Received,
 			Errors: s.Errors, Disconnects: s.Disconnects, LagMax: s.LagMax}
 		if s.Received > 0 {
 			js.P50, js.P99, js.Max = &s.P50, &s.P99, &s.Max

@@ -72,8 +72,18 @@ type Result struct {
 	Interrupted bool
 	// Incomplete, when non-empty, says why the run could not complete.
 	Incomplete string
-	// ErrorSamples are the first distinct error messages seen.
+	// ErrorSamples are the errors seen, one line per kind with how many
+	// more of that kind followed.
 	ErrorSamples []string
+	// Unsent counts, over the whole run, the messages the schedule called
+	// for that were never sent.
+	Unsent int64
+	// InFlightAtEnd counts the QoS 1/2 publishes still awaiting their
+	// acknowledgement when drain ended.
+	InFlightAtEnd int64
+	// DrainQuiet is how long drain listened past the last expected
+	// delivery (0 when they did not all arrive).
+	DrainQuiet time.Duration
 	// Warnings are the conditions that make figures misleading if read
 	// alone (a generator behind schedule, broker drops, values out of the
 	// histograms' range). Every output shows them: they are never silent.
@@ -93,9 +103,9 @@ func (p Phase) Duration() time.Duration { return p.End - p.Start }
 type Group struct {
 	Name string
 	// Clients is the planned count; Connected the clients that completed
-	// CONNECT at least once; ConnectedAtEnd those still connected when
-	// publishing stopped.
-	Clients, Connected, ConnectedAtEnd int
+	// CONNECT at least once; ConnectedAtEnd those still connected when the
+	// run ended; Lost those whose connection dropped and did not come back.
+	Clients, Connected, ConnectedAtEnd, Lost int
 	// Publishes and Subscribes say what the group does, which decides
 	// whether its expected/received/lost are deliveries to it or of its
 	// messages.
@@ -120,6 +130,9 @@ type ThresholdOutcome struct {
 	Expr string
 	// Pos is where it is written, so a failing line can be found.
 	Pos plans.Pos
+	// Builtin marks one of mqplan's own integrity checks, which no plan
+	// line wrote (Pos is then zero).
+	Builtin bool
 	// Pass, Values and Reason are the evaluation's result: the values are
 	// the metrics the expression read, Reason why it failed (empty on PASS).
 	Pass   bool
@@ -138,16 +151,21 @@ func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *runner.Stats) *Result {
 	}
 	env := Environment(p, st)
 	r := &Result{
-		Plan:         p,
-		BrokerURL:    st.BrokerURL,
-		Started:      st.Started,
-		Elapsed:      st.Elapsed,
-		Measured:     env,
-		Timeline:     st.Timeline,
-		Broker:       st.Broker,
-		Interrupted:  st.Interrupted,
-		Incomplete:   st.Incomplete,
-		ErrorSamples: st.ErrorSamples,
+		Plan:          p,
+		BrokerURL:     st.BrokerURL,
+		Started:       st.Started,
+		Elapsed:       st.Elapsed,
+		Measured:      env,
+		Timeline:      st.Timeline,
+		Broker:        st.Broker,
+		Interrupted:   st.Interrupted,
+		Incomplete:    st.Incomplete,
+		ErrorSamples:  st.ErrorSamples,
+		InFlightAtEnd: st.InFlightAtEnd,
+		DrainQuiet:    st.DrainQuiet,
+	}
+	for i := range st.Phases {
+		r.Unsent += st.Phases[i].Total.Unsent
 	}
 	for _, ph := range st.Phases {
 		r.Phases = append(r.Phases, Phase{Name: ph.Name, Start: ph.Start, End: ph.End})
@@ -162,7 +180,7 @@ func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *runner.Stats) *Result {
 			grp := Group{Name: g.Name, Clients: g.Count, Publishes: g.Publish != nil, Subscribes: len(g.Subscribe) > 0}
 			if gi < len(st.Groups) {
 				info := st.Groups[gi]
-				grp.Clients, grp.Connected, grp.ConnectedAtEnd = info.Clients, info.Connected, info.ConnectedAtEnd
+				grp.Clients, grp.Connected, grp.ConnectedAtEnd, grp.Lost = info.Clients, info.Connected, info.ConnectedAtEnd, info.Lost
 			}
 			if steady != nil && gi < len(steady.Groups) {
 				grp.Late = steady.Groups[gi].Late
@@ -175,7 +193,7 @@ func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *runner.Stats) *Result {
 	for _, th := range ths {
 		res := th.Eval(env)
 		r.Thresholds = append(r.Thresholds, ThresholdOutcome{
-			Expr: th.Source.Expr, Pos: th.Source.Pos,
+			Expr: th.Source.Expr, Pos: th.Source.Pos, Builtin: th.Builtin,
 			Pass: res.Pass, Values: res.Values, Reason: res.Reason,
 		})
 	}
@@ -214,6 +232,20 @@ func latencyRows(st *runner.Stats) []LatencyRow {
 // warnings lists what makes the figures misleading if read alone.
 func warnings(r *Result, st *runner.Stats) []string {
 	var ws []string
+	for _, g := range r.Groups {
+		if st.Elapsed > 0 && g.Connected < g.Clients {
+			ws = append(ws, fmt.Sprintf("group %s: %d of its %d clients never connected", g.Name, g.Clients-g.Connected, g.Clients))
+		}
+		if g.Lost > 0 {
+			ws = append(ws, fmt.Sprintf("group %s: %d %s lost %s connection and did not come back", g.Name, g.Lost, plural(g.Lost, "client"), pluralWord(g.Lost, "its", "their")))
+		}
+	}
+	if r.Unsent > 0 {
+		ws = append(ws, fmt.Sprintf("%d messages the schedule called for were never sent (connections down, the broker or the generator stalled, or publishing ended first): their deliveries count as lost (lost_unsent)", r.Unsent))
+	}
+	if r.InFlightAtEnd > 0 {
+		ws = append(ws, fmt.Sprintf("drain ended with %d publishes still awaiting their acknowledgement: drain was too short for what was in flight, or the broker stalled; deliveries of theirs that did not arrive count as lost_unacked", r.InFlightAtEnd))
+	}
 	if lr, ok := r.Measured.Top["late_rate"].(float64); ok && lr > lateWarnRate {
 		ws = append(ws, fmt.Sprintf("generator fell behind its schedule: %d sends (%s) more than %s late",
 			r.Late, fmtPercent(lr), fmtDuration(runner.LateThreshold)))
@@ -267,16 +299,27 @@ func (r *Result) Verdict() string {
 }
 
 // Summary is the one-line verdict that ends the table, for example
-// "PASS: 3 of 3 thresholds held", "FAIL: 1 of 3 thresholds failed" or
-// "INCOMPLETE: interrupted (2 of 3 thresholds held on what was measured)".
+// "PASS: 3 of 3 thresholds held (and 4 built-in checks)", "FAIL: 1 of 3
+// thresholds failed", "FAIL: built-in check failed: unsent == 0 (unsent=50)"
+// or "INCOMPLETE: interrupted (2 of 3 thresholds held on what was
+// measured)". The plan's thresholds are counted as before; the built-in
+// checks are named only when one fails, since then they are the news.
 func (r *Result) Summary() string {
-	failed := 0
+	failed, n, builtins := 0, 0, 0
+	var builtinFailed []string
 	for _, t := range r.Thresholds {
+		if t.Builtin {
+			builtins++
+			if !t.Pass {
+				builtinFailed = append(builtinFailed, t.Expr+" ("+measuredValues(t.Values)+")")
+			}
+			continue
+		}
+		n++
 		if !t.Pass {
 			failed++
 		}
 	}
-	n := len(r.Thresholds)
 	switch r.Verdict() {
 	case VerdictIncomplete:
 		var why []string
@@ -292,20 +335,36 @@ func (r *Result) Summary() string {
 		}
 		return s
 	case VerdictFail:
-		return fmt.Sprintf("%s: %d of %d %s failed", VerdictFail, failed, n, plural(n, "threshold"))
-	default:
-		if n == 0 {
-			return VerdictPass + ": run completed (no thresholds)"
+		var parts []string
+		if failed > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d %s failed", failed, n, plural(n, "threshold")))
 		}
-		return fmt.Sprintf("%s: %d of %d %s held", VerdictPass, n, n, plural(n, "threshold"))
+		if len(builtinFailed) > 0 {
+			parts = append(parts, pluralWord(len(builtinFailed), "built-in check", "built-in checks")+" failed: "+strings.Join(builtinFailed, ", "))
+		}
+		return VerdictFail + ": " + strings.Join(parts, "; ")
+	default:
+		extra := ""
+		if builtins > 0 {
+			extra = fmt.Sprintf(" (and %d built-in %s)", builtins, pluralWord(builtins, "check", "checks"))
+		}
+		if n == 0 {
+			return VerdictPass + ": run completed (no thresholds)" + extra
+		}
+		return fmt.Sprintf("%s: %d of %d %s held%s", VerdictPass, n, n, plural(n, "threshold"), extra)
 	}
 }
 
 func plural(n int, word string) string {
+	return pluralWord(n, word, word+"s")
+}
+
+// pluralWord is one when n is 1, else many.
+func pluralWord(n int, one, many string) string {
 	if n == 1 {
-		return word
+		return one
 	}
-	return word + "s"
+	return many
 }
 
 // name is the plan's name, tolerating a missing plan.

@@ -169,19 +169,20 @@ func (g Group) role() string {
 }
 
 func writeGroups(b *bytes.Buffer, r *Result) error {
-	section(b, "Groups (steady phase"+r.steadyLength()+"; per client = total / clients)")
+	section(b, "Groups (messages: steady phase"+r.steadyLength()+"; clients and disconnects: whole run; per client = total / clients)")
 	t := newTableAligned(b, []tw.Align{tw.AlignLeft, tw.AlignLeft},
-		"group", "role", "clients", "connected", "sent", "received",
+		"group", "role", "clients", "connected", "lost", "disconnects", "sent", "unsent", "received",
 		"send/s total", "send/s per client", "recv/s total", "recv/s per client")
 	var rows [][]string
-	clients, connected := 0, 0
+	clients, connected, lost := 0, 0, 0
 	for _, g := range r.Groups {
 		m := r.Measured.Groups[g.Name]
 		clients += g.Clients
 		connected += g.Connected
+		lost += g.Lost
 		rows = append(rows, []string{
-			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected),
-			count(m, "sent"), count(m, "received"),
+			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected), itoa(g.Lost), count(m, "disconnects"),
+			count(m, "sent"), count(m, "unsent"), count(m, "received"),
 			rate(m, "send_rate", 1), rate(m, "send_rate", g.Clients),
 			rate(m, "recv_rate", 1), rate(m, "recv_rate", g.Clients),
 		})
@@ -190,8 +191,8 @@ func writeGroups(b *bytes.Buffer, r *Result) error {
 	// into one meaningless average, so they are left out.
 	top := r.Measured.Top
 	rows = append(rows, []string{
-		"total", "", itoa(clients), itoa(connected),
-		count(top, "sent"), count(top, "received"),
+		"total", "", itoa(clients), itoa(connected), itoa(lost), count(top, "disconnects"),
+		count(top, "sent"), count(top, "unsent"), count(top, "received"),
 		rate(top, "send_rate", 1), absent, rate(top, "recv_rate", 1), absent,
 	})
 	return render(t, rows)
@@ -217,11 +218,12 @@ func writeLatency(b *bytes.Buffer, r *Result) error {
 
 func writeDelivery(b *bytes.Buffer, r *Result) error {
 	section(b, "Delivery (steady-phase messages, deliveries during drain included)")
-	t := newTable(b, "group", "expected", "received", "lost", "dup", "out-of-order", "corrupted", "loss rate", "dup rate")
+	t := newTable(b, "group", "expected", "received", "lost", "unsent", "unacked", "by broker", "dup", "out-of-order", "corrupted", "loss rate", "dup rate")
 	var rows [][]string
 	row := func(name string, m plans.MetricSet) []string {
 		return []string{name,
 			count(m, "expected"), count(m, "received"), count(m, "lost"),
+			count(m, "lost_unsent"), count(m, "lost_unacked"), count(m, "lost_broker"),
 			count(m, "duplicates"), count(m, "out_of_order"), count(m, "corrupted"),
 			percent(m, "loss_rate"), percent(m, "dup_rate"),
 		}
@@ -235,6 +237,7 @@ func writeDelivery(b *bytes.Buffer, r *Result) error {
 	}
 	// Users ask why a publishing group "receives": say it once, here.
 	b.WriteString("a subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages\n")
+	b.WriteString("lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered)\n")
 	return nil
 }
 
@@ -271,7 +274,7 @@ func writeErrors(b *bytes.Buffer, r *Result) error {
 	if len(r.ErrorSamples) == 0 {
 		return nil
 	}
-	section(b, fmt.Sprintf("Errors (first %d distinct; %s in all)", len(r.ErrorSamples), count(r.Measured.Top, "errors")))
+	section(b, fmt.Sprintf("Errors (%s in all, by kind, over the whole run)", count(r.Measured.Top, "errors")))
 	for _, e := range r.ErrorSamples {
 		fmt.Fprintf(b, "  %s\n", e)
 	}
@@ -297,7 +300,11 @@ func writeThresholds(b *bytes.Buffer, r *Result) error {
 				res += ": " + th.Reason
 			}
 		}
-		rows = append(rows, []string{th.Expr, measuredValues(th.Values), res})
+		expr := th.Expr
+		if th.Builtin {
+			expr += " (built in)"
+		}
+		rows = append(rows, []string{expr, measuredValues(th.Values), res})
 	}
 	return render(t, rows)
 }

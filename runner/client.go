@@ -38,6 +38,20 @@ type client struct {
 	// resulting connection close is not counted as a disconnect.
 	closing atomic.Bool
 	lost    atomic.Bool
+	// lostPhase is the phase of the client's last connection loss.
+	lostPhase atomic.Int32
+	// next is the index in the schedule of the first message the
+	// publisher did not get to (sent or failed), written by its publish
+	// goroutine and read when publishing is over: the messages from there
+	// up to when publishing stopped were due and never sent.
+	next int
+	// abandoned holds the QoS 1/2 messages that a dropped connection left
+	// unacknowledged and that no resumed session sent again, so that the
+	// deliveries they cost count as lost before acknowledgement, not as
+	// the broker's loss. It grows per connection loss, never per message.
+	abandoned []inflightMsg
+	// publishing is set while the client's publish goroutine runs.
+	publishing atomic.Bool
 	// wake is signalled by the pacer when a message of this publisher
 	// falls due (capacity 1: signals never block the pacer).
 	wake chan struct{}

@@ -140,11 +140,14 @@ type mqttConn struct {
 
 	rbuf []byte
 	// acks are acknowledgements waiting to be written (reader goroutine only).
-	acks      []byte
-	done      chan struct{}
-	closeOnce sync.Once
-	closing   atomic.Bool
-	closeErr  error
+	acks []byte
+	done chan struct{}
+	// readerDone is closed when the reader goroutine has returned: from
+	// then on nothing touches the receive-side state the reader owns.
+	readerDone chan struct{}
+	closeOnce  sync.Once
+	closing    atomic.Bool
+	closeErr   error
 }
 
 // dialMQTT connects and completes CONNECT/CONNACK within opts.timeout.
@@ -158,7 +161,7 @@ func dialMQTT(ctx context.Context, t target, opts connectOptions, now func() int
 	if opts.version == 0 {
 		opts.version = 5
 	}
-	c := &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), version: opts.version, now: now, h: h, keepalive: opts.keepalive, done: make(chan struct{}), serverMaxQoS: 2}
+	c := &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), version: opts.version, now: now, h: h, keepalive: opts.keepalive, done: make(chan struct{}), readerDone: make(chan struct{}), serverMaxQoS: 2}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}
@@ -429,6 +432,7 @@ func appendVBI(b []byte, n int) []byte {
 // load one write carries many PUBACKs, and when packets arrive one at a
 // time each ack still leaves at once, so nothing is delayed.
 func (c *mqttConn) readLoop() {
+	defer close(c.readerDone)
 	for {
 		if c.br.Buffered() == 0 && len(c.acks) > 0 {
 			if err := c.flushAcks(); err != nil {
@@ -804,6 +808,22 @@ func (c *mqttConn) resend(id uint16, topic string, retain bool, payload []byte) 
 	return c.writePublish(topic, m.qos, retain, true, id, payload)
 }
 
+// takeUnacked removes and returns the QoS 1/2 publishes still awaiting
+// their PUBACK or PUBREC (a QoS 2 message whose PUBREC came in is the
+// broker's responsibility and is left out). A late ack on the connection
+// is then ignored.
+func (c *mqttConn) takeUnacked(into []inflightMsg) []inflightMsg {
+	c.idMu.Lock()
+	defer c.idMu.Unlock()
+	for id := range c.inflight {
+		if m := c.inflight[id]; m.used && !m.released {
+			into = append(into, m)
+			c.inflight[id] = inflightMsg{}
+		}
+	}
+	return into
+}
+
 // inflightAt returns the adopted entry under id.
 func (c *mqttConn) inflightAt(id uint16) inflightMsg {
 	c.idMu.Lock()
@@ -876,9 +896,11 @@ func (c *mqttConn) ping(now int64) {
 // disconnect sends DISCONNECT (normal) and closes the connection.
 func (c *mqttConn) disconnect() {
 	c.closing.Store(true)
+	// The deadline comes before the lock: a writer stuck on a stalled
+	// broker holds the lock, and the deadline is what releases it.
+	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	c.wmu.Lock()
 	if c.werr == nil {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = c.nc.Write([]byte{pktDisconnect << 4, 0})
 	}
 	c.wmu.Unlock()

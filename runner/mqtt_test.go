@@ -22,7 +22,7 @@ func pipeConn(t *testing.T, h connHandlers) (*mqttConn, net.Conn) {
 	t.Cleanup(func() { a.Close(); b.Close() })
 	epoch := time.Now()
 	c := &mqttConn{nc: a, br: bufio.NewReaderSize(a, readBufferSize), now: func() int64 { return int64(time.Since(epoch)) },
-		h: h, done: make(chan struct{}), serverMaxQoS: 2, version: 5}
+		h: h, done: make(chan struct{}), readerDone: make(chan struct{}), serverMaxQoS: 2, version: 5}
 	c.initWindow(4)
 	return c, b
 }
@@ -298,7 +298,7 @@ func FuzzReader(f *testing.F) {
 		a, b := net.Pipe()
 		defer a.Close()
 		c := &mqttConn{nc: a, br: bufio.NewReaderSize(bytes.NewReader(data), readBufferSize), now: func() int64 { return 0 },
-			h: connHandlers{publish: func([]byte, bool) {}}, done: make(chan struct{}), serverMaxQoS: 2, version: 5}
+			h: connHandlers{publish: func([]byte, bool) {}}, done: make(chan struct{}), readerDone: make(chan struct{}), serverMaxQoS: 2, version: 5}
 		c.initWindow(4)
 		go func() { // the peer: swallow whatever the reader writes
 			buf := make([]byte, 1024)

@@ -106,18 +106,62 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 	st.mu.Unlock()
 }
 
-// recordAck counts one PUBACK/PUBCOMP and its latency.
-func (r *recorder) recordAck(client, phase, group int, d time.Duration, failed bool) {
+// recordUnsent counts n messages of a publisher that its schedule called
+// for in phase and that were never sent, and the deliveries they imply
+// (by receiving group) as expected and lost: a message that never left
+// is a delivery that never arrived, whatever the reason.
+func (r *recorder) recordUnsent(client int, phase, group int, n int64, expected int64, expectedBy []int) {
+	if n <= 0 {
+		return
+	}
 	st := r.stripeFor(client)
 	st.mu.Lock()
 	m := st.cell(r.nGroups, phase, group)
-	if failed {
-		m.Errors++
-		st.sec.errors++
-	} else {
-		m.Acked++
-		record(&m.Ack, micros(d), &m.OverRange)
+	m.Unsent += n
+	m.ExpectedOwn += n * expected
+	m.LostUnsentOwn += n * expected
+	for g, k := range expectedBy {
+		if k != 0 {
+			c := st.cell(r.nGroups, phase, g)
+			c.Expected += n * int64(k)
+			c.LostUnsent += n * int64(k)
+		}
 	}
+	st.mu.Unlock()
+}
+
+// recordLostUnacked counts n deliveries to group recv of publisher group
+// pub's messages of phase that were sent, never acknowledged and never
+// delivered. It runs once, when the run is over.
+func (r *recorder) recordLostUnacked(phase, pub, recv int, n int64) {
+	st := &r.stripes[0]
+	st.mu.Lock()
+	st.cell(r.nGroups, phase, recv).LostUnacked += n
+	st.cell(r.nGroups, phase, pub).LostUnackedOwn += n
+	st.mu.Unlock()
+}
+
+// recordAck counts one PUBACK/PUBCOMP and its latency; a refused publish
+// counts as an error through run.fail, not here.
+func (r *recorder) recordAck(client, phase, group int, d time.Duration, failed bool) {
+	if failed {
+		return
+	}
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	m := st.cell(r.nGroups, phase, group)
+	m.Acked++
+	record(&m.Ack, micros(d), &m.OverRange)
+	st.mu.Unlock()
+}
+
+// recordError counts one error (every error the report lists counts once,
+// so that its "N in all" is the errors metric).
+func (r *recorder) recordError(client, phase, group int) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	st.cell(r.nGroups, phase, group).Errors++
+	st.sec.errors++
 	st.mu.Unlock()
 }
 
@@ -177,9 +221,9 @@ const (
 	evConnectOK event = iota
 	evConnectFailed
 	evSubscribeFailed
-	evError
 	evDisconnect
 	evReconnect
+	evClientLost
 )
 
 // recordEvent counts a connection-level event in the current phase;
@@ -198,16 +242,13 @@ func (r *recorder) recordEvent(client, phase, group int, ev event, d time.Durati
 		m.ConnectFailed++
 	case evSubscribeFailed:
 		m.SubscribeFailed++
-		m.Errors++
-		st.sec.errors++
-	case evError:
-		m.Errors++
-		st.sec.errors++
 	case evDisconnect:
 		m.Disconnects++
 		st.sec.disconnects++
 	case evReconnect:
 		m.Reconnects++
+	case evClientLost:
+		m.ClientsLost++
 	}
 	st.mu.Unlock()
 }
@@ -250,14 +291,16 @@ func (r *recorder) second(scratch *hdrhistogram.Histogram) Second {
 }
 
 // totals reads the counters needed to know whether every expected
-// delivery has arrived: expected and first-time deliveries over all phases.
+// delivery has arrived: expected deliveries of the messages sent (those of
+// unsent messages can never arrive) and first-time deliveries, over all
+// phases.
 func (r *recorder) totals() (expected, unique int64) {
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()
 		for j := range st.cells {
 			c := &st.cells[j]
-			expected += c.Expected
+			expected += c.Expected - c.LostUnsent
 			unique += c.Received - c.Duplicates
 		}
 		st.mu.Unlock()
@@ -293,7 +336,31 @@ func (r *recorder) merge() []PhaseStats {
 			out[p].Total.Merge(&out[p].Groups[g])
 		}
 		// A merged scope counts every delivery once: the subscriber view.
-		out[p].Total.ExpectedOwn, out[p].Total.ReceivedOwn, out[p].Total.LostOwn = 0, 0, 0
+		t := &out[p].Total
+		t.ExpectedOwn, t.ReceivedOwn, t.LostOwn = 0, 0, 0
+		t.LostUnsentOwn, t.LostUnackedOwn = 0, 0
 	}
 	return out
+}
+
+// latencyQuantile is the q-th percentile of every end-to-end latency
+// recorded so far, in all phases and groups; 0 when there is none. It
+// merges every stripe's histograms, so it is for once-per-run decisions
+// (how long drain stays quiet), never for a hot path.
+func (r *recorder) latencyQuantile(q float64) time.Duration {
+	h := NewHistogram()
+	for i := range r.stripes {
+		st := &r.stripes[i]
+		st.mu.Lock()
+		for j := range st.cells {
+			if l := st.cells[j].Latency; l != nil {
+				h.Merge(l)
+			}
+		}
+		st.mu.Unlock()
+	}
+	if h.TotalCount() == 0 {
+		return 0
+	}
+	return time.Duration(h.ValueAtQuantile(q)) * time.Microsecond
 }

@@ -43,6 +43,9 @@ type Progress struct {
 	Clients   int
 	// SendRate and RecvRate are messages per second over the last second.
 	SendRate, RecvRate float64
+	// Lost is the number of clients whose connection is down right now
+	// (dropped and not back yet, or given up).
+	Lost int
 	// P99 is the latency of the last second's deliveries.
 	P99    time.Duration
 	Errors int64
@@ -81,15 +84,22 @@ type run struct {
 	phase     atomic.Int32
 	pubStart  atomic.Int64 // ns since epoch when warmup starts
 	connected atomic.Int64
-	errTotal  atomic.Int64
+	// down counts clients whose connection dropped and is not back.
+	down atomic.Int64
 
 	// phaseStart and phaseEnd are written by the orchestrating goroutine
 	// only, and read when the run is over.
 	phaseStart [phDisconnect + 1]time.Duration
 	phaseEnd   [phDisconnect + 1]time.Duration
 
-	errMu      sync.Mutex
-	errSamples []string
+	errMu    sync.Mutex
+	errKinds []errorKind
+	// errOther counts errors past the first maxErrorKinds kinds.
+	errOther int64
+	// inflightAtEnd and drainQuiet are what drain saw (Stats fields of the
+	// same names), written by the orchestrating goroutine.
+	inflightAtEnd int64
+	drainQuiet    time.Duration
 
 	timelineMu sync.Mutex
 	timeline   []Second
@@ -187,10 +197,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 	stats.Timeline = r.timeline
 	stats.Interrupted = ctx.Err() != nil
 	stats.Incomplete = incomplete
-	// A connection's reader may still report its end from its goroutine.
-	r.errMu.Lock()
-	stats.ErrorSamples = slices.Clone(r.errSamples)
-	r.errMu.Unlock()
+	stats.ErrorSamples = r.errorSamples()
+	stats.InFlightAtEnd = r.inflightAtEnd
+	stats.DrainQuiet = r.drainQuiet
 	if broker != nil {
 		bs := broker.Stats()
 		stats.Broker = &bs
@@ -256,16 +265,65 @@ func (r *run) setPhase(p int) {
 	r.phase.Store(int32(p))
 }
 
-// noteError keeps the first few distinct error messages for the report.
-func (r *run) noteError(err error) {
-	r.errTotal.Add(1)
+// maxErrorKinds bounds the kinds of error the report lists one by one.
+const maxErrorKinds = 10
+
+// errorKind is one kind of error: the same message but for the client id
+// ("pub-\x00 lost its connection: session taken over"), its first
+// occurrence as it was, and how many there were.
+type errorKind struct {
+	key, first string
+	n          int64
+}
+
+// fail counts one error of client pc (nil for the run's own) in the
+// current phase and keeps its message for the report, grouped by kind, so
+// that the report's list of errors and its "N in all" (the errors metric)
+// always agree.
+func (r *run) fail(pc *plans.Client, err error) {
+	client, group, id := 0, 0, ""
+	if pc != nil {
+		client, group, id = pc.Index, pc.Group, pc.ID
+	}
+	r.rec.recordError(client, int(r.phase.Load()), group)
 	msg := err.Error()
+	key := msg
+	if id != "" {
+		key = strings.ReplaceAll(msg, id, "\x00")
+	}
 	r.errMu.Lock()
 	defer r.errMu.Unlock()
-	if len(r.errSamples) >= 10 || slices.Contains(r.errSamples, msg) {
+	for i := range r.errKinds {
+		if r.errKinds[i].key == key {
+			r.errKinds[i].n++
+			return
+		}
+	}
+	if len(r.errKinds) >= maxErrorKinds {
+		r.errOther++
 		return
 	}
-	r.errSamples = append(r.errSamples, msg)
+	r.errKinds = append(r.errKinds, errorKind{key: key, first: msg, n: 1})
+}
+
+// errorSamples renders the error kinds for the report: each first message
+// with how many more of its kind followed, and a last line for the kinds
+// past maxErrorKinds.
+func (r *run) errorSamples() []string {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	var out []string
+	for _, k := range r.errKinds {
+		s := k.first
+		if k.n > 1 {
+			s += fmt.Sprintf(" (and %d more like it)", k.n-1)
+		}
+		out = append(out, s)
+	}
+	if r.errOther > 0 {
+		out = append(out, fmt.Sprintf("%d more of other kinds", r.errOther))
+	}
+	return out
 }
 
 // execute runs the phases in order and returns why the run could not
@@ -328,8 +386,8 @@ func (r *run) failedGroups(stage int) string {
 	}
 	msg := strings.Join(msgs, "; ")
 	r.errMu.Lock()
-	if len(r.errSamples) > 0 {
-		msg += " (first error: " + r.errSamples[0] + ")"
+	if len(r.errKinds) > 0 {
+		msg += " (first error: " + r.errKinds[0].first + ")"
 	}
 	r.errMu.Unlock()
 	return msg
@@ -404,7 +462,7 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 		acked: func(m inflightMsg, lat time.Duration, failed bool) {
 			r.rec.recordAck(pc.Index, m.phase, group, lat, failed)
 			if failed {
-				r.noteError(fmt.Errorf("%s: the broker refused a PUBLISH", pc.ID))
+				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH", pc.ID))
 			}
 		},
 		closed: func(err error) {
@@ -428,15 +486,24 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 	mc, err := dialMQTT(ctx, c.target, c.opts, r.now, c.handlers)
 	if err != nil {
 		r.rec.recordEvent(pc.Index, int(r.phase.Load()), pc.Group, evConnectFailed, 0)
-		r.noteError(fmt.Errorf("connect %s to %s: %w", pc.ID, c.target.url, cleanErr(err)))
+		r.fail(pc, fmt.Errorf("connect %s to %s: %w", pc.ID, c.target.url, cleanErr(err)))
 		return false
 	}
 	r.rec.recordEvent(pc.Index, int(r.phase.Load()), pc.Group, evConnectOK, r.at()-t0)
 	if old := c.live.Load(); old != nil {
+		// The old connection is closed; its reader returns at once, and
+		// must have before the new one touches the same receive state.
+		select {
+		case <-old.readerDone:
+		case <-time.After(r.timeout):
+		}
 		r.resume(c, old, mc)
+		c.abandoned = old.takeUnacked(c.abandoned)
 	}
 	c.live.Store(mc)
-	c.lost.Store(false)
+	if c.lost.Swap(false) {
+		r.down.Add(-1)
+	}
 	c.ready.Store(true)
 	r.connected.Add(1)
 	// The connection may have ended between CONNACK and here.
@@ -463,7 +530,7 @@ func (r *run) resume(c *client, old, mc *mqttConn) {
 	}
 	ids, dropped := mc.adopt(old)
 	if dropped > 0 {
-		r.noteError(fmt.Errorf("%s: %d messages in flight did not fit the broker's new receive maximum and are not sent again", c.plan.ID, dropped))
+		r.fail(c.plan, fmt.Errorf("%s: %d messages in flight did not fit the broker's new receive maximum and are not sent again", c.plan.ID, dropped))
 	}
 	buf := make([]byte, pub.Size)
 	for _, id := range ids {
@@ -482,8 +549,11 @@ func (r *run) lost(c *client, err error) {
 	}
 	c.ready.Store(false)
 	r.connected.Add(-1)
-	r.rec.recordEvent(c.plan.Index, int(r.phase.Load()), c.plan.Group, evDisconnect, 0)
-	r.noteError(fmt.Errorf("%s lost its connection: %w", c.plan.ID, cleanErr(err)))
+	r.down.Add(1)
+	phase := r.phase.Load()
+	c.lostPhase.Store(phase)
+	r.rec.recordEvent(c.plan.Index, int(phase), c.plan.Group, evDisconnect, 0)
+	r.fail(c.plan, fmt.Errorf("%s lost its connection: %w", c.plan.ID, cleanErr(err)))
 	if rc := r.prog.Plan.Groups[c.plan.Group].Reconnect; rc != nil && r.ctx != nil {
 		r.reconnects.Add(1)
 		go func() {
@@ -522,7 +592,7 @@ func (r *run) reconnect(c *client, rc *plans.Reconnect) {
 		}
 		return
 	}
-	r.noteError(fmt.Errorf("%s gave up reconnecting after %d attempts", c.plan.ID, rc.Max))
+	r.fail(c.plan, fmt.Errorf("%s gave up reconnecting after %d attempts", c.plan.ID, rc.Max))
 	c.gaveUp.Store(true)
 	select {
 	case c.reconnected <- struct{}{}: // wake a waiting publisher to see it
@@ -570,7 +640,7 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 	phase := int(r.phase.Load())
 	if err != nil {
 		r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
-		r.noteError(fmt.Errorf("subscribe %s: %w", pc.ID, cleanErr(err)))
+		r.fail(pc, fmt.Errorf("subscribe %s: %w", pc.ID, cleanErr(err)))
 		return
 	}
 	r.rec.recordSubscribe(pc.Index, phase, pc.Group, r.at()-t0)
@@ -581,13 +651,21 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 			if i < len(pc.Subscriptions) {
 				f = pc.Subscriptions[i].Filter
 			}
-			r.noteError(fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, subackReason(code)))
+			r.fail(pc, fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, subackReason(code)))
 		}
 	}
 }
 
+// sendGrace is how long after the end of the steady phase (or an
+// interruption) a publisher that fell behind may still send the messages
+// that were due before it: long enough for ordinary jitter and an ack or
+// two, short enough that drain is for collecting, not for sending. What is
+// not sent by then counts as unsent.
+const sendGrace = 250 * time.Millisecond
+
 // publishPhases runs warmup, ramp and steady with every publisher on its
-// schedule, then drains.
+// schedule, stops publishing, counts what was due and never sent, then
+// drains.
 func (r *run) publishPhases(ctx context.Context) {
 	prog := r.prog
 	pubCtx, stop := context.WithCancel(ctx)
@@ -604,7 +682,7 @@ func (r *run) publishPhases(ctx context.Context) {
 	}
 	pace, err := newPacer(pubs, start, r.now)
 	if err != nil {
-		r.noteError(fmt.Errorf("pacer: %w", err))
+		r.fail(nil, fmt.Errorf("pacer: %w", err))
 		return
 	}
 	var wg sync.WaitGroup
@@ -614,20 +692,23 @@ func (r *run) publishPhases(ctx context.Context) {
 		pace.run(pubCtx)
 	}()
 	for _, c := range pubs {
+		c.publishing.Store(true)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer c.publishing.Store(false)
 			r.publish(pubCtx, c, start)
 		}()
 	}
 	// Advance the phase clock at the planned boundaries.
+	end := prog.Warmup + prog.Ramp + prog.Steady
 	bounds := []struct {
 		at    time.Duration
 		phase int
 	}{
 		{prog.Warmup, phRamp},
 		{prog.Warmup + prog.Ramp, phSteady},
-		{prog.Warmup + prog.Ramp + prog.Steady, phDrain},
+		{end, phDrain},
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -637,14 +718,16 @@ func (r *run) publishPhases(ctx context.Context) {
 		}
 		r.setPhase(b.phase)
 	}
-	// A publisher that fell behind still sends the rest of its schedule
-	// (late sends are measured, not dropped), but not for longer than the
-	// drain: past that, or on an interruption, stop releases them all,
-	// even one blocked on its in-flight window.
+	// Publishing stops at the end of steady (or now, when interrupted):
+	// the messages due before then are what the schedule called for. A
+	// publisher behind schedule has sendGrace to catch up, then stop
+	// releases it, even one waiting for an in-flight slot; one stuck
+	// writing to a stalled broker is released by a write deadline.
+	cutoff := min(time.Duration(r.now()-start), end)
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	if ctx.Err() == nil {
-		timer.Reset(prog.Drain)
+		timer.Reset(min(sendGrace, prog.Drain))
 		select {
 		case <-finished:
 		case <-timer.C:
@@ -652,8 +735,9 @@ func (r *run) publishPhases(ctx context.Context) {
 		}
 	}
 	stop()
-	<-finished
+	r.releaseWriters(pubs, finished)
 	r.setPhase(phDrain)
+	r.countUnsent(cutoff)
 	drain := prog.Drain - (r.at() - r.phaseStart[phDrain])
 	if ctx.Err() != nil {
 		drain = r.opts.InterruptDrain
@@ -662,22 +746,85 @@ func (r *run) publishPhases(ctx context.Context) {
 		}
 		drain = min(drain, prog.Drain)
 	}
-	r.drain(drain)
+	r.drainQuiet = r.drain(drain)
+	for _, c := range r.clients {
+		if mc := c.live.Load(); mc != nil && c.ready.Load() {
+			r.inflightAtEnd += int64(mc.pending.Load())
+		}
+	}
 }
 
+// releaseWriters waits until every publisher has returned. A publisher
+// still running a moment after stop is blocked writing to a broker that
+// reads nothing (paused, or its socket buffers full): a write deadline on
+// its connection ends that write, which then counts as not sent.
+func (r *run) releaseWriters(pubs []*client, finished <-chan struct{}) {
+	select {
+	case <-finished:
+		return
+	case <-time.After(100 * time.Millisecond):
+	}
+	for _, c := range pubs {
+		if mc := c.live.Load(); mc != nil && c.publishing.Load() {
+			_ = mc.nc.SetWriteDeadline(time.Now())
+		}
+	}
+	<-finished
+}
+
+// countUnsent counts, once every publisher has returned, the messages its
+// schedule called for before cutoff (an offset from the start of warmup)
+// that it never got to, per publishing phase. A publisher that never
+// connected never got to any.
+func (r *run) countUnsent(cutoff time.Duration) {
+	prog := r.prog
+	bounds := [...]time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
+	for _, c := range r.clients {
+		pub := c.plan.Publish
+		if pub == nil {
+			continue
+		}
+		from, ok := pub.Schedule.At(c.next)
+		if !ok || from >= cutoff {
+			continue
+		}
+		for i := 0; i < 3; i++ {
+			lo, hi := max(from, bounds[i]), min(cutoff, bounds[i+1])
+			n := int64(pub.Schedule.Messages(lo, hi))
+			r.rec.recordUnsent(c.plan.Index, phWarmup+i, c.plan.Group, n, int64(pub.Expected), pub.ExpectedByGroup)
+		}
+	}
+}
+
+// minQuiet is the shortest time drain keeps listening after the last
+// expected delivery.
+const minQuiet = 20 * time.Millisecond
+
 // drain waits until every expected delivery and every acknowledgement has
-// arrived, or until the drain time is up, checking every few milliseconds.
-func (r *run) drain(limit time.Duration) {
+// arrived, then keeps listening for a quiet period (twice the run's p99
+// latency, at least minQuiet), so that a duplicate or a stray delivery
+// right behind the last expected one is counted too, all within limit. It
+// returns the quiet period it used (0 when the expected deliveries never
+// all arrived).
+func (r *run) drain(limit time.Duration) time.Duration {
 	deadline := r.at() + limit
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	var quiet, metAt time.Duration
 	for r.at() < deadline {
 		exp, got := r.rec.totals()
-		if got >= exp && r.allAcked() {
-			return
+		switch {
+		case got < exp || !r.allAcked():
+			quiet = 0
+		case quiet == 0:
+			metAt = r.at()
+			quiet = max(minQuiet, 2*r.rec.latencyQuantile(99))
+		case r.at()-metAt >= quiet:
+			return quiet
 		}
 		<-tick.C
 	}
+	return quiet
 }
 
 // allAcked reports whether no QoS 1/2 PUBLISH is still awaiting its ack
@@ -694,12 +841,15 @@ func (r *run) allAcked() bool {
 // publish runs one client's open-loop schedule, woken by the pacer. The
 // payload buffer, the Publish value and the send record are reused for
 // every message: nothing in mqplan's own code allocates per message.
+// c.next always says which message the publisher is at, so that what it
+// never got to can be counted as unsent when it returns.
 func (r *run) publish(ctx context.Context, c *client, start int64) {
 	pc := c.plan
 	pub := pc.Publish
 	buf := make([]byte, pub.Size)
 	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup}
 	for k := 0; ; k++ {
+		c.next = k
 		off, ok := pub.Schedule.At(k)
 		if !ok {
 			return
@@ -733,10 +883,12 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		m := inflightMsg{phase: phase, seq: uint32(k + 1), intended: r.epochWall + intended}
 		if err := c.live.Load().publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, m); err != nil {
 			if ctx.Err() != nil {
-				return // stopped while waiting for an in-flight slot: not sent
+				return // stopped while waiting or writing: not sent
 			}
-			r.rec.recordEvent(pc.Index, phase, pc.Group, evError, 0)
-			r.noteError(fmt.Errorf("publish %s: %w", pc.ID, cleanErr(err)))
+			// This message is not sent; the schedule goes on.
+			c.next = k + 1
+			r.rec.recordUnsent(pc.Index, phase, pc.Group, 1, rec.expected, rec.expectedBy)
+			r.fail(pc, fmt.Errorf("publish %s: %w", pc.ID, cleanErr(err)))
 			if !c.ready.Load() && !r.awaitReconnect(ctx, c) {
 				return
 			}
@@ -837,7 +989,9 @@ func (r *run) observe(c *client, h header) delivery {
 }
 
 // disconnectAll sends DISCONNECT on every live connection and closes them,
-// bounded in time so that a stuck broker cannot hang the end of a run.
+// bounded in time so that a stuck broker cannot hang the end of a run,
+// waits for their readers (deliveries that arrive until then still count),
+// and then settles the accounts that need every reader stopped.
 func (r *run) disconnectAll() {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 256)
@@ -856,13 +1010,89 @@ func (r *run) disconnectAll() {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			mc.disconnect()
+			<-mc.readerDone
 		}()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	readersDone := true
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
+		readersDone = false
+	}
+	r.settle(readersDone)
+}
+
+// settle counts, when the run is over, the clients lost for good, and the
+// deliveries lost because their publish was never acknowledged: the QoS
+// 1/2 messages still in flight when drain ended or left behind by a
+// dropped connection, less those that arrived all the same. Reading the
+// subscribers' streams needs every reader stopped; when one could not be
+// stopped in time those deliveries stay counted as the broker's loss.
+func (r *run) settle(readersDone bool) {
+	for _, c := range r.clients {
+		if c.live.Load() != nil && c.lost.Load() {
+			r.rec.recordEvent(c.plan.Index, int(c.lostPhase.Load()), c.plan.Group, evClientLost, 0)
+		}
+	}
+	if !readersDone {
+		return
+	}
+	type holder struct {
+		st    *stream
+		group int
+	}
+	byPub := map[uint32][]holder{}
+	shareGroup := make([]int, len(r.shares))
+	for i := range shareGroup {
+		shareGroup[i] = -1
+	}
+	for _, c := range r.clients {
+		if c.share != nil {
+			for k, sh := range r.shares {
+				if sh == c.share && shareGroup[k] < 0 {
+					shareGroup[k] = c.plan.Group
+				}
+			}
+			continue
+		}
+		for pub, st := range c.streams {
+			byPub[pub] = append(byPub[pub], holder{st, c.plan.Group})
+		}
+	}
+	for k, sh := range r.shares {
+		if shareGroup[k] < 0 {
+			continue
+		}
+		for pub, st := range sh.streams {
+			byPub[pub] = append(byPub[pub], holder{st, shareGroup[k]})
+		}
+	}
+	seen := make([]int64, len(r.prog.Groups))
+	for _, c := range r.clients {
+		pub := c.plan.Publish
+		if pub == nil || pub.QoS == 0 {
+			continue
+		}
+		unacked := c.abandoned
+		if mc := c.live.Load(); mc != nil {
+			unacked = mc.takeUnacked(unacked)
+		}
+		holders := byPub[uint32(c.plan.Index)]
+		for _, m := range unacked {
+			clear(seen)
+			for _, h := range holders {
+				if h.st.has(m.seq) {
+					seen[h.group]++
+				}
+			}
+			for g, want := range pub.ExpectedByGroup {
+				if n := int64(want) - seen[g]; n > 0 {
+					r.rec.recordLostUnacked(m.phase, c.plan.Group, g, n)
+				}
+			}
+		}
 	}
 }
 
@@ -904,7 +1134,9 @@ func (r *run) groupInfo() []GroupInfo {
 		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
 			if c.live.Load() != nil {
 				out[gi].Connected++
-				if !c.lost.Load() {
+				if c.lost.Load() {
+					out[gi].Lost++
+				} else {
 					out[gi].ConnectedAtEnd++
 				}
 			}
@@ -938,6 +1170,7 @@ func (r *run) snapshot(scratch *hdrhistogram.Histogram, errs *int64, last *time.
 	s.At = now
 	s.Phase = plans.PhaseNames[r.phase.Load()]
 	s.Connected = int(r.connected.Load())
+	s.Lost = int(r.down.Load())
 	*errs += s.Errors
 	r.sentTotal += s.Sent
 	r.recvTotal += s.Received
@@ -953,6 +1186,7 @@ func (r *run) snapshot(scratch *hdrhistogram.Histogram, errs *int64, last *time.
 			Phase:     s.Phase,
 			Elapsed:   now,
 			Connected: s.Connected,
+			Lost:      s.Lost,
 			Clients:   len(r.clients),
 			SendRate:  float64(s.Sent) / secs,
 			RecvRate:  float64(s.Received) / secs,

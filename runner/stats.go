@@ -34,14 +34,29 @@ func NewHistogram() *hdrhistogram.Histogram {
 type Metrics struct {
 	// Sent counts PUBLISH packets written; Acked the PUBACK/PUBCOMP received.
 	Sent, Acked int64
+	// Unsent counts the messages the schedule called for that were never
+	// sent: the connection was down, the client never connected, the
+	// generator or the broker stalled, or publishing stopped first. Sent +
+	// Unsent is what the schedule called for, so a broker that dies
+	// mid-run cannot make its missing messages vanish from the figures.
+	Unsent int64
 	// SentBytes and ReceivedBytes count payload bytes.
 	SentBytes, ReceivedBytes int64
-	// Expected is the deliveries the subscriptions imply for the messages sent.
+	// Expected is the deliveries the subscriptions imply for the messages
+	// the schedule called for, sent or not: a message that was never sent
+	// is still a delivery that never arrived.
 	Expected int64
 	// Received counts every delivery, duplicates included.
 	Received int64
 	// Lost is Expected minus first-time deliveries, fixed when the run ends.
 	Lost int64
+	// LostUnsent and LostUnacked break Lost down by cause: deliveries of
+	// messages never sent, and of messages sent but never acknowledged
+	// (QoS 1/2: no PUBACK or PUBREC, because the run ended first or the
+	// connection dropped) that did not arrive. The rest of Lost is the
+	// broker's: messages it acknowledged (or, at QoS 0, that were written
+	// to it) and never delivered.
+	LostUnsent, LostUnacked int64
 	// Duplicates counts a (publisher, sequence) received again by the same
 	// subscriber or share group.
 	Duplicates int64
@@ -59,11 +74,18 @@ type Metrics struct {
 	// from the publishing group: deliveries of this group's messages
 	// (ReceivedOwn counts first deliveries only, so LostOwn is exact).
 	ExpectedOwn, ReceivedOwn, LostOwn int64
+	// LostUnsentOwn and LostUnackedOwn break LostOwn down by cause, as
+	// LostUnsent and LostUnacked do Lost.
+	LostUnsentOwn, LostUnackedOwn int64
 	// Errors counts failed publishes, subscribes, and protocol errors.
 	Errors int64
 	// Disconnects counts connections lost unexpectedly; Reconnects counts
 	// successful reconnects.
 	Disconnects, Reconnects int64
+	// ClientsLost counts clients whose connection dropped and that were
+	// not connected again when the run ended (no reconnect policy, or it
+	// gave up), in the phase of their last loss.
+	ClientsLost int64
 	// ConnectAttempts, ConnectOK, ConnectFailed count CONNECT outcomes.
 	ConnectAttempts, ConnectOK, ConnectFailed int64
 	// SubscribeFailed counts SUBSCRIBE requests refused or timed out.
@@ -90,11 +112,14 @@ func (m *Metrics) Merge(o *Metrics) {
 	}
 	m.Sent += o.Sent
 	m.Acked += o.Acked
+	m.Unsent += o.Unsent
 	m.SentBytes += o.SentBytes
 	m.ReceivedBytes += o.ReceivedBytes
 	m.Expected += o.Expected
 	m.Received += o.Received
 	m.Lost += o.Lost
+	m.LostUnsent += o.LostUnsent
+	m.LostUnacked += o.LostUnacked
 	m.Duplicates += o.Duplicates
 	m.OutOfOrder += o.OutOfOrder
 	m.Corrupted += o.Corrupted
@@ -102,9 +127,12 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.ExpectedOwn += o.ExpectedOwn
 	m.ReceivedOwn += o.ReceivedOwn
 	m.LostOwn += o.LostOwn
+	m.LostUnsentOwn += o.LostUnsentOwn
+	m.LostUnackedOwn += o.LostUnackedOwn
 	m.Errors += o.Errors
 	m.Disconnects += o.Disconnects
 	m.Reconnects += o.Reconnects
+	m.ClientsLost += o.ClientsLost
 	m.ConnectAttempts += o.ConnectAttempts
 	m.ConnectOK += o.ConnectOK
 	m.ConnectFailed += o.ConnectFailed
@@ -150,17 +178,21 @@ type GroupInfo struct {
 	Name string
 	// Clients is the group's planned count; Connected the number that
 	// completed CONNECT at least once; ConnectedAtEnd the number still
-	// connected when publishing stopped.
-	Clients, Connected, ConnectedAtEnd int
+	// connected when the run ended; Lost the number whose connection
+	// dropped and did not come back (Connected - ConnectedAtEnd).
+	Clients, Connected, ConnectedAtEnd, Lost int
 }
 
 // Second is one entry of the per-second timeline: figures for the second
 // that ended At after the run's start. It holds summaries, never a whole
 // histogram, so a run of any length keeps flat memory.
 type Second struct {
-	At                     time.Duration
-	Phase                  string
-	Connected              int
+	At        time.Duration
+	Phase     string
+	Connected int
+	// Lost is the number of clients whose connection was down at that
+	// moment (dropped and not yet back).
+	Lost                   int
 	Sent, Received, Errors int64
 	Disconnects            int64
 	P50, P99, Max          time.Duration // latency of deliveries received in that second
@@ -198,8 +230,17 @@ type Stats struct {
 	// Incomplete, when non-empty, says why the run could not complete
 	// (exit code 3), for example "group sub: no client could connect".
 	Incomplete string
-	// ErrorSamples holds the first distinct error messages, for the report.
+	// ErrorSamples holds the first distinct error messages, for the report,
+	// each with how often errors of its kind occurred ("(and 29 more like
+	// it)"); Errors counts them all (the errors metric, over the whole run).
 	ErrorSamples []string
+	// InFlightAtEnd counts the QoS 1/2 publishes still awaiting their
+	// acknowledgement when drain ended: non-zero means drain was too short
+	// for what the broker had in hand (or the broker stalled).
+	InFlightAtEnd int64
+	// DrainQuiet is how long drain kept listening after the last expected
+	// delivery, to catch duplicates that follow it.
+	DrainQuiet time.Duration
 }
 
 // Phase returns the named phase, or nil.

@@ -76,3 +76,19 @@ func (s *stream) shift(n uint32) {
 		s.seen[d/64] |= 1 << (d % 64)
 	}
 }
+
+// has reports whether seq has been received on the stream. A sequence
+// older than the window is unknown and reported as not received.
+func (s *stream) has(seq uint32) bool {
+	switch {
+	case seq == 0 || seq > s.highest:
+		return false
+	case seq == s.highest:
+		return true
+	}
+	d := s.highest - seq - 1
+	if d >= streamWindow {
+		return false
+	}
+	return s.seen[d/64]&(1<<(d%64)) != 0
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -217,6 +218,13 @@ func dialWebSocket(ctx context.Context, t target, d *net.Dialer) (net.Conn, erro
 type wsConn struct {
 	ws *websocket.Conn
 	r  io.Reader
+	// writeDeadline is the deadline for writes (Unix ns, 0 for none).
+	// gorilla's own SetWriteDeadline must not run beside a write, yet a
+	// deadline is exactly what releases a write stuck on a stalled broker;
+	// so SetWriteDeadline stores it here and sets it on the underlying
+	// connection (safe at any time), and Write, which mqttConn serialises,
+	// hands it to gorilla before each message.
+	writeDeadline atomic.Int64
 }
 
 func (c *wsConn) Read(p []byte) (int, error) {
@@ -244,20 +252,34 @@ func (c *wsConn) Read(p []byte) (int, error) {
 }
 
 func (c *wsConn) Write(p []byte) (int, error) {
+	var dl time.Time
+	if ns := c.writeDeadline.Load(); ns != 0 {
+		dl = time.Unix(0, ns)
+	}
+	if err := c.ws.SetWriteDeadline(dl); err != nil {
+		return 0, err
+	}
 	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-func (c *wsConn) Close() error                       { return c.ws.Close() }
-func (c *wsConn) LocalAddr() net.Addr                { return c.ws.LocalAddr() }
-func (c *wsConn) RemoteAddr() net.Addr               { return c.ws.RemoteAddr() }
-func (c *wsConn) SetReadDeadline(t time.Time) error  { return c.ws.SetReadDeadline(t) }
-func (c *wsConn) SetWriteDeadline(t time.Time) error { return c.ws.SetWriteDeadline(t) }
+func (c *wsConn) Close() error                      { return c.ws.Close() }
+func (c *wsConn) LocalAddr() net.Addr               { return c.ws.LocalAddr() }
+func (c *wsConn) RemoteAddr() net.Addr              { return c.ws.RemoteAddr() }
+func (c *wsConn) SetReadDeadline(t time.Time) error { return c.ws.SetReadDeadline(t) }
+func (c *wsConn) SetWriteDeadline(t time.Time) error {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	c.writeDeadline.Store(ns)
+	return c.ws.UnderlyingConn().SetWriteDeadline(t)
+}
 func (c *wsConn) SetDeadline(t time.Time) error {
 	if err := c.ws.SetReadDeadline(t); err != nil {
 		return err
 	}
-	return c.ws.SetWriteDeadline(t)
+	return c.SetWriteDeadline(t)
 }
