@@ -3,7 +3,8 @@ package plans
 // builtinChecks are the integrity checks every run must pass, whatever its
 // thresholds say: a run that did not do what its plan said (messages the
 // schedule called for never sent, connections refused, clients lost and
-// never back, payloads corrupted) must not pass because nobody thought of
+// never back, payloads corrupted, publishes or subscriptions the broker
+// refused) must not pass because nobody thought of
 // writing a threshold for it. A plan that writes its own threshold on one
 // of these metrics, in any scope, decides for itself instead (a
 // fault-injection plan can say `unsent < 100`).
@@ -12,6 +13,7 @@ var builtinChecks = []struct{ metric, expr string }{
 	{"connect.failed", "connect.failed == 0"},
 	{"clients.lost", "clients.lost == 0"},
 	{"corrupted", "corrupted == 0"},
+	{"errors", "errors == 0"},
 }
 
 // BuiltinThresholds compiles the built-in integrity checks that the

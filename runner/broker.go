@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -552,4 +553,22 @@ func (l *brokerListener) closeConns() {
 	for c := range l.conns {
 		_ = c.Close()
 	}
+}
+
+// errKickedByAdmin is why Kick drops a client.
+var errKickedByAdmin = errors.New("disconnected by the broker's administrator")
+
+// Kick drops, at once, every connected client whose id contains match,
+// as an administrator's kick (or a crash of the client's broker node)
+// would, and returns how many it dropped. Fault tests use it to see that
+// mqplan reports clients that lose their connection.
+func (b *Broker) Kick(match string) int {
+	n := 0
+	for _, cl := range b.srv.Clients.GetAll() {
+		if strings.Contains(cl.ID, match) && !cl.Closed() {
+			cl.Stop(errKickedByAdmin)
+			n++
+		}
+	}
+	return n
 }

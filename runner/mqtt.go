@@ -97,8 +97,9 @@ type connHandlers struct {
 	// publish receives the payload of each delivery and its retain flag;
 	// the slice is only valid during the call.
 	publish func(payload []byte, retained bool)
-	// acked reports the end of a QoS 1/2 publish.
-	acked func(m inflightMsg, latency time.Duration, failed bool)
+	// acked reports the end of a QoS 1/2 publish; reason is the ack's
+	// reason code (0x80 and above: the broker refused the message).
+	acked func(m inflightMsg, latency time.Duration, reason byte)
 	// closed reports why the connection ended, once; nil error when
 	// mqplan closed it on purpose.
 	closed func(err error)
@@ -519,14 +520,14 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 		if err != nil {
 			return err
 		}
-		c.complete(id, reason >= 0x80)
+		c.complete(id, reason)
 	case pktPubrec:
 		id, reason, err := ackFields(body)
 		if err != nil {
 			return err
 		}
 		if reason >= 0x80 {
-			c.complete(id, true)
+			c.complete(id, reason)
 			return nil
 		}
 		c.idMu.Lock()
@@ -611,7 +612,7 @@ func ackFields(body []byte) (uint16, byte, error) {
 
 // complete ends a QoS 1/2 publish: its latency is reported and its slot
 // and packet id are freed.
-func (c *mqttConn) complete(id uint16, failed bool) {
+func (c *mqttConn) complete(id uint16, reason byte) {
 	c.idMu.Lock()
 	if int(id) >= len(c.inflight) || !c.inflight[id].used {
 		c.idMu.Unlock()
@@ -624,7 +625,7 @@ func (c *mqttConn) complete(id uint16, failed bool) {
 	c.pending.Add(-1)
 	<-c.window
 	if c.h.acked != nil {
-		c.h.acked(m, time.Duration(c.now()-m.sent), failed)
+		c.h.acked(m, time.Duration(c.now()-m.sent), reason)
 	}
 }
 

@@ -459,10 +459,10 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 		opts.will = &packets.Connect{WillTopic: pc.WillTopic, WillMessage: []byte(w.Payload), WillQOS: w.QoS, WillRetain: w.Retain}
 	}
 	h := connHandlers{
-		acked: func(m inflightMsg, lat time.Duration, failed bool) {
-			r.rec.recordAck(pc.Index, m.phase, group, lat, failed)
-			if failed {
-				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH", pc.ID))
+		acked: func(m inflightMsg, lat time.Duration, reason byte) {
+			r.rec.recordAck(pc.Index, m.phase, group, lat, reason >= 0x80)
+			if reason >= 0x80 {
+				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH: %s", pc.ID, pubackReason(reason)))
 			}
 		},
 		closed: func(err error) {
@@ -1235,6 +1235,29 @@ func connackReason(code byte) string {
 		return "banned"
 	case 0x97:
 		return "quota exceeded"
+	}
+	return fmt.Sprintf("reason code 0x%02x", code)
+}
+
+// pubackReason names MQTT 5 PUBACK/PUBREC failure codes.
+func pubackReason(code byte) string {
+	switch code {
+	case 0x80:
+		return "unspecified error (0x80)"
+	case 0x83:
+		return "implementation specific error (0x83)"
+	case 0x87:
+		return "not authorized (0x87)"
+	case 0x90:
+		return "topic name invalid (0x90)"
+	case 0x91:
+		return "packet identifier in use (0x91)"
+	case 0x95:
+		return "packet too large (0x95)"
+	case 0x97:
+		return "quota exceeded (0x97)"
+	case 0x99:
+		return "payload format invalid (0x99)"
 	}
 	return fmt.Sprintf("reason code 0x%02x", code)
 }

@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +47,9 @@ type Options struct {
 	RequireCert   bool
 	// WebSocket adds a ws:// listener (and wss:// with TLS).
 	WebSocket bool
+	// Config holds extra mosquitto.conf lines (a message size limit, an
+	// ACL file) for tests of how mqplan reports a broker's refusals.
+	Config string
 }
 
 // URLs are the listeners of a started Mosquitto; a listener not asked
@@ -55,6 +60,27 @@ type URLs struct {
 
 // StartWith is Start with the listeners opts asks for.
 func StartWith(t testing.TB, opts Options) URLs {
+	t.Helper()
+	return StartProcess(t, opts).URLs
+}
+
+// Process is a running Mosquitto that a fault test can kill, pause,
+// resume and start again on the same listeners.
+type Process struct {
+	URLs
+	t      testing.TB
+	bin    string
+	conf   string
+	addrs  []string
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	logs   *bytes.Buffer
+}
+
+// StartProcess is StartWith, returning the process to act on. It is
+// killed (and resumed first, if paused) when the test ends.
+func StartProcess(t testing.TB, opts Options) *Process {
 	t.Helper()
 	bin := Binary()
 	if bin == "" {
@@ -108,12 +134,23 @@ func StartWith(t testing.TB, opts Options) URLs {
 	}
 	path := filepath.Join(t.TempDir(), "mosquitto.conf")
 	text := strings.ReplaceAll(string(conf), "{{LISTENER}}", strings.Join(listeners, "\n"))
+	text += "\n" + opts.Config + "\n"
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	p := &Process{URLs: urls, t: t, bin: bin, conf: path, addrs: addrs}
+	p.start()
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// start runs Mosquitto and waits until every listener accepts.
+func (p *Process) start() {
+	t := p.t
+	t.Helper()
 	// Go restores the original open-file limit for child processes; a
 	// connection-storm plan needs Mosquitto to have the hard limit.
-	cmd := exec.Command("/bin/sh", "-c", `ulimit -n "$(ulimit -Hn)" && exec "$0" -c "$1"`, bin, path)
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -n "$(ulimit -Hn)" && exec "$0" -c "$1"`, p.bin, p.conf)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -123,15 +160,47 @@ func StartWith(t testing.TB, opts Options) URLs {
 	exited := make(chan struct{})
 	var exitErr error
 	go func() { exitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	p.mu.Lock()
+	p.cmd, p.exited, p.logs = cmd, exited, &logs
+	p.mu.Unlock()
 	fail := func() error { <-exited; return exitErr }
-	for _, a := range addrs {
+	for _, a := range p.addrs {
 		waitListening(t, a, exited, fail, &logs)
 	}
-	return urls
+}
+
+// Kill ends Mosquitto at once (SIGKILL, as a crash would) and waits
+// until it has exited.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused process dies too
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Pause stops Mosquitto (SIGSTOP): its sockets stay open, and nothing
+// is read, written or acknowledged until Resume.
+func (p *Process) Pause() { p.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused Mosquitto go on (SIGCONT).
+func (p *Process) Resume() { p.signal(syscall.SIGCONT) }
+
+func (p *Process) signal(s os.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.cmd.Process.Signal(s); err != nil {
+		p.t.Errorf("signal %v to mosquitto: %v", s, err)
+	}
+}
+
+// Restart starts a killed Mosquitto again on the same listeners, with a
+// fresh state (persistence is off): as a broker that crashed and was
+// brought back.
+func (p *Process) Restart() {
+	p.t.Helper()
+	p.start()
 }
 
 // waitListening waits until addr accepts TCP connections.

@@ -1,0 +1,72 @@
+package plans
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestBuiltinThresholds checks which built-in integrity checks a plan gets:
+// all of them, less those whose metric one of its own thresholds reads, in
+// any scope.
+func TestBuiltinThresholds(t *testing.T) {
+	all := []string{"unsent == 0", "connect.failed == 0", "clients.lost == 0", "corrupted == 0", "errors == 0"}
+	tests := []struct {
+		name  string
+		exprs []string
+		want  []string
+	}{
+		{"no thresholds: every check", nil, all},
+		{"unrelated thresholds: every check", []string{"p99 < 10ms", "loss_rate == 0"}, all},
+		{"the plan's own unsent threshold decides", []string{"unsent < 100"},
+			[]string{"connect.failed == 0", "clients.lost == 0", "corrupted == 0", "errors == 0"}},
+		{"a group-scoped threshold counts too", []string{"groups.sub.connect.failed <= 2"},
+			[]string{"unsent == 0", "clients.lost == 0", "corrupted == 0", "errors == 0"}},
+		{"a phase-scoped threshold counts too", []string{"phases.warmup.corrupted == 0 and errors < 5"},
+			[]string{"unsent == 0", "connect.failed == 0", "clients.lost == 0"}},
+		{"every metric covered: none", []string{"unsent < 1", "connect.failed < 1", "clients.lost < 1", "corrupted < 1", "errors < 1"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := thTestPlan(tt.exprs...)
+			user, errs := CompileThresholds(p)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			var got []string
+			for _, b := range BuiltinThresholds(p, user) {
+				if !b.Builtin || len(b.Reads) != 1 {
+					t.Errorf("%q: builtin %v, reads %v", b.Source.Expr, b.Builtin, b.Reads)
+				}
+				got = append(got, b.Source.Expr)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("built-in checks %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuiltinThresholdsJudge checks that each built-in check fails on its
+// fault and passes on a clean run.
+func TestBuiltinThresholdsJudge(t *testing.T) {
+	p := thTestPlan()
+	ths := BuiltinThresholds(p, nil)
+	if len(ths) != len(builtinChecks) {
+		t.Fatalf("%d checks compiled, want %d: a built-in expression no longer compiles", len(ths), len(builtinChecks))
+	}
+	clean := MetricSet{"unsent": 0, "connect.failed": 0, "clients.lost": 0, "corrupted": 0, "errors": 0}
+	for _, th := range ths {
+		m := Measured{Top: clean}
+		if r := th.Eval(m); !r.Pass {
+			t.Errorf("%s fails on a clean run: %s", th.Source.Expr, r.Reason)
+		}
+		faulty := MetricSet{}
+		for k, v := range clean {
+			faulty[k] = v
+		}
+		faulty[th.Reads[0].Metric] = 3
+		if r := th.Eval(Measured{Top: faulty}); r.Pass {
+			t.Errorf("%s passes with %s = 3", th.Source.Expr, th.Reads[0].Metric)
+		}
+	}
+}
