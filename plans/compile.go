@@ -174,6 +174,13 @@ func (p *Program) Publishers() int {
 // and options always give the same program. The errors it can return are
 // threshold errors (unknown metric, group or phase), positioned in the plan.
 func Compile(p *Plan, opts CompileOptions) (*Program, error) {
+	// Load has checked these already; a plan built in Go has not.
+	if errs := checkWork(p); len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := checkTimeline(p, func(string) Pos { return Pos{File: p.File} }); len(errs) > 0 {
+		return nil, errs
+	}
 	ths, errs := CompileThresholds(p)
 	if len(errs) > 0 {
 		return nil, errs

@@ -490,6 +490,11 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad_thresholds", file: "bad_thresholds.yaml"},
 		{name: "thresholds_not_list", file: "thresholds_not_list.yaml"},
 		{name: "bad_subscription_options", file: "bad_subscription_options.yaml"},
+		{name: "client_id_collisions", file: "client_id_collisions.yaml"},
+		{name: "control_chars", file: "control_chars.yaml"},
+		{name: "timeline_overflow", file: "timeline_overflow.yaml"},
+		{name: "timeline_counts", file: "timeline_counts.yaml"},
+		{name: "too_much_work", file: "too_much_work.yaml"},
 		{
 			name: "bad_set_paths",
 			file: filepath.Join(validDir, "minimal.yaml"),
