@@ -96,10 +96,11 @@ func idShapeOf(g *Group) (idShape, bool) {
 	return s, add(g.ClientID)
 }
 
-// maxIDChecks bounds the ids expanded to compare groups whose client id
-// templates differ but could still give the same id ("a-1%i" and "a-%i"
-// both give a-12): far more than a plan's clients, so it only cuts short
-// a plan with thousands of such groups.
+// maxIDChecks bounds the pairs of templates compared, and the ids
+// expanded to compare groups whose client id templates differ but could
+// still give the same id ("a-1%i" and "a-%i" both give a-12): far more
+// than a plan's clients, so it only cuts the check short (it is best
+// effort past it) for a plan with thousands of distinct templates.
 const maxIDChecks = 2_000_000
 
 // checkClientIDs reports client ids that the plan makes collide: a fixed
@@ -164,6 +165,7 @@ func (l *loader) checkClientIDs(groups []Group) {
 	budget := maxIDChecks
 	for i := 0; i < len(shapes) && budget > 0; i++ {
 		for j := i + 1; j < len(shapes) && budget > 0; j++ {
+			budget-- // a plan of many distinct templates costs pairs, not ids
 			a, b := byShape[shapes[i]], byShape[shapes[j]]
 			sa, sb := a[0].shape, b[0].shape
 			if !compatible(sa.lits[0], sb.lits[0], strings.HasPrefix) ||

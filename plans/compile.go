@@ -213,6 +213,18 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		total += g.Count
 	}
 	prog.Clients = make([]Client, 0, total)
+	// One allocation for every client's subscriptions and one for every
+	// publishing: a million small ones would cost their headers and
+	// rounding (the plan's size is bounded, see limits.go).
+	subs, pubs := 0, 0
+	for _, g := range p.Groups {
+		subs += g.Count * len(g.Subscribe)
+		if g.Publish != nil {
+			pubs += g.Count
+		}
+	}
+	subSlab := make([]ClientSubscription, 0, subs)
+	pubSlab := make([]ClientPublish, 0, pubs)
 	shareKeys := map[string]int{}
 	var shareOwner []int // by share key
 	for _, gi := range order {
@@ -250,6 +262,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 			if g.ConnectRate > 0 {
 				c.ConnectAt = time.Duration(float64(j) / g.ConnectRate * float64(time.Second))
 			}
+			first := len(subSlab)
 			for _, s := range g.Subscribe {
 				f := s.Topic.Expand(vars)
 				cs := ClientSubscription{Filter: f, QoS: s.QoS, ShareKey: -1,
@@ -268,13 +281,19 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 					}
 					cs.ShareKey = k
 				}
-				c.Subscriptions = append(c.Subscriptions, cs)
+				subSlab = append(subSlab, cs)
+			}
+			if len(subSlab) > first {
+				// Capped, so that appending to one client's list can
+				// never write into the next one's.
+				c.Subscriptions = subSlab[first:len(subSlab):len(subSlab)]
 			}
 			if g.Will != nil {
 				c.WillTopic = g.Will.Topic.Expand(vars)
 			}
 			if pub := g.Publish; pub != nil {
-				c.Publish = &ClientPublish{
+				// pubSlab has room for every publisher: the pointer stays valid.
+				pubSlab = append(pubSlab, ClientPublish{
 					Topic:  pub.Topic.Expand(vars),
 					QoS:    pub.QoS,
 					Size:   pub.Size,
@@ -287,7 +306,8 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 						Steady:   p.Duration,
 						Count:    pub.Count,
 					},
-				}
+				})
+				c.Publish = &pubSlab[len(pubSlab)-1]
 			}
 			prog.Clients = append(prog.Clients, c)
 		}

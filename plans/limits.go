@@ -18,10 +18,10 @@ import (
 // test and BenchmarkCompileLimits check this).
 const (
 	// maxPlanClients bounds the clients of a plan, all groups together.
-	maxPlanClients = 1_000_000
+	maxPlanClients = 500_000
 	// maxPlanSubscriptions bounds clients × filters, all groups together:
 	// each subscription is expanded and indexed at compile time.
-	maxPlanSubscriptions = 2_000_000
+	maxPlanSubscriptions = 800_000
 	// maxPlanText bounds the bytes of client ids, user names, topics,
 	// filters and will topics that expanding every client produces.
 	maxPlanText = 64 << 20
@@ -169,7 +169,7 @@ func checkTimeline(p *Plan, keyPos func(key string) Pos) Errors {
 		if span := float64(g.Count-1) / g.ConnectRate; g.ConnectRate > 0 && span > maxTimeline.Seconds() {
 			errs = append(errs, &Error{Pos: g.Pos, Path: path + ".connect_rate", Msg: fmt.Sprintf(
 				"connecting %s clients at this rate takes %s, longer than the limit of %s (366 days)",
-				thousands(g.Count), fmtLongDuration(time.Duration(min(span, 1e9)*float64(time.Second))), fmtLongDuration(maxTimeline))})
+				thousands(g.Count), fmtLongDuration(time.Duration(min(span, 9e9)*float64(time.Second))), fmtLongDuration(maxTimeline))})
 		}
 		pub := g.Publish
 		if pub == nil {

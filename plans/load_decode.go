@@ -43,7 +43,7 @@ const (
 	defReconnectAfter = time.Second      // groups[].reconnect.after
 	defPayloadSize    = 256              // groups[].publish.size, bytes
 
-	maxGroupCount    = 1_000_000                // clients in one group
+	maxGroupCount    = maxPlanClients           // clients in one group
 	maxGroupStart    = math.MaxInt32            // keeps start+count-1 inside an int32 %i
 	maxKeepalive     = 65535 * time.Second      // the MQTT keepalive field is 16 bits of seconds
 	maxSessionExpiry = 4294967295 * time.Second // the MQTT 5 property is 32 bits of seconds

@@ -340,7 +340,7 @@ func TestLoadValid(t *testing.T) {
 			check: func(t *testing.T, p *Plan) {
 				g := p.Groups[0]
 				expect(t, "urls (tcp is mqtt)", p.Broker.URLs, []string{"mqtt://127.0.0.1:1883"})
-				expect(t, "count", g.Count, 1_000_000)
+				expect(t, "count", g.Count, 500_000)
 				expect(t, "start", g.Start, 0)
 				expect(t, "connect_rate", g.ConnectRate, 10000.0)
 				expect(t, "keepalive 0s (off)", g.Keepalive, time.Duration(0))
