@@ -3,6 +3,7 @@ package plans
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -174,6 +175,13 @@ func (p *Program) Publishers() int {
 // and options always give the same program. The errors it can return are
 // threshold errors (unknown metric, group or phase), positioned in the plan.
 func Compile(p *Plan, opts CompileOptions) (*Program, error) {
+	// Load has checked these already; a plan built in Go has not.
+	if errs := checkWork(p); len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := checkTimeline(p, func(string) Pos { return Pos{File: p.File} }); len(errs) > 0 {
+		return nil, errs
+	}
 	ths, errs := CompileThresholds(p)
 	if len(errs) > 0 {
 		return nil, errs
@@ -207,7 +215,20 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		total += g.Count
 	}
 	prog.Clients = make([]Client, 0, total)
+	// One allocation for every client's subscriptions and one for every
+	// publishing: a million small ones would cost their headers and
+	// rounding (the plan's size is bounded, see limits.go).
+	subs, pubs := 0, 0
+	for _, g := range p.Groups {
+		subs += g.Count * len(g.Subscribe)
+		if g.Publish != nil {
+			pubs += g.Count
+		}
+	}
+	subSlab := make([]ClientSubscription, 0, subs)
+	pubSlab := make([]ClientPublish, 0, pubs)
 	shareKeys := map[string]int{}
+	var shareOwner []int // by share key
 	for _, gi := range order {
 		g := &p.Groups[gi]
 		gp := &prog.Groups[gi]
@@ -243,6 +264,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 			if g.ConnectRate > 0 {
 				c.ConnectAt = time.Duration(float64(j) / g.ConnectRate * float64(time.Second))
 			}
+			first := len(subSlab)
 			for _, s := range g.Subscribe {
 				f := s.Topic.Expand(vars)
 				cs := ClientSubscription{Filter: f, QoS: s.QoS, ShareKey: -1,
@@ -254,16 +276,26 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 					if !ok {
 						k = len(shareKeys)
 						shareKeys[key] = k
+						// The share group's deliveries are credited to
+						// the group of its first member (members
+						// normally all sit in one group).
+						shareOwner = append(shareOwner, gi)
 					}
 					cs.ShareKey = k
 				}
-				c.Subscriptions = append(c.Subscriptions, cs)
+				subSlab = append(subSlab, cs)
+			}
+			if len(subSlab) > first {
+				// Capped, so that appending to one client's list can
+				// never write into the next one's.
+				c.Subscriptions = subSlab[first:len(subSlab):len(subSlab)]
 			}
 			if g.Will != nil {
 				c.WillTopic = g.Will.Topic.Expand(vars)
 			}
 			if pub := g.Publish; pub != nil {
-				c.Publish = &ClientPublish{
+				// pubSlab has room for every publisher: the pointer stays valid.
+				pubSlab = append(pubSlab, ClientPublish{
 					Topic:  pub.Topic.Expand(vars),
 					QoS:    pub.QoS,
 					Size:   pub.Size,
@@ -276,7 +308,8 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 						Steady:   p.Duration,
 						Count:    pub.Count,
 					},
-				}
+				})
+				c.Publish = &pubSlab[len(pubSlab)-1]
 			}
 			prog.Clients = append(prog.Clients, c)
 		}
@@ -290,7 +323,9 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 			pub.Schedule.Steady = prog.Steady
 		}
 	}
-	computeExpectations(prog)
+	if err := computeExpectations(prog, shareOwner); err != nil {
+		return nil, Errors{{Pos: Pos{File: p.File}, Path: "groups", Msg: err.Error()}}
+	}
 	prog.Phases = planPhases(prog)
 	return prog, nil
 }
@@ -311,14 +346,42 @@ func steadyFromCounts(prog *Program) time.Duration {
 	return steady
 }
 
+// maxExpectationWork bounds the per-client subscriptions that computing
+// the expectations may visit (see subscriptionIndex): a plan needs that
+// many only when many distinct publish topics each match many clients
+// that have several filters, and past it the plan is refused instead of
+// taking minutes.
+const maxExpectationWork = 50_000_000
+
+// maxExpectationTable bounds the expected-deliveries-by-group tables,
+// in entries (distinct tables × groups): equal tables are shared, so only
+// a plan with very many groups and very many distinct delivery patterns
+// comes near it.
+const maxExpectationTable = 8_000_000
+
 // computeExpectations fills ClientPublish.Expected with a topic trie of
 // every subscription, matched once per publishing client (not per message).
 // A client receives one copy of a message however many of its
 // subscriptions match, and none of its own through a no_local
 // subscription (unless another of its subscriptions matches without it).
-func computeExpectations(prog *Program) {
+// shareOwner[k] is the group credited with share group k's deliveries.
+//
+// The cost is O(subscriptions + publishers × trie nodes a topic reaches),
+// plus the per-client subscriptions of several-filter clients that each
+// distinct topic matches (bounded by maxExpectationWork).
+func computeExpectations(prog *Program, shareOwner []int) error {
 	var ix subscriptionIndex
-	noLocal := make([]bool, len(prog.Clients)) // the client has a no_local subscription
+	plainSubs := make([]int32, len(prog.Clients)) // ordinary (not $share) subscriptions per client
+	noLocal := make([]bool, len(prog.Clients))    // the client has a no_local subscription
+	for i := range prog.Clients {
+		for _, s := range prog.Clients[i].Subscriptions {
+			if s.Share == "" {
+				plainSubs[i]++
+			}
+			noLocal[i] = noLocal[i] || s.NoLocal
+		}
+	}
+	shareIndexed := make([]bool, len(shareOwner))
 	for i := range prog.Clients {
 		c := &prog.Clients[i]
 		for _, s := range c.Subscriptions {
@@ -326,53 +389,89 @@ func computeExpectations(prog *Program) {
 			if err != nil {
 				continue // validated at load time; unreachable
 			}
-			ix.add(indexedSub{client: c.Index, group: c.Group, share: s.Share, filter: filter, key: s.ShareKey, noLocal: s.NoLocal})
-			noLocal[c.Index] = noLocal[c.Index] || s.NoLocal
+			n := ix.node(filter)
+			switch {
+			case s.Share != "":
+				if !shareIndexed[s.ShareKey] {
+					shareIndexed[s.ShareKey] = true
+					n.shares = addCount(n.shares, shareOwner[s.ShareKey])
+				}
+			case plainSubs[i] == 1 && !s.NoLocal:
+				n.plain = addCount(n.plain, c.Group)
+			default:
+				n.subs = append(n.subs, indexedSub{client: c.Index, group: c.Group, noLocal: s.NoLocal})
+			}
 		}
 	}
-	seenClient := map[int]bool{}
-	seenShare := map[int]bool{}
-	// byTopic caches the expectation of a topic for publishers without a
-	// no_local subscription: for them it depends on the topic alone.
-	byTopic := map[string][]int{}
+
+	// seen[c] == stamp marks client c as counted for the current topic.
+	seen := make([]int32, len(prog.Clients))
+	stamp := int32(0)
+	// tables interns the by-group tables, keyed by their non-zero
+	// entries, so that publishers with the same pattern share one.
+	tables := map[string][]int{}
+	tableEntries := 0
+	by := make([]int, len(prog.Groups))
+	var key []byte
+	var prevTopic string
+	var prevTable []int
 	for i := range prog.Clients {
 		pub := prog.Clients[i].Publish
 		if pub == nil {
 			continue
 		}
 		self := prog.Clients[i].Index
-		if by, ok := byTopic[pub.Topic]; ok && !noLocal[self] {
-			pub.ExpectedByGroup = by
-			for _, n := range by {
-				pub.Expected += n
-			}
+		// Clients of a group with a fixed topic follow each other: the
+		// expectation of the previous one is this one's unless no_local
+		// makes it depend on who publishes.
+		if prevTable != nil && pub.Topic == prevTopic && !noLocal[self] {
+			setExpected(pub, prevTable)
 			continue
 		}
-		clear(seenClient)
-		clear(seenShare)
-		by := make([]int, len(prog.Groups))
-		ix.match(pub.Topic, func(s indexedSub) {
-			if s.noLocal && s.client == self {
-				return
+		clear(by)
+		stamp++
+		ix.match(pub.Topic, func(n *trieNode) {
+			for _, gc := range n.plain {
+				by[gc.group] += gc.n
 			}
-			if s.share != "" {
-				if !seenShare[s.key] {
-					seenShare[s.key] = true
-					by[shareOwner(prog, s.key)]++
+			for _, gc := range n.shares {
+				by[gc.group] += gc.n
+			}
+			ix.work += len(n.subs)
+			for _, s := range n.subs {
+				if (s.noLocal && s.client == self) || seen[s.client] == stamp {
+					continue
 				}
-				return
-			}
-			if !seenClient[s.client] {
-				seenClient[s.client] = true
+				seen[s.client] = stamp
 				by[s.group]++
 			}
 		})
-		if !noLocal[self] {
-			byTopic[pub.Topic] = by
+		if ix.work > maxExpectationWork {
+			return fmt.Errorf("the expected deliveries need more than %d subscription matches (publish topics × the matching subscriptions of clients with several filters or no_local); give those clients one filter each, or publish on fewer distinct topics", maxExpectationWork)
 		}
-		pub.ExpectedByGroup = by
-		for _, n := range by {
-			pub.Expected += n
+		key = key[:0]
+		for g, n := range by {
+			if n != 0 {
+				key = strconv.AppendInt(key, int64(g), 36)
+				key = append(key, ':')
+				key = strconv.AppendInt(key, int64(n), 36)
+				key = append(key, ',')
+			}
+		}
+		table, ok := tables[string(key)]
+		if !ok {
+			tableEntries += len(by)
+			if tableEntries > maxExpectationTable {
+				return fmt.Errorf("the publishers' expected deliveries differ in more than %d ways × %d groups, more than the limit of %d table entries; use fewer groups or fewer distinct topics", len(tables), len(prog.Groups), maxExpectationTable)
+			}
+			table = slices.Clone(by)
+			tables[string(key)] = table
+		}
+		setExpected(pub, table)
+		if !noLocal[self] {
+			prevTopic, prevTable = pub.Topic, table
+		} else {
+			prevTable = nil
 		}
 	}
 	for gi := range prog.Groups {
@@ -386,23 +485,24 @@ func computeExpectations(prog *Program) {
 		}
 		gp.ExpectedPerMessage = float64(sum) / float64(gp.Count)
 	}
+	return nil
 }
 
-// shareOwner is the group credited with a share group's deliveries: the
-// group of its first member. Members normally all sit in one group.
-func shareOwner(prog *Program, key int) int {
-	for i := range prog.Clients {
-		for _, s := range prog.Clients[i].Subscriptions {
-			if s.ShareKey == key {
-				return prog.Clients[i].Group
-			}
-		}
+// setExpected gives pub its by-group table (shared, never written after)
+// and its sum.
+func setExpected(pub *ClientPublish, table []int) {
+	pub.ExpectedByGroup = table
+	pub.Expected = 0
+	for _, n := range table {
+		pub.Expected += n
 	}
-	return 0
 }
 
-// planPhases computes each phase's planned length and load, exactly, by
-// walking every publisher's schedule.
+// planPhases computes each phase's planned length and load, exactly, from
+// every publisher's schedule in closed form (O(publishers), whatever the
+// length of the phases). The products can exceed int64 for absurd plans
+// (a year of nanosecond intervals to a million subscribers): they
+// saturate at math.MaxInt64 rather than wrap to a negative figure.
 func planPhases(prog *Program) []PhasePlan {
 	phases := make([]PhasePlan, len(PhaseNames))
 	for i, n := range PhaseNames {
@@ -412,7 +512,7 @@ func planPhases(prog *Program) []PhasePlan {
 	for _, gp := range prog.Groups {
 		span[gp.Stage] = max(span[gp.Stage], gp.ConnectSpan)
 	}
-	phases[0].Length = span[0] + span[1]
+	phases[0].Length = satAdd(span[0], span[1])
 	phases[0].Connects = len(prog.Clients)
 	phases[2].Length, phases[3].Length, phases[4].Length = prog.Warmup, prog.Ramp, prog.Steady
 	phases[5].Length = prog.Drain
@@ -424,13 +524,34 @@ func planPhases(prog *Program) []PhasePlan {
 		}
 		for ph := 0; ph < 3; ph++ {
 			n := int64(pub.Schedule.Messages(bounds[ph], bounds[ph+1]))
-			phases[2+ph].Messages += n
-			phases[2+ph].Deliveries += n * int64(pub.Expected)
-			phases[2+ph].Bytes += n * int64(pub.Size)
-			phases[2+ph].DeliveredBytes += n * int64(pub.Expected) * int64(pub.Size)
+			d := satMul(n, int64(pub.Expected))
+			phase := &phases[2+ph]
+			phase.Messages = satAdd(phase.Messages, n)
+			phase.Deliveries = satAdd(phase.Deliveries, d)
+			phase.Bytes = satAdd(phase.Bytes, satMul(n, int64(pub.Size)))
+			phase.DeliveredBytes = satAdd(phase.DeliveredBytes, satMul(d, int64(pub.Size)))
 		}
 	}
 	return phases
+}
+
+// satAdd is a+b for non-negative a and b, saturating at math.MaxInt64.
+func satAdd[T ~int64](a, b T) T {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// satMul is a×b for non-negative a and b, saturating at math.MaxInt64.
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // PhaseOf returns the index in PhaseNames of the publishing phase that

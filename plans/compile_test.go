@@ -1,7 +1,10 @@
 package plans
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,36 +91,148 @@ func TestScheduleAt(t *testing.T) {
 	}
 }
 
-// TestScheduleMessagesOracle checks the window counter against a plain
-// walk over At for many windows.
-func TestScheduleMessagesOracle(t *testing.T) {
-	s := Schedule{Interval: 37 * time.Millisecond, Phase: 0.3, Warmup: 700 * time.Millisecond, Ramp: 1300 * time.Millisecond, Steady: 2 * time.Second}
-	var all []time.Duration
+// walkMessages is the slow, obviously-correct count that Messages
+// replaces: it walks every message of the schedule.
+func walkMessages(s Schedule, from, to time.Duration) int {
+	n := 0
 	for k := 0; ; k++ {
 		at, ok := s.At(k)
-		if !ok {
-			break
+		if !ok || at >= to {
+			return n
 		}
-		all = append(all, at)
+		if at >= from {
+			n++
+		}
 	}
-	for from := time.Duration(0); from < s.End(); from += 170 * time.Millisecond {
-		for to := from; to <= s.End(); to += 230 * time.Millisecond {
-			want := 0
-			for _, at := range all {
-				if at >= from && at < to {
-					want++
+}
+
+// scheduleWindows are the windows checked against the oracle for s: the
+// phase boundaries, each message's own intended time and the nanosecond
+// on either side of it (where rounding would show), and a grid.
+func scheduleWindows(s Schedule, rng *rand.Rand) []time.Duration {
+	end := s.End()
+	cuts := []time.Duration{0, 1, s.Warmup, s.Warmup + s.Ramp, end - 1, end, end + 1, end + s.Interval}
+	n := walkMessages(s, 0, math.MaxInt64)
+	for i := 0; i < min(n, 12); i++ {
+		k := i // the first messages, then random ones
+		if i >= 4 {
+			k = rng.IntN(n)
+		}
+		at, _ := s.At(k)
+		cuts = append(cuts, at-1, at, at+1)
+	}
+	if n > 0 {
+		last, _ := s.At(n - 1)
+		cuts = append(cuts, last-1, last, last+1)
+	}
+	for i := 0; i < 12; i++ {
+		cuts = append(cuts, time.Duration(rng.Int64N(int64(end)+2)))
+	}
+	return cuts
+}
+
+// TestScheduleMessagesOracle checks the closed-form window count against
+// a walk over At, for named schedules (every combination of the phases,
+// a count, a phase shift) and for random ones.
+func TestScheduleMessagesOracle(t *testing.T) {
+	named := []struct {
+		name string
+		s    Schedule
+	}{
+		{"steady only", Schedule{Interval: 500 * time.Millisecond, Steady: 2 * time.Second}},
+		{"steady, staggered", Schedule{Interval: 500 * time.Millisecond, Phase: 0.5, Steady: 2 * time.Second}},
+		{"warmup only", Schedule{Interval: 7 * time.Millisecond, Warmup: time.Second}},
+		{"ramp only", Schedule{Interval: 100 * time.Millisecond, Ramp: time.Second}},
+		{"ramp then steady", Schedule{Interval: 100 * time.Millisecond, Ramp: time.Second, Steady: 150 * time.Millisecond}},
+		{"warmup, ramp, steady, staggered", Schedule{Interval: 37 * time.Millisecond, Phase: 0.3, Warmup: 700 * time.Millisecond, Ramp: 1300 * time.Millisecond, Steady: 2 * time.Second}},
+		{"count ends inside warmup", Schedule{Interval: time.Millisecond, Warmup: time.Second, Ramp: time.Second, Steady: time.Second, Count: 10}},
+		{"count ends inside ramp", Schedule{Interval: time.Millisecond, Warmup: 10 * time.Millisecond, Ramp: time.Second, Steady: time.Second, Count: 200}},
+		{"count beyond the end", Schedule{Interval: 10 * time.Millisecond, Steady: time.Second, Count: 1000}},
+		{"interval longer than the timeline", Schedule{Interval: time.Hour, Phase: 0.9, Warmup: time.Second, Steady: time.Second}},
+		{"message exactly at the end is out", Schedule{Interval: 250 * time.Millisecond, Steady: time.Second}},
+		{"one-nanosecond interval", Schedule{Interval: 1, Phase: 0.5, Warmup: 300, Ramp: 1000, Steady: 500}},
+		{"phase near 1", Schedule{Interval: 3 * time.Millisecond, Phase: 0.9999999, Ramp: 100 * time.Millisecond, Steady: 100 * time.Millisecond}},
+		{"no interval", Schedule{Steady: time.Second}},
+	}
+	check := func(t *testing.T, s Schedule, rng *rand.Rand) {
+		t.Helper()
+		// The oracle's answer for [from, to) is a difference of two walks
+		// from 0 (below(to) - below(from)), so each cut is walked once.
+		cuts := scheduleWindows(s, rng)
+		below := make(map[time.Duration]int, len(cuts))
+		for _, c := range cuts {
+			below[c] = walkMessages(s, 0, c)
+		}
+		for _, from := range cuts {
+			for _, to := range cuts {
+				want := max(0, below[to]-below[from])
+				if got := s.Messages(from, to); got != want {
+					t.Fatalf("%+v: Messages(%d, %d) = %d, want %d", s, from, to, got, want)
 				}
 			}
-			if got := s.Messages(from, to); got != want {
-				t.Fatalf("Messages(%v, %v) = %d, want %d", from, to, got, want)
+		}
+		// Intended times never go backwards: Messages relies on it.
+		prev := time.Duration(-1)
+		for k := 0; ; k++ {
+			at, ok := s.At(k)
+			if !ok {
+				break
 			}
+			if at < prev {
+				t.Fatalf("%+v: message %d at %v before message %d at %v", s, k, at, k-1, prev)
+			}
+			prev = at
 		}
 	}
-	// Intended times never go backwards.
-	for i := 1; i < len(all); i++ {
-		if all[i] < all[i-1] {
-			t.Fatalf("message %d at %v before message %d at %v", i, all[i], i-1, all[i-1])
+	for _, tt := range named {
+		t.Run(tt.name, func(t *testing.T) {
+			check(t, tt.s, rand.New(rand.NewPCG(1, 2)))
+		})
+	}
+	t.Run("random", func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		phaseLen := func() time.Duration {
+			switch rng.IntN(3) {
+			case 0:
+				return 0
+			case 1:
+				return time.Duration(rng.Int64N(1000)) // a few nanoseconds: rounding at its worst
+			}
+			return time.Duration(rng.Int64N(int64(2 * time.Second)))
 		}
+		for i := 0; i < 300; i++ {
+			s := Schedule{
+				Interval: time.Duration(1 + rng.Int64N(int64(50*time.Millisecond))),
+				Phase:    rng.Float64(),
+				Warmup:   phaseLen(),
+				Ramp:     phaseLen(),
+				Steady:   phaseLen(),
+			}
+			if rng.IntN(3) == 0 {
+				s.Count = 1 + rng.IntN(300)
+			}
+			if s.End() == 0 || int64(s.End())/int64(s.Interval) > 20000 {
+				s.Interval = max(s.End()/2000, 1) + time.Duration(rng.Int64N(1000))
+			}
+			check(t, s, rng)
+		}
+	})
+}
+
+// TestScheduleMessagesLong checks that counting a long schedule costs no
+// walk: a year at 1 µs a message is 3·10¹³ messages, which a walk could
+// not count in a test's lifetime, and the count agrees with the rate.
+func TestScheduleMessagesLong(t *testing.T) {
+	year := 365 * 24 * time.Hour
+	s := Schedule{Interval: time.Microsecond, Warmup: year, Ramp: year, Steady: year}
+	if got, want := s.Messages(0, s.Warmup), int(year/time.Microsecond); got != want {
+		t.Errorf("warmup: %d messages, want %d", got, want)
+	}
+	if got, want := s.Messages(s.Warmup, s.Warmup+s.Ramp), int(year/time.Microsecond/2); got != want {
+		t.Errorf("ramp: %d messages, want %d (half the rate on average)", got, want)
+	}
+	if got, want := s.Messages(0, s.End()), int(year/time.Microsecond)*5/2; got != want {
+		t.Errorf("all: %d messages, want %d", got, want)
 	}
 }
 
@@ -403,5 +518,79 @@ func TestCompileSteadyFromCounts(t *testing.T) {
 	// 0.4 s + 0.075 s; the steady phase ends just after.
 	if prog.Steady < 475*time.Millisecond || prog.Steady > 480*time.Millisecond {
 		t.Errorf("steady = %v", prog.Steady)
+	}
+}
+
+// bruteExpected is the expectation oracle: every publisher against every
+// subscription with MatchFilter, no trie, no counting shortcuts.
+func bruteExpected(prog *Program, pub *Client) []int {
+	by := make([]int, len(prog.Groups))
+	shareSeen := map[int]bool{}
+	for _, c := range prog.Clients {
+		got := false
+		for _, s := range c.Subscriptions {
+			_, filter, _ := SplitShare(s.Filter)
+			if !MatchFilter(filter, pub.Publish.Topic) {
+				continue
+			}
+			if s.Share != "" {
+				if !shareSeen[s.ShareKey] {
+					shareSeen[s.ShareKey] = true
+					by[c.Group]++ // the first member's group, in client order
+				}
+				continue
+			}
+			if s.NoLocal && c.Index == pub.Index {
+				continue
+			}
+			got = true
+		}
+		if got {
+			by[c.Group]++
+		}
+	}
+	return by
+}
+
+// TestCompileExpectationsOracle compares the trie's expectations with the
+// brute-force oracle on random plans: wildcards, $share groups, clients
+// with one filter and with several, no_local, fixed and %i topics.
+func TestCompileExpectationsOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	filters := []string{"#", "+", "a", "a/#", "a/+", "a/b", "a/%i", "+/b", "+/+", "a/+/c", "$share/s1/a/#", "$share/s2/+/b", "$share/s1/a/b", "$SYS/#", "b/%i/#"}
+	topics := []string{"a", "a/b", "a/1", "a/2", "b/1/x", "a/b/c", "c", "$SYS/x", "a/%i", "b/%i/c"}
+	for i := 0; i < 300; i++ {
+		var groups []Group
+		for g := 0; g < 1+rng.IntN(4); g++ {
+			gr := Group{Name: fmt.Sprintf("g%d", g), Count: 1 + rng.IntN(4), ConnectRate: 1000}
+			for f := 0; f < rng.IntN(4); f++ {
+				s := Subscription{Topic: MustTemplate(filters[rng.IntN(len(filters))])}
+				s.NoLocal = rng.IntN(4) == 0 && !strings.HasPrefix(s.Topic.String(), "$share/")
+				gr.Subscribe = append(gr.Subscribe, s)
+			}
+			if rng.IntN(2) == 0 || len(gr.Subscribe) == 0 {
+				gr.Publish = &Publish{Topic: MustTemplate(topics[rng.IntN(len(topics))]), Size: 16, Every: time.Second}
+			}
+			groups = append(groups, gr)
+		}
+		prog, err := Compile(testPlan(groups...), CompileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range prog.Clients {
+			c := &prog.Clients[j]
+			if c.Publish == nil {
+				continue
+			}
+			want := bruteExpected(prog, c)
+			sum := 0
+			for _, n := range want {
+				sum += n
+			}
+			if !equalInts(c.Publish.ExpectedByGroup, want) || c.Publish.Expected != sum {
+				t.Fatalf("plan %d, %s on %q: expected %d %v, want %d %v (groups %+v)", i, c, c.Publish.Topic,
+					c.Publish.Expected, c.Publish.ExpectedByGroup, sum, want, groups)
+			}
+		}
 	}
 }

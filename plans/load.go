@@ -67,6 +67,11 @@ func LoadBytes(file string, data []byte, opts LoadOptions) (*Plan, error) {
 	}
 	p := l.load(opts.Sets)
 	if p != nil {
+		// The work the plan implies is bounded before anything (the
+		// threshold compiler, Compile) does it.
+		l.errs = append(l.errs, checkWork(p)...)
+	}
+	if p != nil {
 		// Threshold problems are plan problems too, reported with the
 		// others in one pass (Compile checks them again, cheaply).
 		if _, errs := CompileThresholds(p); len(errs) > 0 {
@@ -96,6 +101,10 @@ type loader struct {
 	overBudget bool
 	// outerAlias is the outermost alias being expanded, if any.
 	outerAlias *yaml.Node
+	// groupIndex is the index of the group being decoded, and ids the
+	// explicit client ids seen, for checkClientIDs.
+	groupIndex int
+	ids        []idDecl
 }
 
 func (l *loader) load(sets []string) *Plan {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -42,7 +43,7 @@ const (
 	defReconnectAfter = time.Second      // groups[].reconnect.after
 	defPayloadSize    = 256              // groups[].publish.size, bytes
 
-	maxGroupCount    = 1_000_000                // clients in one group
+	maxGroupCount    = maxPlanClients           // clients in one group
 	maxGroupStart    = math.MaxInt32            // keeps start+count-1 inside an int32 %i
 	maxKeepalive     = 65535 * time.Second      // the MQTT keepalive field is 16 bits of seconds
 	maxSessionExpiry = 4294967295 * time.Second // the MQTT 5 property is 32 bits of seconds
@@ -462,6 +463,12 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
 	top.duration("drain", &p.Drain, durationOpts{})
 	p.Thresholds = l.thresholds(top)
+	l.errs = append(l.errs, checkTimeline(p, func(key string) Pos {
+		if e, ok := top.get(key); ok {
+			return l.pos(e.val)
+		}
+		return l.pos(root)
+	})...)
 
 	if !hasDuration && publishKnown {
 		publishers, counted := 0, 0
@@ -708,6 +715,7 @@ func (l *loader) groups(top *keySection, b Broker) (groups []Group, publishKnown
 	publishKnown = true
 	for i, item := range e.val.Content {
 		path := l.at(planIndexPath(e.path, i), item)
+		l.groupIndex = i
 		g, nameEntry, pubOK := l.group(path, item, b)
 		publishKnown = publishKnown && pubOK
 		if g.Name != "" {
@@ -723,6 +731,7 @@ func (l *loader) groups(top *keySection, b Broker) (groups []Group, publishKnown
 		}
 		groups = append(groups, g)
 	}
+	l.checkClientIDs(groups)
 	return groups, publishKnown
 }
 
@@ -760,12 +769,15 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 	s.integer("start", &g.Start, 0, maxGroupStart)
 
 	var refs []templateUse
-	if r, ok := s.template("client_id", "iu"); ok {
-		g.ClientID = r.t
-		refs = append(refs, r)
+	idUse, hasID := s.template("client_id", "iu")
+	if hasID {
+		g.ClientID = idUse.t
+		refs = append(refs, idUse)
 	}
+	var userUse templateUse
 	if r, ok := s.template("username", "i"); ok {
 		g.Username = r.t
+		userUse = r
 	}
 	var pw string
 	if s.str("password", &pw) {
@@ -827,7 +839,12 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 			refs = append(refs, r)
 		}
 	}
-	l.checkTemplates(g, refs)
+	l.checkTemplates(g, refs, userUse)
+	if hasID {
+		if shape, ok := idShapeOf(&g); ok {
+			l.ids = append(l.ids, idDecl{group: l.groupIndex, pos: l.pos(idUse.e.val), path: idUse.e.path, shape: shape})
+		}
+	}
 	return g, ne, pubOK
 }
 
@@ -926,19 +943,34 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 // the whole group known: %u needs a username, and a topic or filter must
 // be valid once expanded. The expansion uses a sample client (the group's
 // first), so a client id or user name holding + or # is caught too.
-func (l *loader) checkTemplates(g Group, refs []templateUse) {
-	user := "u"
+//
+// Templates are measured before they are expanded: "%c%c%c..." over a long
+// client id would otherwise build gigabytes for one sample. Control
+// characters (NUL included) are refused in every template as written;
+// placeholders only insert other templates and digits, so the expanded
+// values cannot hold any either.
+func (l *loader) checkTemplates(g Group, refs []templateUse, userUse templateUse) {
+	userLen := g.Username.maxLen(0, 0)
+	idLen := g.ClientID.maxLen(0, userLen)
 	if !g.Username.IsZero() {
+		l.checkTemplateText(userUse, "a user name", userLen)
+	}
+	user := "u"
+	if !g.Username.IsZero() && userLen <= maxTemplateBytes {
 		user = g.Username.Expand(TemplateVars{N: g.Start})
 	}
 	id := "x"
-	if !g.ClientID.IsZero() {
+	if !g.ClientID.IsZero() && idLen <= maxTemplateBytes && userLen <= maxTemplateBytes {
 		id = g.ClientID.Expand(TemplateVars{Username: user, N: g.Start})
 	}
 	sample := TemplateVars{ClientID: id, Username: user, N: g.Start}
 	for _, r := range refs {
 		if r.t.Uses('u') && g.Username.IsZero() {
 			l.errorf(r.e.val, r.e.path, "uses %%u, but the group has no username")
+			continue
+		}
+		what := map[string]string{"topic": "a topic", "filter": "a topic filter", "": "a client id"}[r.kind]
+		if !l.checkTemplateText(r, what, r.t.maxLen(idLen, userLen)) {
 			continue
 		}
 		var err error
@@ -958,6 +990,23 @@ func (l *loader) checkTemplates(g Group, refs []templateUse) {
 			l.errorf(r.e.val, r.e.path, "%v", err)
 		}
 	}
+}
+
+// checkTemplateText reports a template holding a control character, or
+// one whose expansion (maxLen bytes at most) can pass the MQTT string
+// limit; false means the template must not be expanded.
+func (l *loader) checkTemplateText(r templateUse, what string, maxLen int) bool {
+	raw := r.t.String()
+	if i := strings.IndexFunc(raw, unicode.IsControl); i >= 0 {
+		c, _ := utf8.DecodeRuneInString(raw[i:])
+		l.errorf(r.e.val, r.e.path, "holds the control character %U at byte %d: %s must not contain control characters or NUL", c, i, what)
+		return false
+	}
+	if maxLen > maxTemplateBytes {
+		l.errorf(r.e.val, r.e.path, "expands to up to %s bytes, more than the %s bytes MQTT allows for %s", thousands(maxLen), thousands(maxTemplateBytes), what)
+		return false
+	}
+	return true
 }
 
 // thresholds decodes the thresholds: list, keeping each expression's text

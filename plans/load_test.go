@@ -340,7 +340,7 @@ func TestLoadValid(t *testing.T) {
 			check: func(t *testing.T, p *Plan) {
 				g := p.Groups[0]
 				expect(t, "urls (tcp is mqtt)", p.Broker.URLs, []string{"mqtt://127.0.0.1:1883"})
-				expect(t, "count", g.Count, 1_000_000)
+				expect(t, "count", g.Count, 500_000)
 				expect(t, "start", g.Start, 0)
 				expect(t, "connect_rate", g.ConnectRate, 10000.0)
 				expect(t, "keepalive 0s (off)", g.Keepalive, time.Duration(0))
@@ -490,6 +490,11 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad_thresholds", file: "bad_thresholds.yaml"},
 		{name: "thresholds_not_list", file: "thresholds_not_list.yaml"},
 		{name: "bad_subscription_options", file: "bad_subscription_options.yaml"},
+		{name: "client_id_collisions", file: "client_id_collisions.yaml"},
+		{name: "control_chars", file: "control_chars.yaml"},
+		{name: "timeline_overflow", file: "timeline_overflow.yaml"},
+		{name: "timeline_counts", file: "timeline_counts.yaml"},
+		{name: "too_much_work", file: "too_much_work.yaml"},
 		{
 			name: "bad_set_paths",
 			file: filepath.Join(validDir, "minimal.yaml"),

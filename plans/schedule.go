@@ -71,29 +71,75 @@ func (s Schedule) inverse(n float64) float64 {
 }
 
 // Messages returns how many messages the schedule sends in [from, to)
-// (offsets from the start of warmup), exactly, by counting intended times.
-// It is a slow, obviously-correct oracle for tests and for explain, not
-// for hot paths.
+// (offsets from the start of warmup): the number of k for which At(k)
+// exists and lies in the window. It is exact and costs O(1), whatever the
+// window's length, so that explain, validate and the run's end can count
+// the messages of a month-long plan without walking them.
+//
+// The closed form N (see the type's comment) gives the count to within
+// float rounding; firstAt then moves the estimate by the one or two
+// messages that rounding can misplace, checking At itself on each side of
+// the boundary, so that the result agrees with a walk over At exactly
+// (walkMessages in the tests is that oracle).
 func (s Schedule) Messages(from, to time.Duration) int {
 	if s.Interval <= 0 || to <= from {
 		return 0
 	}
-	// Start near `from` using the closed form, then walk.
-	k := int(s.countBefore(from)) - 2
-	if k < 0 {
-		k = 0
+	return s.countUntil(to) - s.countUntil(from)
+}
+
+// countUntil is the number of messages intended before offset x: since
+// intended times never decrease with k, they are messages 0..n-1 for the
+// first n whose time is at or after x, capped by the schedule's total.
+func (s Schedule) countUntil(x time.Duration) int {
+	if x <= 0 {
+		return 0
 	}
-	n := 0
-	for ; ; k++ {
-		t, ok := s.At(k)
-		if !ok || t >= to {
-			break
-		}
-		if t >= from {
-			n++
-		}
+	n := s.firstAt(s.countBefore(x), func(k int) bool { return time.Duration(s.intended(k)) >= x })
+	return min(n, s.total())
+}
+
+// total is the number of messages the schedule has: those intended before
+// End (compared in float, as At does), at most Count.
+func (s Schedule) total() int {
+	end := float64(s.End())
+	n := s.firstAt(s.countBefore(s.End()), func(k int) bool { return s.intended(k) >= end })
+	if s.Count > 0 {
+		n = min(n, s.Count)
 	}
 	return n
+}
+
+// intended is message k's intended offset in (unrounded) nanoseconds.
+func (s Schedule) intended(k int) float64 { return s.inverse(float64(k) + s.Phase) }
+
+// maxScheduleMessages caps the estimates firstAt starts from, far beyond
+// any plan (the loader caps a timeline at a year and an interval at 1 ns,
+// about 3·10¹⁶ messages), so that converting a float estimate to int can
+// never overflow.
+const maxScheduleMessages = 1 << 60
+
+// firstAt returns the smallest k ≥ 0 with reached(k), where reached is
+// false then true as k grows (intended times never decrease), starting
+// from the estimate est of that k. Float rounding puts est within a few
+// messages of the answer, so each loop runs a step or two.
+func (s Schedule) firstAt(est float64, reached func(k int) bool) int {
+	var k int
+	switch {
+	case !(est > 0): // also NaN
+		k = 0
+	case est >= maxScheduleMessages:
+		k = maxScheduleMessages
+	default:
+		k = int(math.Ceil(est))
+	}
+	for k > 0 && reached(k-1) {
+		k--
+	}
+	for k < maxScheduleMessages && !reached(k) {
+		k++
+	}
+	return k
 }
 
 // countBefore is N(t) - Phase: about how many messages precede offset t.

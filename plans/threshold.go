@@ -44,6 +44,9 @@ type Threshold struct {
 	Builtin bool
 
 	program *vm.Program
+	// arith is the text of each division or power of the expression, for
+	// the reason of a threshold that met Inf or NaN (see thFiniteFunc).
+	arith []string
 }
 
 // String returns the expression as the user wrote it.
@@ -199,6 +202,14 @@ func (t *Threshold) Eval(m Measured) ThresholdResult {
 		return res
 	}
 	out, err := expr.Run(t.program, env)
+	if nf := (*thNonFinite)(nil); errors.As(err, &nf) {
+		what := "a division or power"
+		if nf.index >= 0 && nf.index < len(t.arith) {
+			what = t.arith[nf.index]
+		}
+		res.Reason = fmt.Sprintf("%s is %v, not a finite number (a division by zero?): a threshold that is not a finite number fails", what, nf.value)
+		return res
+	}
 	if err != nil {
 		res.Reason = thCleanMessage(thErrorMessage(err))
 		return res
@@ -241,10 +252,16 @@ func thConform(kind MetricKind, v any) (any, error) {
 	case Rate, Fraction:
 		switch rv.Kind() {
 		case reflect.Float32, reflect.Float64:
-			if f := rv.Float(); !math.IsNaN(f) {
-				return f, nil
+			f := rv.Float()
+			if math.IsNaN(f) {
+				return nil, nil
 			}
-			return nil, nil
+			if math.IsInf(f, 0) {
+				// +Inf > 100 would hold: an infinite rate is a broken
+				// measurement, which fails rather than passes.
+				return nil, fmt.Errorf("measured %v, not a finite number", f)
+			}
+			return f, nil
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			if _, isDur := v.(time.Duration); !isDur {
 				return float64(rv.Int()), nil
@@ -400,14 +417,109 @@ func (e *thresholdEnv) compile(src ThresholdSource) (*Threshold, *Error) {
 	if c.err != nil {
 		return nil, c.err
 	}
+	if len(c.reads) == 0 {
+		// 1 < 2 or true gives the same verdict whatever the run measured:
+		// most likely a metric name is missing.
+		return nil, c.errAt(0, "reads no metric, so it gives the same verdict whatever the run measures; compare a metric, like p99 < 10ms")
+	}
 	// Our walk has checked names and types already; expr's checker runs
 	// again over the same environment as a second line of defence (and to
 	// compile), so that a gap in the walk still cannot reach a run.
-	prog, err := expr.Compile(c.rw.out, expr.Env(e.narrowed(c.reads)), expr.AsBool())
+	fin := &thFinitePatch{c: c}
+	prog, err := expr.Compile(c.rw.out, expr.Env(e.narrowed(c.reads)), expr.AsBool(),
+		expr.Function(thFiniteFunc, thFinite, new(func(float64, int) float64)), expr.Patch(fin))
 	if err != nil {
 		return nil, c.exprError(err)
 	}
-	return &Threshold{Source: src, Reads: c.reads, program: prog}, nil
+	return &Threshold{Source: src, Reads: c.reads, program: prog, arith: fin.texts}, nil
+}
+
+// thFiniteFunc is the function wrapped around every division and power of
+// a threshold, so that a result that is not a finite number (sent / lost
+// with lost == 0 is +Inf; 0 / 0 is NaN) stops the evaluation instead of
+// comparing: +Inf > 5 holds and !(NaN < 5) holds, and a verdict resting on
+// either would pass a run that proved nothing. The name cannot be written
+// in a threshold (the walk refuses unknown functions before this runs).
+const thFiniteFunc = "__mqplan_finite"
+
+// thNonFinite is the error thFinite stops the evaluation with: which
+// arithmetic gave what.
+type thNonFinite struct {
+	value float64
+	index int // into Threshold.arith
+}
+
+func (e *thNonFinite) Error() string { return fmt.Sprintf("%v", e.value) }
+
+// thFinite passes a finite value through and stops on Inf or NaN.
+func thFinite(params ...any) (any, error) {
+	f, _ := params[0].(float64)
+	i, _ := params[1].(int)
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, &thNonFinite{value: f, index: i}
+	}
+	return f, nil
+}
+
+// thFinitePatch wraps every /, ** and ^ of the expression in thFiniteFunc,
+// recording each one's text as the user wrote it for the failure reason.
+// The other operators cannot make Inf or NaN out of finite numbers short
+// of overflowing float64, and metric values are finite (thConform).
+type thFinitePatch struct {
+	c     *thCompiler
+	texts []string
+}
+
+// text is the operation as the user wrote it, from its left operand's
+// start to its right operand's end (expr's node locations), or the whole
+// expression when that slice does not stand on its own (parentheses cut).
+func (p *thFinitePatch) text(n *ast.BinaryNode) string {
+	whole := strings.TrimSpace(p.c.src.Expr)
+	end := 0
+	ast.Walk(&n.Right, thEndVisitor{&end})
+	from, to := p.c.rw.srcOffset(thStart(n.Left)), p.c.rw.srcOffset(end)
+	runes := []rune(p.c.src.Expr)
+	if from < 0 || to > len(runes) || from >= to {
+		return whole
+	}
+	text := strings.TrimSpace(string(runes[from:to]))
+	depth := 0
+	for _, r := range text {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		}
+		if depth < 0 {
+			return whole
+		}
+	}
+	if depth != 0 || !strings.Contains(text, n.Operator) {
+		return whole
+	}
+	return text
+}
+
+// thEndVisitor finds the furthest end of any node under the one walked.
+type thEndVisitor struct{ end *int }
+
+func (v thEndVisitor) Visit(node *ast.Node) {
+	if to := (*node).Location().To; to > *v.end {
+		*v.end = to
+	}
+}
+
+func (p *thFinitePatch) Visit(node *ast.Node) {
+	n, ok := (*node).(*ast.BinaryNode)
+	if !ok || (n.Operator != "/" && n.Operator != "**" && n.Operator != "^") {
+		return
+	}
+	p.texts = append(p.texts, p.text(n))
+	ast.Patch(node, &ast.CallNode{
+		Callee:    &ast.IdentifierNode{Value: thFiniteFunc},
+		Arguments: []ast.Node{n, &ast.IntegerNode{Value: len(p.texts) - 1}},
+	})
 }
 
 // narrowed is the environment with only the groups the threshold reads:

@@ -258,6 +258,9 @@ func TestCompileThresholdErrors(t *testing.T) {
 		msg  string
 	}{
 		{"unknown alias-like metric", "p98 < 10ms", 5, `unknown metric "p98"; did you mean "p99"?`},
+		{"literals only", "1 < 2", 5, "reads no metric, so it gives the same verdict whatever the run measures; compare a metric, like p99 < 10ms"},
+		{"true", "true", 5, "reads no metric, so it gives the same verdict whatever the run measures; compare a metric, like p99 < 10ms"},
+		{"durations only", "10ms < 1s or not false", 5, "reads no metric, so it gives the same verdict whatever the run measures; compare a metric, like p99 < 10ms"},
 		{"unknown metric twelve runes in", "sent > 0 or p98 < 1ms", 17, `unknown metric "p98"; did you mean "p99"?`},
 		{"column after a rewritten duration", "p99 < 10ms and p98 < 1s", 20, `unknown metric "p98"; did you mean "p99"?`},
 		{"column after a multibyte duration", "p99 < 250µs or p98 < 1s", 20, `unknown metric "p98"; did you mean "p99"?`},
@@ -414,7 +417,6 @@ func TestCompileThresholdValid(t *testing.T) {
 		{"durations in strings stay strings", `groups["my-group"].p99 < 5s`, []string{`groups["my-group"].latency.p99`}},
 		{"comment", "p99 < 1s // 10ms would be strict", []string{"latency.p99"}},
 		{"multi-line", "p99 < 1s and\n  loss_rate == 0", []string{"latency.p99", "loss_rate"}},
-		{"literal only", "1 < 2", nil},
 		{"every unit", "p99 < 1ns + 1us + 1µs + 1μs + 1ms + 1s + 1m + 1h", []string{"latency.p99"}},
 	}
 	for _, tt := range tests {
@@ -533,7 +535,18 @@ func TestThresholdEval(t *testing.T) {
 		{"fractional float count fails", "sent == 3", Measured{Top: MetricSet{"sent": 3.5}}, false, "sent: measured a float64, which is not a count"},
 		{"int rate accepted", "recv_rate >= 190", Measured{Top: MetricSet{"recv_rate": 200}}, true, ""},
 		{"float32 rate accepted", "recv_rate >= 190", Measured{Top: MetricSet{"recv_rate": float32(200)}}, true, ""},
-		{"infinite rate", "recv_rate > 1", Measured{Top: MetricSet{"recv_rate": math.Inf(1)}}, true, ""},
+		{"infinite rate fails", "recv_rate > 1", Measured{Top: MetricSet{"recv_rate": math.Inf(1)}}, false, "recv_rate: measured +Inf, not a finite number"},
+		{"division by zero fails, never passes", "sent / lost > 5", Measured{Top: MetricSet{"sent": 10, "lost": 0}}, false,
+			"sent / lost is +Inf, not a finite number (a division by zero?): a threshold that is not a finite number fails"},
+		{"NaN fails, even under not", "!(received / lost < 5)", Measured{Top: MetricSet{"received": 0, "lost": 0}}, false,
+			"received / lost is NaN, not a finite number (a division by zero?): a threshold that is not a finite number fails"},
+		{"non-finite inside parentheses names the whole expression", "(sent) / (lost) > 5 or p99 < 1s", Measured{Top: MetricSet{"sent": 1, "lost": 0, "latency.p99": time.Millisecond}}, false,
+			"(sent) / (lost) > 5 or p99 < 1s is +Inf, not a finite number (a division by zero?): a threshold that is not a finite number fails"},
+		{"negative infinity", "-sent / lost < 0", Measured{Top: MetricSet{"sent": 1, "lost": 0}}, false,
+			"-sent / lost is -Inf, not a finite number (a division by zero?): a threshold that is not a finite number fails"},
+		{"power overflow", "10 ** sent > 1", Measured{Top: MetricSet{"sent": 400}}, false,
+			"10 ** sent is +Inf, not a finite number (a division by zero?): a threshold that is not a finite number fails"},
+		{"finite division passes", "sent / lost > 5", Measured{Top: MetricSet{"sent": 10, "lost": 1}}, true, ""},
 		{"run-time error fails", "sent % received == 0", Measured{Top: MetricSet{"sent": 1, "received": 0}}, false, "runtime error: integer divide by zero"},
 	}
 	for _, tt := range tests {

@@ -119,31 +119,62 @@ func MatchFilter(filter, topic string) bool {
 // subscriptionIndex is a topic trie of every subscription of a plan, so
 // that the deliveries a topic implies are counted once per publisher
 // topic instead of matching every filter for every message.
+//
+// Most subscriptions need no bookkeeping per client: a client with a
+// single ordinary subscription receives one copy of every message its
+// filter matches, so a node keeps only how many such clients each group
+// has there, and a topic costs the nodes it reaches, not the clients
+// behind them (a million subscribers of "#" are one count). Shared
+// subscriptions are counted the same way, once per (share name, filter).
+// Only clients with several ordinary filters, or a no_local one, are kept
+// one by one, since a client with two matching filters gets one copy and
+// no_local depends on who publishes.
 type subscriptionIndex struct {
 	root trieNode
+	// work counts the per-client subscriptions visited by match, so that
+	// a plan whose expectations would take too long is refused instead.
+	work int
 }
 
 type trieNode struct {
 	children map[string]*trieNode
-	subs     []indexedSub // subscriptions whose filter ends here
+	// plain and shares count, by group, the single-subscription clients
+	// and the share groups whose filter ends here.
+	plain, shares []groupCount
+	// subs are the subscriptions ending here that need a per-client
+	// look: their client has several ordinary filters, or no_local.
+	subs []indexedSub
 }
 
-// indexedSub is one subscription of one client. A shared subscription
-// delivers once per share name and filter, so those are counted by key.
+// groupCount is n clients (or share groups) of one group.
+type groupCount struct {
+	group, n int
+}
+
+// addCount adds one to group g in counts. The compiler adds the clients
+// of a group one after another, so only the last entry is checked.
+func addCount(counts []groupCount, g int) []groupCount {
+	if k := len(counts) - 1; k >= 0 && counts[k].group == g {
+		counts[k].n++
+		return counts
+	}
+	return append(counts, groupCount{group: g, n: 1})
+}
+
+// indexedSub is one subscription kept per client (see subscriptionIndex).
 type indexedSub struct {
-	client int    // index into Program.Clients
-	group  int    // the client's group
-	share  string // "" for an ordinary subscription
-	filter string // without the $share prefix
-	key    int    // ClientSubscription.ShareKey, -1 when share is ""
+	client int // index into Program.Clients
+	group  int // the client's group
 	// noLocal: the broker does not send the client its own messages
 	// through this subscription.
 	noLocal bool
 }
 
-func (ix *subscriptionIndex) add(s indexedSub) {
+// node returns the trie node of filter (without a $share prefix), making
+// the path as needed.
+func (ix *subscriptionIndex) node(filter string) *trieNode {
 	n := &ix.root
-	for l := range strings.SplitSeq(s.filter, "/") {
+	for l := range strings.SplitSeq(filter, "/") {
 		if n.children == nil {
 			n.children = map[string]*trieNode{}
 		}
@@ -154,35 +185,31 @@ func (ix *subscriptionIndex) add(s indexedSub) {
 		}
 		n = c
 	}
-	n.subs = append(n.subs, s)
+	return n
 }
 
-// match calls fn for every subscription whose filter matches topic.
-func (ix *subscriptionIndex) match(topic string, fn func(indexedSub)) {
+// match calls fn for every node holding a filter that matches topic. Each
+// node is reached at most once per topic: a node is one filter, and a
+// filter matches a topic in one way or not at all.
+func (ix *subscriptionIndex) match(topic string, fn func(*trieNode)) {
 	levels := strings.Split(topic, "/")
 	dollar := strings.HasPrefix(topic, "$")
 	var walk func(n *trieNode, i int)
 	walk = func(n *trieNode, i int) {
 		if n.children == nil {
 			if i == len(levels) {
-				for _, s := range n.subs {
-					fn(s)
-				}
+				fn(n)
 			}
 			return
 		}
 		wild := !(i == 0 && dollar)
 		if wild {
 			if c := n.children["#"]; c != nil {
-				for _, s := range c.subs {
-					fn(s)
-				}
+				fn(c)
 			}
 		}
 		if i == len(levels) {
-			for _, s := range n.subs {
-				fn(s)
-			}
+			fn(n)
 			return
 		}
 		if c := n.children[levels[i]]; c != nil {
