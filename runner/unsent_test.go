@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+
+	"github.com/mqplan/mqplan/plans"
+)
+
+// phaseKicker makes the broker drop every client whose id contains match
+// at the first progress report of phase.
+type phaseKicker struct {
+	phase, match string
+	b            *Broker
+	once         sync.Once
+}
+
+func (k *phaseKicker) started(b *Broker) { k.b = b }
+
+func (k *phaseKicker) progress(p Progress) {
+	if p.Phase == k.phase {
+		k.once.Do(func() { k.b.Kick(k.match) })
+	}
+}
+
+// TestUnsentInEveryPhase checks that the schedule is the truth in every
+// publishing phase: sent + unsent is what the schedule called for, and
+// each unsent one-to-one message is an expected delivery lost as unsent,
+// whether the publishers run to the end or are kicked in warmup.
+func TestUnsentInEveryPhase(t *testing.T) {
+	tests := []struct {
+		name string
+		kick bool
+	}{
+		{"no fault: everything sent", false},
+		{"publishers kicked in warmup: the rest of warmup, ramp and steady unsent", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := e2ePlan(4, 1, time.Second)
+			p.Warmup, p.Ramp, p.Drain = 1500*time.Millisecond, time.Second, time.Second
+			prog := compile(t, p)
+			k := &phaseKicker{phase: plans.PhaseWarmup, match: "-pub-"}
+			var o Options
+			var hooks []func(*Broker)
+			if tt.kick {
+				o.Progress = k.progress
+				hooks = append(hooks, k.started)
+			}
+			st, _ := runWith(t, prog, BrokerOptions{}, o, hooks...)
+			for _, name := range []string{plans.PhaseWarmup, plans.PhaseRamp, plans.PhaseSteady} {
+				var want int64
+				for _, ph := range prog.Phases {
+					if ph.Name == name {
+						want = ph.Messages
+					}
+				}
+				m := st.Phase(name).Total
+				if m.Sent+m.Unsent != want {
+					t.Errorf("%s: sent %d + unsent %d = %d, the schedule called for %d", name, m.Sent, m.Unsent, m.Sent+m.Unsent, want)
+				}
+				if m.Expected != want || m.LostUnsent != m.Unsent {
+					t.Errorf("%s: expected %d (want %d), lost_unsent %d for %d unsent", name, m.Expected, want, m.LostUnsent, m.Unsent)
+				}
+				if !tt.kick && (m.Unsent != 0 || m.Lost != 0) {
+					t.Errorf("%s: unsent %d lost %d on a clean run", name, m.Unsent, m.Lost)
+				}
+				if tt.kick && name != plans.PhaseWarmup && m.Sent != 0 {
+					t.Errorf("%s: %d sent by publishers kicked in warmup", name, m.Sent)
+				}
+			}
+			if got := all(st).ClientsLost; tt.kick && got != 4 || !tt.kick && got != 0 {
+				t.Errorf("clients lost %d", got)
+			}
+		})
+	}
+}
+
+// TestLostUnacked checks the loss breakdown when the broker takes a QoS 1
+// message without acknowledging it and drops its publisher: that message's
+// delivery is lost unacknowledged (not by the broker, which never said it
+// had it), what the schedule still held is lost unsent, and nothing the
+// broker acknowledged is lost.
+func TestLostUnacked(t *testing.T) {
+	prog := compile(t, e2ePlan(4, 1, 2*time.Second))
+	prog.Drain = time.Second
+	h := &swallowHook{match: "-pub-", at: 10, seen: map[string]int{}}
+	st, _ := runWith(t, prog, BrokerOptions{Hooks: []mqtt.Hook{h}}, Options{})
+	m := all(st)
+	if m.LostUnacked < 4 {
+		t.Errorf("lost unacked %d, want at least the 4 swallowed messages", m.LostUnacked)
+	}
+	if m.Lost != m.LostUnsent+m.LostUnacked {
+		t.Errorf("lost %d = unsent %d + unacked %d + %d by the broker, which acknowledged nothing it lost", m.Lost, m.LostUnsent, m.LostUnacked, m.Lost-m.LostUnsent-m.LostUnacked)
+	}
+	if m.Unsent == 0 || m.ClientsLost != 4 {
+		t.Errorf("unsent %d clients lost %d", m.Unsent, m.ClientsLost)
+	}
+}
