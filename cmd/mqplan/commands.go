@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mqplan/mqplan/internal/outfile"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/report"
 	"github.com/mqplan/mqplan/runner"
@@ -90,7 +92,7 @@ func oneArg(fs *flag.FlagSet) (string, error) {
 	return fs.Arg(0), nil
 }
 
-func cmdRun(e *env, args []string) (int, error) {
+func cmdRun(e *env, args []string) (code int, retErr error) {
 	fs := newFlags(e, "run", "[flags] PLAN", "Runs the plan, prints the report and exits 0 (pass), 1 (a threshold failed),\n2 (invalid plan) or 3 (the run could not complete).")
 	var pf planFlags
 	pf.register(fs)
@@ -112,17 +114,24 @@ func cmdRun(e *env, args []string) (int, error) {
 	if *procs < 0 {
 		return exitInvalid, invalid(fmt.Errorf("--procs must be at least 1, got %d", *procs))
 	}
+	// Output names are checked before anything connects: a typo in a
+	// directory must not cost a whole run.
+	if *jsonOut != "" && !outfile.IsStdout(*jsonOut) {
+		if err := outfile.Check(*jsonOut); err != nil {
+			return exitInvalid, invalid(fmt.Errorf("--json %s: %w", *jsonOut, err))
+		}
+	}
 	runtime.GOMAXPROCS(generatorProcs(*procs, prog.Plan.Broker, runtime.NumCPU(), os.Getenv("GOMAXPROCS") != ""))
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			return exitInvalid, invalid(err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return exitInvalid, invalid(err)
-		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if perr := stopProfile(); perr != nil && retErr == nil {
+				code, retErr = exitIncomplete, incomplete(perr)
+			}
+		}()
 	}
 
 	// First signal: stop publishing, drain briefly, report. Second: leave now.
@@ -143,15 +152,66 @@ func cmdRun(e *env, args []string) (int, error) {
 		return exitIncomplete, incomplete(err)
 	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
-	if err := report.WriteTable(e.stdout, res); err != nil {
+	// With --json - the JSON owns standard output, so that it can be
+	// piped to jq; the table goes to standard error.
+	tableOut := e.stdout
+	if outfile.IsStdout(*jsonOut) {
+		tableOut = e.stderr
+	}
+	if err := report.WriteTable(tableOut, res); err != nil {
 		return exitIncomplete, incomplete(fmt.Errorf("write report: %w", err))
 	}
 	if *jsonOut != "" {
-		if err := report.WriteJSONFile(*jsonOut, res); err != nil {
-			return exitIncomplete, incomplete(fmt.Errorf("write %s: %w", *jsonOut, err))
+		if err := writeJSON(e, *jsonOut, res); err != nil {
+			return exitIncomplete, incomplete(err)
 		}
 	}
 	return verdictCode(res), nil
+}
+
+// writeJSON writes the --json report: to standard output for "-" and
+// /dev/stdout, else to the file (see internal/outfile).
+func writeJSON(e *env, path string, res *report.Result) error {
+	if outfile.IsStdout(path) {
+		if err := report.WriteJSON(e.stdout, res); err != nil {
+			return fmt.Errorf("--json %s: %w", path, err)
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	if err := report.WriteJSON(&b, res); err != nil {
+		return fmt.Errorf("--json %s: %w", path, err)
+	}
+	if err := outfile.WriteFile(path, b.Bytes()); err != nil {
+		return fmt.Errorf("--json %s: %w", path, err)
+	}
+	return nil
+}
+
+// startCPUProfile starts the --cpuprofile profile, written like every
+// output file (see internal/outfile): a regular file appears whole when
+// the profile stops, a FIFO or device is written through. stop ends the
+// profile and reports a write error (pprof itself drops them).
+func startCPUProfile(path string) (stop func() error, err error) {
+	if outfile.IsStdout(path) {
+		// Binary, and standard output carries the report.
+		return nil, fmt.Errorf("--cpuprofile %s: the profile is binary and standard output carries the report: name a file", path)
+	}
+	f, err := outfile.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Abort()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Commit(); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }
 
 // verdictCode maps a result to the exit code: 3 when the run did not
