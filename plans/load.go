@@ -46,12 +46,35 @@ func Load(path string, opts LoadOptions) (*Plan, error) {
 			return nil, fmt.Errorf("read plan from standard input: %w", err)
 		}
 	} else {
-		data, err = os.ReadFile(path)
+		data, err = readPlanFile(path)
 		if err != nil {
 			return nil, err
 		}
 	}
+	if len(data) > maxPlanBytes {
+		// Only maxPlanBytes+1 bytes were read, so the size is unknown:
+		// name the limit.
+		return nil, Errors{tooLarge(path)}
+	}
 	return LoadBytes(path, data, opts)
+}
+
+// readPlanFile reads at most maxPlanBytes+1 bytes of path: /dev/zero,
+// /dev/stdin fed by `yes` or a FIFO nobody closes never end, and reading
+// them whole would grow without bound.
+func readPlanFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
+}
+
+// tooLarge is the problem of a plan over maxPlanBytes, at its first line.
+func tooLarge(file string) *Error {
+	return &Error{Pos: Pos{File: file, Line: 1, Col: 1},
+		Msg: fmt.Sprintf("the plan is larger than the limit of %d MiB (%d bytes): is this the right file?", maxPlanBytes>>20, maxPlanBytes)}
 }
 
 // LoadBytes decodes a plan from data; file names it in positions, gives the
@@ -109,8 +132,7 @@ type loader struct {
 
 func (l *loader) load(sets []string) *Plan {
 	if len(l.data) > maxPlanBytes {
-		l.errs = append(l.errs, &Error{Pos: Pos{File: l.file, Line: 1, Col: 1},
-			Msg: fmt.Sprintf("the plan is %d bytes, more than the limit of %d: is this the right file?", len(l.data), maxPlanBytes)})
+		l.errs = append(l.errs, tooLarge(l.file))
 		return nil
 	}
 	root := l.parse()

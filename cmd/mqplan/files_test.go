@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -135,5 +136,47 @@ func TestOutputFiles(t *testing.T) {
 		if strings.Contains(e.Name(), ".tmp-") {
 			t.Errorf("a temporary file was left: %s", e.Name())
 		}
+	}
+}
+
+// endless is standard input that never ends, like `yes`.
+type endless struct{}
+
+func (endless) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = "y\n"[i%2]
+	}
+	return len(b), nil
+}
+
+// TestPlanReadBound: a plan that never ends is refused at the 4 MiB
+// limit with one line, exit 2, instead of growing without bound.
+func TestPlanReadBound(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		stdin io.Reader
+		file  string // named in the message
+	}{
+		{"validate /dev/zero", []string{"validate", "/dev/zero"}, nil, "/dev/zero"},
+		{"yes | validate /dev/stdin", []string{"validate", "/dev/stdin"}, endless{}, "/dev/stdin"},
+		{"yes | run -", []string{"run", "-"}, endless{}, "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(binary, tt.args...)
+			cmd.Stdin = tt.stdin
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			code := wait(t, cmd, 30*time.Second)
+			want := tt.file + ":1:1: the plan is larger than the limit of 4 MiB (4194304 bytes): is this the right file?"
+			if code != 2 || !strings.Contains(stderr.String(), want) {
+				t.Fatalf("exit %d, want 2 and %q\nstderr:\n%.500s", code, want, stderr.String())
+			}
+		})
 	}
 }
