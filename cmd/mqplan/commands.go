@@ -265,13 +265,18 @@ func allLoopback(urls []string) bool {
 	return len(urls) > 0
 }
 
-// onSignals returns a context cancelled by the first SIGINT or SIGTERM
+// stopSignals are the signals that stop a run: Ctrl-C, kill, and SIGHUP,
+// which a closed terminal or SSH session sends; left to its default,
+// SIGHUP would kill mqplan without the report of what was measured.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// onSignals returns a context cancelled by the first of stopSignals
 // (after saying what happens, and calling first if set); a second signal
 // exits at once with code 3, without a report. stop releases the signals.
 func onSignals(e *env, what string, first func()) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	go func() {
 		if _, ok := <-sigs; !ok {
 			return
@@ -382,6 +387,11 @@ func cmdBroker(e *env, args []string) (int, error) {
 			return exitInvalid, invalid(err)
 		}
 	}
+	// Signals are caught before the broker says it listens: whoever
+	// reads that line may stop it at once.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	defer signal.Stop(sigs)
 	b, err := runner.StartBroker(opts)
 	if err != nil {
 		return exitIncomplete, incomplete(err)
@@ -390,8 +400,6 @@ func cmdBroker(e *env, args []string) (int, error) {
 	if ws := b.WebSocketURL(); ws != "" {
 		fmt.Fprintf(e.stderr, "mqplan broker listening on %s\n", ws)
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	<-sigs
 	signal.Stop(sigs)
 	st := b.Stats()
