@@ -45,14 +45,55 @@ func newFlags(e *env, name, args, help string) *flag.FlagSet {
 }
 
 // parseFlags parses, mapping --help to exit 0 and bad flags to exit 2.
-func parseFlags(fs *flag.FlagSet, args []string) (done bool, code int, err error) {
-	if err := fs.Parse(args); err != nil {
+// Flags may come before, between or after the plan files (`mqplan run
+// plan.yaml --quiet`), as with most command-line tools; Go's flag package
+// alone stops at the first non-flag and would take --quiet for a file. A
+// "--" ends the flags: what follows is files, even if it starts with -.
+// args are the non-flag arguments, in order.
+func parseFlags(fs *flag.FlagSet, in []string) (args []string, done bool, code int, err error) {
+	flags, args := splitFlags(fs, in)
+	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return true, exitPass, nil
+			return nil, true, exitPass, nil
 		}
-		return true, exitInvalid, invalid(errReported)
+		return nil, true, exitInvalid, invalid(errReported)
 	}
-	return false, 0, nil
+	return args, false, 0, nil
+}
+
+// splitFlags separates the flags of fs (with their values) from the other
+// arguments. An argument that looks like a flag goes to flags even when fs
+// does not define it, so that fs.Parse names it in its error. A flag that
+// takes a value takes the next argument unless written --name=value.
+func splitFlags(fs *flag.FlagSet, in []string) (flags, args []string) {
+	for i := 0; i < len(in); i++ {
+		a := in[i]
+		switch {
+		case a == "--":
+			return flags, append(args, in[i+1:]...)
+		case len(a) < 2 || a[0] != '-':
+			// "-" alone is standard input, a file name.
+			args = append(args, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(in) {
+			i++
+			flags = append(flags, in[i])
+		}
+	}
+	return flags, args
+}
+
+// isBoolFlag reports whether f needs no value (--quiet), as the flag
+// package decides it.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // planFlags are the flags shared by run and explain.
@@ -84,12 +125,15 @@ func (p *planFlags) load(path, runID string) (*plans.Program, error) {
 }
 
 // oneArg insists on exactly one plan argument.
-func oneArg(fs *flag.FlagSet) (string, error) {
-	if fs.NArg() != 1 {
+func oneArg(fs *flag.FlagSet, args []string) (string, error) {
+	if len(args) != 1 {
 		fs.Usage()
-		return "", invalid(fmt.Errorf("expected one plan file, got %d arguments", fs.NArg()))
+		if len(args) == 0 {
+			return "", invalid(errors.New("expected one plan file, got none"))
+		}
+		return "", invalid(fmt.Errorf("expected one plan file, got %d arguments: %s", len(args), strings.Join(args, " ")))
 	}
-	return fs.Arg(0), nil
+	return args[0], nil
 }
 
 func cmdRun(e *env, args []string) (code int, retErr error) {
@@ -100,10 +144,11 @@ func cmdRun(e *env, args []string) (code int, retErr error) {
 	quiet := fs.Bool("quiet", false, "no live progress on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (to see where mqplan's own time goes)")
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
-	if done, code, err := parseFlags(fs, args); done {
+	args, done, code, err := parseFlags(fs, args)
+	if done {
 		return code, err
 	}
-	path, err := oneArg(fs)
+	path, err := oneArg(fs, args)
 	if err != nil {
 		return exitInvalid, err
 	}
@@ -306,15 +351,16 @@ func cmdValidate(e *env, args []string) (int, error) {
 	fs := newFlags(e, "validate", "PLAN...", "Checks each plan (syntax, fields, templates, topics, thresholds) without connecting.\nPrints every error as file:line:col: path: message and exits 2 if any plan is invalid.")
 	var sets stringList
 	fs.Var(&sets, "set", "override a plan value before validating (repeatable)")
-	if done, code, err := parseFlags(fs, args); done {
+	args, done, code, err := parseFlags(fs, args)
+	if done {
 		return code, err
 	}
-	if fs.NArg() == 0 {
+	if len(args) == 0 {
 		fs.Usage()
 		return exitInvalid, invalid(errors.New("expected at least one plan file"))
 	}
 	bad := 0
-	for _, path := range fs.Args() {
+	for _, path := range args {
 		plan, err := plans.Load(path, plans.LoadOptions{Sets: sets})
 		if err == nil {
 			_, err = plans.Compile(plan, plans.CompileOptions{})
@@ -327,7 +373,7 @@ func cmdValidate(e *env, args []string) (int, error) {
 		fmt.Fprintf(e.stdout, "%s: ok (%s)\n", path, plan.Name)
 	}
 	if bad > 0 {
-		return exitInvalid, invalid(fmt.Errorf("%d of %d plans invalid", bad, fs.NArg()))
+		return exitInvalid, invalid(fmt.Errorf("%d of %d plans invalid", bad, len(args)))
 	}
 	return exitPass, nil
 }
@@ -336,10 +382,11 @@ func cmdExplain(e *env, args []string) (int, error) {
 	fs := newFlags(e, "explain", "[flags] PLAN", "Prints the compiled plan: phases, connections and messages per second, expected\ndeliveries, bandwidth, and the file descriptors and local ports the run needs.")
 	var pf planFlags
 	pf.register(fs)
-	if done, code, err := parseFlags(fs, args); done {
+	args, done, code, err := parseFlags(fs, args)
+	if done {
 		return code, err
 	}
-	path, err := oneArg(fs)
+	path, err := oneArg(fs, args)
 	if err != nil {
 		return exitInvalid, err
 	}
@@ -364,11 +411,12 @@ func cmdBroker(e *env, args []string) (int, error) {
 	tlsCA := fs.String("tls-ca", "", "require client certificates signed by this CA (mutual TLS)")
 	wsAddr := fs.String("ws", "", "also listen for MQTT over WebSocket on this address (TLS too when --tls-cert is set)")
 	authFile := fs.String("auth", "", "require user names and passwords from this file, one user:password a line")
-	if done, code, err := parseFlags(fs, args); done {
+	args, done, code, err := parseFlags(fs, args)
+	if done {
 		return code, err
 	}
-	if fs.NArg() != 0 {
-		return exitInvalid, invalid(fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+	if len(args) != 0 {
+		return exitInvalid, invalid(fmt.Errorf("unexpected arguments: %s", strings.Join(args, " ")))
 	}
 	if *dropEvery < 0 || *dupEvery < 0 || *delay < 0 {
 		return exitInvalid, invalid(errors.New("fault options must not be negative"))
@@ -378,7 +426,6 @@ func cmdBroker(e *env, args []string) (int, error) {
 		Faults:    runner.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
 		WebSocket: *wsAddr,
 	}
-	var err error
 	if opts.TLS, err = brokerTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
 		return exitInvalid, invalid(err)
 	}
