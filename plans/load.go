@@ -20,6 +20,12 @@ type LoadOptions struct {
 	// "duration=10s", "broker.url=mqtt://127.0.0.1:1883", "groups.pub.count=50",
 	// "groups[1].publish.qos=1", "groups.sub.subscribe[0].topic=a/#".
 	Sets []string
+	// CheckFiles reads the files the plan names (broker.tls ca, cert and
+	// key) and reports a missing, unreadable or non-PEM file as a plan
+	// problem at its key, so that validate finds it rather than the run.
+	// The commands set it; tests of the language, whose plans name files
+	// that do not exist, leave it off.
+	CheckFiles bool
 }
 
 // setPosFile is the Pos.File of problems that come from --set overrides
@@ -84,7 +90,7 @@ func tooLarge(file string) *Error {
 // Every problem is returned as Errors and the plan is nil; LoadBytes never
 // panics, whatever data holds.
 func LoadBytes(file string, data []byte, opts LoadOptions) (*Plan, error) {
-	l := &loader{file: file, data: data, lookup: opts.LookupEnv, origin: map[*yaml.Node]string{}}
+	l := &loader{file: file, data: data, lookup: opts.LookupEnv, origin: map[*yaml.Node]string{}, checkFiles: opts.CheckFiles}
 	if l.lookup == nil {
 		l.lookup = os.LookupEnv
 	}
@@ -128,6 +134,8 @@ type loader struct {
 	// explicit client ids seen, for checkClientIDs.
 	groupIndex int
 	ids        []idDecl
+	// checkFiles is LoadOptions.CheckFiles.
+	checkFiles bool
 }
 
 func (l *loader) load(sets []string) *Plan {

@@ -666,7 +666,8 @@ func normalizeBrokerURL(raw string) (string, error) {
 }
 
 // tls decodes broker.tls. File paths are resolved against the plan file's
-// directory (not opened: the runner does that, and reports its own errors).
+// directory, and with LoadOptions.CheckFiles read and checked (see
+// checkTLSFiles); the runner reads them again when it dials.
 func (l *loader) tls(e keyEntry) *TLS {
 	t := &TLS{}
 	s := l.section(e.path, e.val, tlsKeys, false)
@@ -693,6 +694,9 @@ func (l *loader) tls(e keyEntry) *TLS {
 	}
 	s.str("server_name", &t.ServerName)
 	s.boolean("insecure_skip_verify", &t.InsecureSkipVerify)
+	if l.checkFiles {
+		l.checkTLSFiles(s, t)
+	}
 	return t
 }
 

@@ -142,7 +142,7 @@ func (r *Result) doc() jsonDoc {
 		BrokerURL:     redactURL(r.BrokerURL),
 		Started:       r.Started,
 		Elapsed:       r.Elapsed,
-		Warnings:      r.Warnings,
+		Warnings:      r.headerWarnings(),
 		ErrorSamples:  r.ErrorSamples,
 		Unsent:        r.Unsent,
 		InFlightAtEnd: r.InFlightAtEnd,

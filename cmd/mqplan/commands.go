@@ -113,7 +113,7 @@ func (p *planFlags) load(path, runID string) (*plans.Program, error) {
 	if p.broker != "" {
 		sets = append(sets, "broker.url="+p.broker)
 	}
-	plan, err := plans.Load(path, plans.LoadOptions{Sets: sets})
+	plan, err := plans.Load(path, plans.LoadOptions{Sets: sets, CheckFiles: true})
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -361,7 +361,7 @@ func cmdValidate(e *env, args []string) (int, error) {
 	}
 	bad := 0
 	for _, path := range args {
-		plan, err := plans.Load(path, plans.LoadOptions{Sets: sets})
+		plan, err := plans.Load(path, plans.LoadOptions{Sets: sets, CheckFiles: true})
 		if err == nil {
 			_, err = plans.Compile(plan, plans.CompileOptions{})
 		}
@@ -433,6 +433,11 @@ func cmdBroker(e *env, args []string) (int, error) {
 		if opts.Users, err = readUsers(*authFile); err != nil {
 			return exitInvalid, invalid(err)
 		}
+		if len(opts.Users) == 0 {
+			// Not an error (a user may fill the file later and restart),
+			// but nobody could connect, which is a puzzling demo.
+			fmt.Fprintf(e.stderr, "mqplan: warning: --auth %s lists no users (one user:password a line): every client will be refused\n", *authFile)
+		}
 	}
 	// Signals are caught before the broker says it listens: whoever
 	// reads that line may stop it at once.
@@ -441,7 +446,9 @@ func cmdBroker(e *env, args []string) (int, error) {
 	defer signal.Stop(sigs)
 	b, err := runner.StartBroker(opts)
 	if err != nil {
-		return exitIncomplete, incomplete(err)
+		// It fails on what the options say: an address that does not
+		// parse or cannot be listened on (taken, privileged).
+		return exitInvalid, invalid(err)
 	}
 	fmt.Fprintf(e.stderr, "mqplan broker listening on %s (Ctrl-C to stop)\n", b.URL())
 	if ws := b.WebSocketURL(); ws != "" {

@@ -236,7 +236,9 @@ func (o *emqttOptions) loadEmqttPlan(text, runID string) (*plans.Program, error)
 		}
 		return "", false
 	}
-	plan, err := plans.LoadBytes(emqttPlanFile, []byte(text), plans.LoadOptions{LookupEnv: lookup})
+	// --print-plan may write a plan for another machine: its files are
+	// checked where it runs.
+	plan, err := plans.LoadBytes(emqttPlanFile, []byte(text), plans.LoadOptions{LookupEnv: lookup, CheckFiles: !o.printPlan})
 	if err == nil {
 		var prog *plans.Program
 		prog, err = plans.Compile(plan, plans.CompileOptions{RunID: runID})
