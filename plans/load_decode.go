@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -187,6 +188,34 @@ func (s *keySection) str(key string, dst *string) bool {
 		*dst = v
 	}
 	return ok
+}
+
+// secret is str for a password: its problems never show the value, which
+// error messages would otherwise quote (a ${ without its }, say).
+func (s *keySection) secret(key string, dst *Secret) {
+	e, ok := s.get(key)
+	if !ok {
+		return
+	}
+	l := s.l
+	if e.val.Kind != yaml.ScalarNode {
+		l.errorf(e.val, e.path, "must be %s, got %s", wantString, describeNode(e.val))
+		return
+	}
+	if isNullNode(e.val) {
+		return
+	}
+	v, err := expandEnvVars(e.val.Value, l.lookup)
+	if err != nil {
+		var unset *envUnsetError
+		if errors.As(err, &unset) {
+			l.errorf(e.val, e.path, "%v", err)
+		} else {
+			l.errorf(e.val, e.path, "has a malformed ${...} (the value is not shown, being a password): write ${NAME} or ${NAME:-default}, and $$ for a literal $")
+		}
+		return
+	}
+	*dst = Secret(v)
 }
 
 func (s *keySection) boolean(key string, dst *bool) {
@@ -593,7 +622,7 @@ func normalizeBrokerURL(raw string) (string, error) {
 		if ue, ok := err.(*url.Error); ok {
 			err = ue.Err
 		}
-		return "", fmt.Errorf("%s is not a valid URL (%v): write %s", quoteValue(raw), err, kinds)
+		return "", fmt.Errorf("%s is not a valid URL (%s): write %s", quoteValue(raw), RedactURL(err.Error()), kinds)
 	}
 	if u.Scheme == "" || u.Opaque != "" {
 		return "", fmt.Errorf("%s is not a broker URL: write %s", quoteValue(raw), kinds)
@@ -637,7 +666,8 @@ func normalizeBrokerURL(raw string) (string, error) {
 }
 
 // tls decodes broker.tls. File paths are resolved against the plan file's
-// directory (not opened: the runner does that, and reports its own errors).
+// directory, and with LoadOptions.CheckFiles read and checked (see
+// checkTLSFiles); the runner reads them again when it dials.
 func (l *loader) tls(e keyEntry) *TLS {
 	t := &TLS{}
 	s := l.section(e.path, e.val, tlsKeys, false)
@@ -664,6 +694,9 @@ func (l *loader) tls(e keyEntry) *TLS {
 	}
 	s.str("server_name", &t.ServerName)
 	s.boolean("insecure_skip_verify", &t.InsecureSkipVerify)
+	if l.checkFiles {
+		l.checkTLSFiles(s, t)
+	}
 	return t
 }
 
@@ -779,10 +812,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 		g.Username = r.t
 		userUse = r
 	}
-	var pw string
-	if s.str("password", &pw) {
-		g.Password = Secret(pw)
-	}
+	s.secret("password", &g.Password)
 	s.duration("keepalive", &g.Keepalive, durationOpts{max: maxKeepalive, seconds: true})
 	s.boolean("clean_start", &g.CleanStart)
 	s.duration("session_expiry", &g.SessionExpiry, durationOpts{max: maxSessionExpiry, seconds: true})

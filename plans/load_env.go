@@ -66,11 +66,20 @@ func expandEnvVarsDepth(s string, lookup func(string) (string, bool), depth int)
 		case ok:
 			// Set but empty, with no default: the user said empty.
 		default:
-			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name)
+			return "", &envUnsetError{name: name}
 		}
 		i = end
 	}
 	return b.String(), nil
+}
+
+// envUnsetError is a ${VAR} whose variable is not set. It names only the
+// variable, so it is the one expansion problem a secret's value may show
+// (the others quote the value).
+type envUnsetError struct{ name string }
+
+func (e *envUnsetError) Error() string {
+	return fmt.Sprintf("environment variable %s is not set (write ${%s:-default} to give a default)", e.name, e.name)
 }
 
 // envClosingBrace returns the index of the } closing a ${ whose body starts at

@@ -70,8 +70,15 @@ func parseSetKey(key string) ([]setStep, error) {
 // quoted strings are parsed as YAML; anything else is taken as it is,
 // like a plain YAML scalar, so that "a/#" or "p99 < 10ms # note" need no
 // quoting (YAML would read # after a space as a comment).
-func (l *loader) parseSetValue(v string) (*yaml.Node, error) {
+//
+// secret says the value is a password: problems then describe it without
+// quoting it.
+func (l *loader) parseSetValue(v string, secret bool) (*yaml.Node, error) {
 	v = strings.TrimSpace(v)
+	shown := quoteValue(v)
+	if secret {
+		shown = "(not shown, being a password)"
+	}
 	if v == "" || !strings.ContainsAny(v[:1], "[{\"'") {
 		n := &yaml.Node{Kind: yaml.ScalarNode, Value: v}
 		n.Tag = n.ShortTag()
@@ -79,14 +86,14 @@ func (l *loader) parseSetValue(v string) (*yaml.Node, error) {
 	}
 	docs, err := parseYAMLDocuments([]byte(v), 2)
 	if err != nil {
-		return nil, fmt.Errorf("invalid value %s: %s", quoteValue(v), strings.TrimPrefix(yamlLineRE.ReplaceAllString(err.Error(), ""), "yaml: "))
+		return nil, fmt.Errorf("invalid value %s: %s", shown, strings.TrimPrefix(yamlLineRE.ReplaceAllString(err.Error(), ""), "yaml: "))
 	}
 	if len(docs) != 1 || len(docs[0].Content) != 1 {
-		return nil, fmt.Errorf("invalid value %s: write one value, like [a, b] or {topic: t, qos: 1}", quoteValue(v))
+		return nil, fmt.Errorf("invalid value %s: write one value, like [a, b] or {topic: t, qos: 1}", shown)
 	}
 	n := docs[0].Content[0]
 	if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0 {
-		return nil, fmt.Errorf("invalid value %s: write one value, like [a, b] or {topic: t, qos: 1}", quoteValue(v))
+		return nil, fmt.Errorf("invalid value %s: write one value, like [a, b] or {topic: t, qos: 1}", shown)
 	}
 	return n, nil
 }
@@ -117,7 +124,7 @@ func (l *loader) applySet(root *yaml.Node, raw string) {
 		fail("%v", err)
 		return
 	}
-	val, err := l.parseSetValue(value)
+	val, err := l.parseSetValue(value, steps[len(steps)-1].name == "password")
 	if err != nil {
 		fail("%v", err)
 		return

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -813,12 +814,82 @@ func TestLoadDefaultName(t *testing.T) {
 	}
 }
 
+// TestLoadTooLarge checks that a plan over the size limit is refused with
+// one line naming the limit, including inputs that never end: Load must
+// stop reading at the limit instead of growing without bound.
 func TestLoadTooLarge(t *testing.T) {
-	data := []byte("groups: []\n# " + strings.Repeat("x", maxPlanBytes) + "\n")
-	_, err := LoadBytes("big.yaml", data, LoadOptions{})
-	if err == nil || !strings.Contains(err.Error(), "big.yaml:1:1: the plan is") {
-		t.Fatalf("got %v, want a size error at 1:1", err)
+	const want = ":1:1: the plan is larger than the limit of 4 MiB (4194304 bytes): is this the right file?"
+	big := func(t *testing.T) string {
+		p := filepath.Join(t.TempDir(), "big.yaml")
+		data := []byte("groups: []\n# " + strings.Repeat("x", maxPlanBytes) + "\n")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
+	endless := func(t *testing.T) string {
+		// A FIFO whose writer never stops, like `yes | mqplan validate /dev/stdin`.
+		p := filepath.Join(t.TempDir(), "endless")
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Skip("mkfifo:", err)
+		}
+		stop := make(chan struct{})
+		t.Cleanup(func() { close(stop) })
+		go func() {
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			line := []byte("y\n")
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := f.Write(line); err != nil {
+					return // the reader closed: what Load must do
+				}
+			}
+		}()
+		return p
+	}
+	tests := []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"a file over the limit", big},
+		{"/dev/zero", func(*testing.T) string { return "/dev/zero" }},
+		{"a pipe that never ends", endless},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.path(t)
+			type res struct{ err error }
+			got := make(chan res, 1)
+			go func() {
+				_, err := Load(path, LoadOptions{})
+				got <- res{err}
+			}()
+			select {
+			case r := <-got:
+				var es Errors
+				if !errors.As(r.err, &es) || len(es) != 1 || es.Error() != path+want {
+					t.Fatalf("got %v, want %s%s", r.err, path, want)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Load still reading after 30s")
+			}
+		})
+	}
+	t.Run("LoadBytes says the same", func(t *testing.T) {
+		data := []byte("groups: []\n# " + strings.Repeat("x", maxPlanBytes) + "\n")
+		_, err := LoadBytes("big.yaml", data, LoadOptions{})
+		if err == nil || err.Error() != "big.yaml"+want {
+			t.Fatalf("got %v", err)
+		}
+	})
 }
 
 // TestLoadSyntaxErrorPositions checks that yaml.v3 syntax errors, which

@@ -290,9 +290,11 @@ func describeNode(n *yaml.Node) string {
 }
 
 // quoteValue quotes s for a message, shortened so that a long value does not
-// drown the message.
+// drown the message, with the password of any URL in it hidden (problems
+// are printed, and a broker URL may carry credentials).
 func quoteValue(s string) string {
 	const limit = 60
+	s = RedactURL(s)
 	if len(s) > limit {
 		cut := limit
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

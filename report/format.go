@@ -2,10 +2,11 @@ package report
 
 import (
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mqplan/mqplan/plans"
 )
 
 // absent is what the table shows for a metric with no samples: never a 0,
@@ -124,17 +125,6 @@ func fmtFloat(x float64) string {
 }
 
 // redactURL hides the password of a URL's user information
-// (mqtt://user:secret@host becomes mqtt://user:xxxxx@host): a broker
+// (mqtt://user:secret@host becomes mqtt://user:***@host): a broker
 // address may carry credentials, and reports end up in CI logs.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		if err != nil && strings.Contains(s, "@") {
-			// Unparseable yet maybe carrying credentials: keep only
-			// what follows the last @.
-			return "xxxxx@" + s[strings.LastIndex(s, "@")+1:]
-		}
-		return s
-	}
-	return u.Redacted()
-}
+func redactURL(s string) string { return plans.RedactURL(s) }

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mqplan/mqplan/internal/outfile"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/runner"
 )
@@ -143,7 +142,7 @@ func (r *Result) doc() jsonDoc {
 		BrokerURL:     redactURL(r.BrokerURL),
 		Started:       r.Started,
 		Elapsed:       r.Elapsed,
-		Warnings:      r.Warnings,
+		Warnings:      r.headerWarnings(),
 		ErrorSamples:  r.ErrorSamples,
 		Unsent:        r.Unsent,
 		InFlightAtEnd: r.InFlightAtEnd,
@@ -263,46 +262,20 @@ func WriteJSON(w io.Writer, r *Result) error {
 	return err
 }
 
-// WriteJSONFile writes the JSON report to path atomically: it writes a
-// temporary file in the same directory (so the rename cannot cross file
-// systems), syncs it and renames it over path. A reader (a CI step, a
-// dashboard polling the file) sees either the old report or the whole new
-// one, never a torn one, and a failed write leaves no temporary behind.
-func WriteJSONFile(path string, r *Result) (err error) {
+// WriteJSONFile writes the JSON report to path without clobbering
+// anything (see internal/outfile): a regular file is replaced atomically
+// (a temporary file in the same directory, synced and renamed over it), so
+// a reader (a CI step, a dashboard polling the file) sees either the old
+// report or the whole new one, never a torn one, and a failed write leaves
+// no temporary behind; a FIFO or a device is written through, never
+// replaced by a regular file. A new file gets 0666 less the umask, an
+// existing one keeps its mode.
+func WriteJSONFile(path string, r *Result) error {
 	var b bytes.Buffer
 	if err := WriteJSON(&b, r); err != nil {
 		return err
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing report %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(b.Bytes()); err != nil {
-		return fmt.Errorf("writing report %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("writing report %s: %w", path, err)
-	}
-	// CreateTemp makes the file private (0600); a report is meant to be
-	// read by whoever reads the plan's output, like any file mqplan writes.
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing report %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("writing report %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
+	if err := outfile.WriteFile(path, b.Bytes()); err != nil {
 		return fmt.Errorf("writing report %s: %w", path, err)
 	}
 	return nil

@@ -129,10 +129,24 @@ func writeHeader(b *bytes.Buffer, r *Result) error {
 	}
 	// Warnings come first, right under the header, so that nobody reads
 	// the figures below without them.
-	for _, w := range r.Warnings {
+	for _, w := range r.headerWarnings() {
 		fmt.Fprintf(b, "WARNING: %s\n", w)
 	}
 	return nil
+}
+
+// insecureWarning is the header warning of a plan that does not verify the
+// broker's certificate: a reader of the report (or of a CI log) must not
+// take the run for one over verified TLS.
+const insecureWarning = "TLS certificates are not verified (broker.tls.insecure_skip_verify: true): any server could have answered"
+
+// headerWarnings are the run's warnings, after the plan's own ones (TLS
+// not verified), as the table's header and the JSON's warnings show them.
+func (r *Result) headerWarnings() []string {
+	if r.Plan == nil || r.Plan.Broker.TLS == nil || !r.Plan.Broker.TLS.InsecureSkipVerify {
+		return r.Warnings
+	}
+	return append([]string{insecureWarning}, r.Warnings...)
 }
 
 func orDash(s string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mqplan/mqplan/internal/outfile"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/report"
 	"github.com/mqplan/mqplan/runner"
@@ -43,14 +45,55 @@ func newFlags(e *env, name, args, help string) *flag.FlagSet {
 }
 
 // parseFlags parses, mapping --help to exit 0 and bad flags to exit 2.
-func parseFlags(fs *flag.FlagSet, args []string) (done bool, code int, err error) {
-	if err := fs.Parse(args); err != nil {
+// Flags may come before, between or after the plan files (`mqplan run
+// plan.yaml --quiet`), as with most command-line tools; Go's flag package
+// alone stops at the first non-flag and would take --quiet for a file. A
+// "--" ends the flags: what follows is files, even if it starts with -.
+// args are the non-flag arguments, in order.
+func parseFlags(fs *flag.FlagSet, in []string) (args []string, done bool, code int, err error) {
+	flags, args := splitFlags(fs, in)
+	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return true, exitPass, nil
+			return nil, true, exitPass, nil
 		}
-		return true, exitInvalid, invalid(errReported)
+		return nil, true, exitInvalid, invalid(errReported)
 	}
-	return false, 0, nil
+	return args, false, 0, nil
+}
+
+// splitFlags separates the flags of fs (with their values) from the other
+// arguments. An argument that looks like a flag goes to flags even when fs
+// does not define it, so that fs.Parse names it in its error. A flag that
+// takes a value takes the next argument unless written --name=value.
+func splitFlags(fs *flag.FlagSet, in []string) (flags, args []string) {
+	for i := 0; i < len(in); i++ {
+		a := in[i]
+		switch {
+		case a == "--":
+			return flags, append(args, in[i+1:]...)
+		case len(a) < 2 || a[0] != '-':
+			// "-" alone is standard input, a file name.
+			args = append(args, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(in) {
+			i++
+			flags = append(flags, in[i])
+		}
+	}
+	return flags, args
+}
+
+// isBoolFlag reports whether f needs no value (--quiet), as the flag
+// package decides it.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // planFlags are the flags shared by run and explain.
@@ -70,7 +113,7 @@ func (p *planFlags) load(path, runID string) (*plans.Program, error) {
 	if p.broker != "" {
 		sets = append(sets, "broker.url="+p.broker)
 	}
-	plan, err := plans.Load(path, plans.LoadOptions{Sets: sets})
+	plan, err := plans.Load(path, plans.LoadOptions{Sets: sets, CheckFiles: true})
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -82,15 +125,18 @@ func (p *planFlags) load(path, runID string) (*plans.Program, error) {
 }
 
 // oneArg insists on exactly one plan argument.
-func oneArg(fs *flag.FlagSet) (string, error) {
-	if fs.NArg() != 1 {
+func oneArg(fs *flag.FlagSet, args []string) (string, error) {
+	if len(args) != 1 {
 		fs.Usage()
-		return "", invalid(fmt.Errorf("expected one plan file, got %d arguments", fs.NArg()))
+		if len(args) == 0 {
+			return "", invalid(errors.New("expected one plan file, got none"))
+		}
+		return "", invalid(fmt.Errorf("expected one plan file, got %d arguments: %s", len(args), strings.Join(args, " ")))
 	}
-	return fs.Arg(0), nil
+	return args[0], nil
 }
 
-func cmdRun(e *env, args []string) (int, error) {
+func cmdRun(e *env, args []string) (code int, retErr error) {
 	fs := newFlags(e, "run", "[flags] PLAN", "Runs the plan, prints the report and exits 0 (pass), 1 (a threshold failed),\n2 (invalid plan) or 3 (the run could not complete).")
 	var pf planFlags
 	pf.register(fs)
@@ -98,10 +144,11 @@ func cmdRun(e *env, args []string) (int, error) {
 	quiet := fs.Bool("quiet", false, "no live progress on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (to see where mqplan's own time goes)")
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
-	if done, code, err := parseFlags(fs, args); done {
+	args, done, code, err := parseFlags(fs, args)
+	if done {
 		return code, err
 	}
-	path, err := oneArg(fs)
+	path, err := oneArg(fs, args)
 	if err != nil {
 		return exitInvalid, err
 	}
@@ -112,17 +159,24 @@ func cmdRun(e *env, args []string) (int, error) {
 	if *procs < 0 {
 		return exitInvalid, invalid(fmt.Errorf("--procs must be at least 1, got %d", *procs))
 	}
+	// Output names are checked before anything connects: a typo in a
+	// directory must not cost a whole run.
+	if *jsonOut != "" && !outfile.IsStdout(*jsonOut) {
+		if err := outfile.Check(*jsonOut); err != nil {
+			return exitInvalid, invalid(fmt.Errorf("--json %s: %w", *jsonOut, err))
+		}
+	}
 	runtime.GOMAXPROCS(generatorProcs(*procs, prog.Plan.Broker, runtime.NumCPU(), os.Getenv("GOMAXPROCS") != ""))
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			return exitInvalid, invalid(err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return exitInvalid, invalid(err)
-		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if perr := stopProfile(); perr != nil && retErr == nil {
+				code, retErr = exitIncomplete, incomplete(perr)
+			}
+		}()
 	}
 
 	// First signal: stop publishing, drain briefly, report. Second: leave now.
@@ -143,15 +197,66 @@ func cmdRun(e *env, args []string) (int, error) {
 		return exitIncomplete, incomplete(err)
 	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
-	if err := report.WriteTable(e.stdout, res); err != nil {
+	// With --json - the JSON owns standard output, so that it can be
+	// piped to jq; the table goes to standard error.
+	tableOut := e.stdout
+	if outfile.IsStdout(*jsonOut) {
+		tableOut = e.stderr
+	}
+	if err := report.WriteTable(tableOut, res); err != nil {
 		return exitIncomplete, incomplete(fmt.Errorf("write report: %w", err))
 	}
 	if *jsonOut != "" {
-		if err := report.WriteJSONFile(*jsonOut, res); err != nil {
-			return exitIncomplete, incomplete(fmt.Errorf("write %s: %w", *jsonOut, err))
+		if err := writeJSON(e, *jsonOut, res); err != nil {
+			return exitIncomplete, incomplete(err)
 		}
 	}
 	return verdictCode(res), nil
+}
+
+// writeJSON writes the --json report: to standard output for "-" and
+// /dev/stdout, else to the file (see internal/outfile).
+func writeJSON(e *env, path string, res *report.Result) error {
+	if outfile.IsStdout(path) {
+		if err := report.WriteJSON(e.stdout, res); err != nil {
+			return fmt.Errorf("--json %s: %w", path, err)
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	if err := report.WriteJSON(&b, res); err != nil {
+		return fmt.Errorf("--json %s: %w", path, err)
+	}
+	if err := outfile.WriteFile(path, b.Bytes()); err != nil {
+		return fmt.Errorf("--json %s: %w", path, err)
+	}
+	return nil
+}
+
+// startCPUProfile starts the --cpuprofile profile, written like every
+// output file (see internal/outfile): a regular file appears whole when
+// the profile stops, a FIFO or device is written through. stop ends the
+// profile and reports a write error (pprof itself drops them).
+func startCPUProfile(path string) (stop func() error, err error) {
+	if outfile.IsStdout(path) {
+		// Binary, and standard output carries the report.
+		return nil, fmt.Errorf("--cpuprofile %s: the profile is binary and standard output carries the report: name a file", path)
+	}
+	f, err := outfile.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Abort()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Commit(); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }
 
 // verdictCode maps a result to the exit code: 3 when the run did not
@@ -205,13 +310,18 @@ func allLoopback(urls []string) bool {
 	return len(urls) > 0
 }
 
-// onSignals returns a context cancelled by the first SIGINT or SIGTERM
+// stopSignals are the signals that stop a run: Ctrl-C, kill, and SIGHUP,
+// which a closed terminal or SSH session sends; left to its default,
+// SIGHUP would kill mqplan without the report of what was measured.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// onSignals returns a context cancelled by the first of stopSignals
 // (after saying what happens, and calling first if set); a second signal
 // exits at once with code 3, without a report. stop releases the signals.
 func onSignals(e *env, what string, first func()) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	go func() {
 		if _, ok := <-sigs; !ok {
 			return
@@ -241,16 +351,17 @@ func cmdValidate(e *env, args []string) (int, error) {
 	fs := newFlags(e, "validate", "PLAN...", "Checks each plan (syntax, fields, templates, topics, thresholds) without connecting.\nPrints every error as file:line:col: path: message and exits 2 if any plan is invalid.")
 	var sets stringList
 	fs.Var(&sets, "set", "override a plan value before validating (repeatable)")
-	if done, code, err := parseFlags(fs, args); done {
+	args, done, code, err := parseFlags(fs, args)
+	if done {
 		return code, err
 	}
-	if fs.NArg() == 0 {
+	if len(args) == 0 {
 		fs.Usage()
 		return exitInvalid, invalid(errors.New("expected at least one plan file"))
 	}
 	bad := 0
-	for _, path := range fs.Args() {
-		plan, err := plans.Load(path, plans.LoadOptions{Sets: sets})
+	for _, path := range args {
+		plan, err := plans.Load(path, plans.LoadOptions{Sets: sets, CheckFiles: true})
 		if err == nil {
 			_, err = plans.Compile(plan, plans.CompileOptions{})
 		}
@@ -262,7 +373,7 @@ func cmdValidate(e *env, args []string) (int, error) {
 		fmt.Fprintf(e.stdout, "%s: ok (%s)\n", path, plan.Name)
 	}
 	if bad > 0 {
-		return exitInvalid, invalid(fmt.Errorf("%d of %d plans invalid", bad, fs.NArg()))
+		return exitInvalid, invalid(fmt.Errorf("%d of %d plans invalid", bad, len(args)))
 	}
 	return exitPass, nil
 }
@@ -271,10 +382,11 @@ func cmdExplain(e *env, args []string) (int, error) {
 	fs := newFlags(e, "explain", "[flags] PLAN", "Prints the compiled plan: phases, connections and messages per second, expected\ndeliveries, bandwidth, and the file descriptors and local ports the run needs.")
 	var pf planFlags
 	pf.register(fs)
-	if done, code, err := parseFlags(fs, args); done {
+	args, done, code, err := parseFlags(fs, args)
+	if done {
 		return code, err
 	}
-	path, err := oneArg(fs)
+	path, err := oneArg(fs, args)
 	if err != nil {
 		return exitInvalid, err
 	}
@@ -299,11 +411,12 @@ func cmdBroker(e *env, args []string) (int, error) {
 	tlsCA := fs.String("tls-ca", "", "require client certificates signed by this CA (mutual TLS)")
 	wsAddr := fs.String("ws", "", "also listen for MQTT over WebSocket on this address (TLS too when --tls-cert is set)")
 	authFile := fs.String("auth", "", "require user names and passwords from this file, one user:password a line")
-	if done, code, err := parseFlags(fs, args); done {
+	args, done, code, err := parseFlags(fs, args)
+	if done {
 		return code, err
 	}
-	if fs.NArg() != 0 {
-		return exitInvalid, invalid(fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+	if len(args) != 0 {
+		return exitInvalid, invalid(fmt.Errorf("unexpected arguments: %s", strings.Join(args, " ")))
 	}
 	if *dropEvery < 0 || *dupEvery < 0 || *delay < 0 {
 		return exitInvalid, invalid(errors.New("fault options must not be negative"))
@@ -313,7 +426,6 @@ func cmdBroker(e *env, args []string) (int, error) {
 		Faults:    runner.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
 		WebSocket: *wsAddr,
 	}
-	var err error
 	if opts.TLS, err = brokerTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
 		return exitInvalid, invalid(err)
 	}
@@ -321,17 +433,27 @@ func cmdBroker(e *env, args []string) (int, error) {
 		if opts.Users, err = readUsers(*authFile); err != nil {
 			return exitInvalid, invalid(err)
 		}
+		if len(opts.Users) == 0 {
+			// Not an error (a user may fill the file later and restart),
+			// but nobody could connect, which is a puzzling demo.
+			fmt.Fprintf(e.stderr, "mqplan: warning: --auth %s lists no users (one user:password a line): every client will be refused\n", *authFile)
+		}
 	}
+	// Signals are caught before the broker says it listens: whoever
+	// reads that line may stop it at once.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	defer signal.Stop(sigs)
 	b, err := runner.StartBroker(opts)
 	if err != nil {
-		return exitIncomplete, incomplete(err)
+		// It fails on what the options say: an address that does not
+		// parse or cannot be listened on (taken, privileged).
+		return exitInvalid, invalid(err)
 	}
 	fmt.Fprintf(e.stderr, "mqplan broker listening on %s (Ctrl-C to stop)\n", b.URL())
 	if ws := b.WebSocketURL(); ws != "" {
 		fmt.Fprintf(e.stderr, "mqplan broker listening on %s\n", ws)
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	<-sigs
 	signal.Stop(sigs)
 	st := b.Stats()

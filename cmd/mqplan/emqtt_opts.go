@@ -396,7 +396,9 @@ func setShortBools(kind emqttKind, o *emqttOptions, opt *emqttOpt, rest string, 
 				return err
 			}
 			if other.arg != "" {
-				return fmt.Errorf("%s takes a value (%s), so it cannot be combined in %q; write it separately", other.names(), other.arg, a)
+				// Quote the clump only up to the letter: what follows
+				// may be its value, a password for -P.
+				return fmt.Errorf("%s takes a value (%s), so it cannot be combined in %q; write it separately", other.names(), other.arg, a[:2+j+1])
 			}
 			other.setBool(o, true)
 		}

@@ -164,11 +164,25 @@ func (o *emqttOptions) brokerURLs() ([]string, error) {
 	for _, h := range o.hosts {
 		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 		if strings.ContainsAny(h, "/@?# ") {
-			return nil, fmt.Errorf("-h/--host: %q is not a host name or IP address", h)
+			return nil, fmt.Errorf("-h/--host: %q is not a host name or IP address", redactHost(h))
 		}
 		urls = append(urls, scheme+"://"+net.JoinHostPort(h, strconv.Itoa(o.port))+path)
 	}
 	return urls, nil
+}
+
+// redactHost hides the password of a host written user:password@host,
+// which is not a host but may well hold a real password: bob:***@host.
+// (Credentials go in -u and -P.)
+func redactHost(h string) string {
+	at := strings.LastIndexByte(h, '@')
+	if at < 0 {
+		return h
+	}
+	if colon := strings.IndexByte(h[:at], ':'); colon >= 0 {
+		return h[:colon+1] + "***" + h[at:]
+	}
+	return h
 }
 
 // emqttTopic turns an emqtt-bench topic into a plan template: %i, %c and
@@ -222,7 +236,9 @@ func (o *emqttOptions) loadEmqttPlan(text, runID string) (*plans.Program, error)
 		}
 		return "", false
 	}
-	plan, err := plans.LoadBytes(emqttPlanFile, []byte(text), plans.LoadOptions{LookupEnv: lookup})
+	// --print-plan may write a plan for another machine: its files are
+	// checked where it runs.
+	plan, err := plans.LoadBytes(emqttPlanFile, []byte(text), plans.LoadOptions{LookupEnv: lookup, CheckFiles: !o.printPlan})
 	if err == nil {
 		var prog *plans.Program
 		prog, err = plans.Compile(plan, plans.CompileOptions{RunID: runID})

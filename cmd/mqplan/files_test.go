@@ -1,0 +1,182 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestOutputFiles runs `mqplan run` with --json and --cpuprofile naming
+// every kind of thing: bad names are refused (exit 2) before anything
+// connects, standard output gets the JSON alone, and devices, FIFOs and
+// links are written through, never replaced by a regular file.
+func TestOutputFiles(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(real, []byte("old"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink("real.json", link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const plan = "testdata/cli/pass.yaml"
+	isJSON := func(t *testing.T, b []byte) {
+		t.Helper()
+		var doc struct{ Verdict string }
+		if err := json.Unmarshal(b, &doc); err != nil || doc.Verdict != "PASS" {
+			t.Errorf("not the JSON report (%v): %.200s", err, b)
+		}
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // a substring of standard error
+		// fast: refused before the run, so no report at all.
+		fast bool
+		// reader, when set, reads the FIFO while mqplan runs.
+		reader bool
+		check  func(t *testing.T, r result)
+	}{
+		{name: "--json into a missing directory: 2 before the run", args: []string{"--json", filepath.Join(dir, "no", "r.json")},
+			code: 2, stderr: "--json " + filepath.Join(dir, "no", "r.json") + ": the directory " + filepath.Join(dir, "no") + " does not exist", fast: true},
+		{name: "--json naming a directory: 2 before the run", args: []string{"--json", dir},
+			code: 2, stderr: "--json " + dir + ": is a directory", fast: true},
+		{name: "--cpuprofile into a missing directory: 2 before the run", args: []string{"--cpuprofile", filepath.Join(dir, "no", "cpu.out")},
+			code: 2, stderr: "--cpuprofile " + filepath.Join(dir, "no", "cpu.out") + ": the directory", fast: true},
+		{name: "--cpuprofile -: 2, the profile is binary", args: []string{"--cpuprofile", "-"},
+			code: 2, stderr: "name a file", fast: true},
+		{name: "--json -: the JSON alone on standard output, the table on standard error", args: []string{"--json", "-"},
+			code: 0, stderr: "PASS: 2 of 2 thresholds held",
+			check: func(t *testing.T, r result) { isJSON(t, []byte(r.stdout)) }},
+		{name: "--json /dev/stdout: the same", args: []string{"--json", "/dev/stdout"},
+			code: 0, stderr: "PASS: 2 of 2 thresholds held",
+			check: func(t *testing.T, r result) { isJSON(t, []byte(r.stdout)) }},
+		{name: "--json /dev/full: 3, no space left, the device stays", args: []string{"--json", "/dev/full"},
+			code: 3, stderr: "--json /dev/full: cannot write: no space left on device",
+			check: func(t *testing.T, r result) {
+				if fi, err := os.Lstat("/dev/full"); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
+					t.Errorf("/dev/full is no longer a device: %v %v", fi.Mode(), err)
+				}
+			}},
+		{name: "--json through a link: the link stays, its target gets the report and keeps its mode", args: []string{"--json", link},
+			code: 0,
+			check: func(t *testing.T, r result) {
+				if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+					t.Fatalf("the link was replaced: %v", err)
+				}
+				b, _ := os.ReadFile(real)
+				isJSON(t, b)
+				if fi, err := os.Stat(real); err != nil || fi.Mode().Perm() != 0o640 {
+					t.Errorf("mode %v, want 0640 (%v)", fi.Mode(), err)
+				}
+			}},
+		{name: "--json into a FIFO: written through", args: []string{"--json", fifo}, code: 0, reader: true,
+			check: func(t *testing.T, r result) {
+				if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+					t.Errorf("the FIFO was replaced: %v", err)
+				}
+			}},
+		{name: "--cpuprofile into a file: written whole", args: []string{"--cpuprofile", filepath.Join(dir, "cpu.out")}, code: 0,
+			check: func(t *testing.T, r result) {
+				if fi, err := os.Stat(filepath.Join(dir, "cpu.out")); err != nil || fi.Size() == 0 {
+					t.Errorf("no profile: %v", err)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := make(chan []byte, 1)
+			if tt.reader {
+				go func() {
+					f, err := os.Open(fifo)
+					if err != nil {
+						got <- nil
+						return
+					}
+					defer f.Close()
+					b, _ := io.ReadAll(f)
+					got <- b
+				}()
+			}
+			r := runBinary(t, append(append([]string{"run", "--quiet"}, tt.args...), plan)...)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
+				t.Fatalf("exit %d, want %d with %q on stderr\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, tt.stderr, r.stdout, r.stderr)
+			}
+			if tt.fast && r.stdout != "" {
+				t.Errorf("not refused before the run:\n%s", r.stdout)
+			}
+			if tt.reader {
+				select {
+				case b := <-got:
+					isJSON(t, b)
+				case <-time.After(time.Minute):
+					t.Fatal("the FIFO's reader got nothing")
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, r)
+			}
+		})
+	}
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("a temporary file was left: %s", e.Name())
+		}
+	}
+}
+
+// endless is standard input that never ends, like `yes`.
+type endless struct{}
+
+func (endless) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = "y\n"[i%2]
+	}
+	return len(b), nil
+}
+
+// TestPlanReadBound: a plan that never ends is refused at the 4 MiB
+// limit with one line, exit 2, instead of growing without bound.
+func TestPlanReadBound(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		stdin io.Reader
+		file  string // named in the message
+	}{
+		{"validate /dev/zero", []string{"validate", "/dev/zero"}, nil, "/dev/zero"},
+		{"yes | validate /dev/stdin", []string{"validate", "/dev/stdin"}, endless{}, "/dev/stdin"},
+		{"yes | run -", []string{"run", "-"}, endless{}, "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(binary, tt.args...)
+			cmd.Stdin = tt.stdin
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			code := wait(t, cmd, 30*time.Second)
+			want := tt.file + ":1:1: the plan is larger than the limit of 4 MiB (4194304 bytes): is this the right file?"
+			if code != 2 || !strings.Contains(stderr.String(), want) {
+				t.Fatalf("exit %d, want 2 and %q\nstderr:\n%.500s", code, want, stderr.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// canary is the password of TestNoPasswordInOutput: it must appear in no
+// output, error or file, whatever route it came by.
+const canary = "CANARY-pw-7f3a"
+
+// runEnv runs the binary like runBinary, with extra environment variables.
+func runEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	code := wait(t, cmd, 2*time.Minute)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// TestNoPasswordInOutput runs every command, on its success and error
+// paths, with a canary password given by every route a password can take
+// (URL user information in --broker, --set broker.url and the plan file;
+// --set groups.X.password; the plan's password: ${VAR}; emqtt's -P; the
+// broker's --auth file), and fails if the canary shows in any standard
+// output, standard error or written file.
+func TestNoPasswordInOutput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A broker that wants the canary (and one other user), as a user
+	// self-tests passwords.
+	auth := write("users", "alice:"+canary+"\n")
+	brokerCmd, brokerErr := startBinary(t, nil, "broker", "--listen", "127.0.0.1:0", "--auth", auth)
+	urls, brokerRest := listening(t, brokerErr, 1)
+	brokerURL := urls[0]
+	bu, err := url.Parse(brokerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokerTail := make(chan []byte, 1)
+	go func() {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(brokerRest)
+		brokerTail <- b.Bytes()
+	}()
+
+	body := "groups:\n" +
+		"  - {name: sub, count: 2, username: alice, password: %PW%, subscribe: {topic: \"s/%i\", qos: 1}}\n" +
+		"  - {name: pub, count: 2, username: alice, password: %PW%, publish: {topic: \"s/%i\", qos: 1, size: 64B, every: 50ms}}\n" +
+		"duration: 1s\ndrain: 2s\nthresholds:\n  - loss_rate == 0\n"
+	plan := func(name, broker, pw string) string {
+		return write(name, "name: secrets\nbroker:\n  connect_timeout: 2s\n"+broker+strings.ReplaceAll(body, "%PW%", pw))
+	}
+	noPW := write("nopw.yaml", "name: nopw\nbroker: {connect_timeout: 2s}\ngroups:\n  - {name: pub, count: 1, publish: {topic: t, every: 100ms}}\nduration: 1s\n")
+	urlPlan := plan("url.yaml", "  url: mqtt://bob:"+canary+"@127.0.0.1:1883\n", `""`)
+	urlsPlan := plan("urls.yaml", "  urls: [foo://bob:"+canary+"@h, \"mqtt://bob:"+canary+"@h:99999\", \"mqtt://bob:"+canary+"@h/%zz\", mqtt://bob:"+canary+"@h]\n", `""`)
+	envPlan := plan("env.yaml", "", `"${PW}"`)
+	defPlan := plan("default.yaml", "", `"${NOPE:-`+canary+`}"`)
+	badEnvPlan := plan("badenv.yaml", "", `"`+canary+`${"`)
+	badRef := plan("badref.yaml", "", `"${`+canary+`}"`)
+	pwEnv := []string{"PW=" + canary}
+	jsonOut := func(name string) string { return filepath.Join(dir, name) }
+
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string // a substring of stdout+stderr showing the path was taken
+	}{
+		// URL user information.
+		{name: "run --broker with credentials", args: []string{"run", "--broker", "mqtt://bob:" + canary + "@127.0.0.1:1", noPW}, code: 2, want: "bob:***@"},
+		{name: "explain --broker with credentials", args: []string{"explain", "--broker", "mqtt://bob:" + canary + "@h", noPW}, code: 2, want: "bob:***@"},
+		{name: "run --set broker.url with credentials", args: []string{"run", "--set", "broker.url=mqtt://bob:" + canary + "@h", noPW}, code: 2, want: "bob:***@"},
+		{name: "validate --set broker.url with an unknown scheme", args: []string{"validate", "--set", "broker.url=foo://bob:" + canary + "@h", noPW}, code: 2, want: "unknown scheme"},
+		{name: "validate --set broker.url, not valid YAML", args: []string{"validate", "--set", "broker.url=[mqtt://bob:" + canary + "@h", noPW}, code: 2, want: "invalid value"},
+		{name: "validate --set broker.urls", args: []string{"validate", "--set", "broker.urls=[mqtt://bob:" + canary + "@h, mqtt://x]", noPW}, code: 2, want: "bob:***@"},
+		{name: "validate a plan's url with credentials", args: []string{"validate", urlPlan}, code: 2, want: "bob:***@"},
+		{name: "run a plan's url with credentials", args: []string{"run", urlPlan}, code: 2, want: "bob:***@"},
+		{name: "explain a plan's url with credentials", args: []string{"explain", urlPlan}, code: 2, want: "bob:***@"},
+		{name: "validate a plan's broken urls with credentials", args: []string{"validate", urlsPlan}, code: 2, want: "invalid URL escape"},
+
+		// --set groups.X.password.
+		{name: "validate --set password", args: []string{"validate", "--set", "groups.pub.password=" + canary, noPW}, code: 0},
+		{name: "explain --set password", args: []string{"explain", "--set", "groups.pub.password=" + canary, noPW}, code: 0},
+		{name: "run --set password, --json", args: []string{"run", "--quiet", "--json", jsonOut("set.json"), "--set", "groups.pub.password=" + canary, noPW}, code: 0},
+		{name: "validate --set password, not valid YAML", args: []string{"validate", "--set", "groups.pub.password=[" + canary, noPW}, code: 2, want: "not shown"},
+		{name: "validate --set password, a mapping", args: []string{"validate", "--set", "groups.pub.password={a: " + canary + "}", noPW}, code: 2, want: "must be a string"},
+		{name: "validate --set password, a list", args: []string{"validate", "--set", "groups.pub.password=[" + canary + "]", noPW}, code: 2, want: "must be a string"},
+		{name: "validate --set password, a broken ${", args: []string{"validate", "--set", `groups.pub.password="` + canary + `${"`, noPW}, code: 2, want: "malformed ${...}"},
+		{name: "validate --set password, unknown group", args: []string{"validate", "--set", "groups.nope.password=" + canary, noPW}, code: 2, want: "no group named"},
+
+		// password: ${VAR} in the plan.
+		{name: "validate ${PW}", env: pwEnv, args: []string{"validate", envPlan}, code: 0},
+		{name: "explain ${PW}", env: pwEnv, args: []string{"explain", envPlan}, code: 0},
+		{name: "validate ${NOPE:-default}", args: []string{"validate", defPlan}, code: 0},
+		{name: "validate a password with a broken ${", args: []string{"validate", badEnvPlan}, code: 2, want: "malformed ${...}"},
+		{name: "validate a password with a bad ${reference}", args: []string{"validate", badRef}, code: 2, want: "malformed ${...}"},
+		{name: "run ${PW} against the broker that wants it, --json", env: pwEnv, args: []string{"run", "--json", jsonOut("env.json"), "--broker", brokerURL, envPlan}, code: 0},
+		{name: "run ${PW}, wrong user", env: pwEnv, args: []string{"run", "--quiet", "--broker", brokerURL, "--set", "groups.pub.username=mallory", envPlan}, code: 3, want: "bad user name or password"},
+		{name: "run ${PW}, unreachable broker, --json", env: pwEnv, args: []string{"run", "--quiet", "--json", jsonOut("unreachable.json"), "--broker", "mqtt://127.0.0.1:1", envPlan}, code: 3, want: "connection refused"},
+
+		// emqtt-bench's -P.
+		{name: "pub -P --print-plan", args: []string{"pub", "-P", canary, "-t", "t", "--print-plan"}, code: 0, want: "MQTT_PASSWORD"},
+		{name: "sub --password= --print-plan", args: []string{"sub", "--password=" + canary, "-t", "t", "--print-plan"}, code: 0, want: "MQTT_PASSWORD"},
+		{name: "conn -P (attached) --print-plan", args: []string{"conn", "-P" + canary, "--print-plan"}, code: 0, want: "MQTT_PASSWORD"},
+		{name: "pub -rP clumped", args: []string{"pub", "-t", "t", "-rP" + canary}, code: 2, want: "cannot be combined"},
+		{name: "pub -h user:password@host", args: []string{"pub", "-t", "t", "-h", "bob:" + canary + "@h", "--print-plan"}, code: 2, want: "bob:***@h"},
+		{name: "conn -P with a bad option after it", args: []string{"conn", "-P", canary, "-c", "x"}, code: 2, want: "-c/--count"},
+		{name: "conn -P, unreachable broker", args: []string{"conn", "-P", canary, "-h", "127.0.0.1", "-p", "1", "-c", "1", "--duration", "1s"}, code: 3},
+		{name: "conn -P against the broker that wants it", args: []string{"conn", "-u", "alice", "-P", canary, "-h", bu.Hostname(), "-p", bu.Port(), "-c", "2", "--duration", "1s", "--threshold", "connect.ok == 2"}, code: 0},
+		{name: "conn -P, wrong user", args: []string{"conn", "-u", "mallory", "-P", canary, "-h", bu.Hostname(), "-p", bu.Port(), "-c", "1", "--duration", "1s"}, code: 3, want: "bad user name or password"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runEnv(t, tt.env, tt.args...)
+			out := r.stdout + r.stderr
+			if r.code != tt.code || !strings.Contains(out, tt.want) {
+				t.Errorf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, tt.want, r.stdout, r.stderr)
+			}
+			if strings.Contains(out, canary) {
+				t.Errorf("the password shows:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			}
+		})
+	}
+
+	// Every file written (the --json reports) is free of it too.
+	for _, name := range []string{"set.json", "env.json", "unreachable.json"} {
+		b, err := os.ReadFile(jsonOut(name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if bytes.Contains(b, []byte(canary)) {
+			t.Errorf("%s holds the password", name)
+		}
+	}
+
+	// And the broker, told to stop, says nothing of it either.
+	if err := brokerCmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tail := <-brokerTail:
+		if bytes.Contains(tail, []byte(canary)) {
+			t.Errorf("mqplan broker printed the password:\n%s", tail)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("mqplan broker did not stop")
+	}
+}

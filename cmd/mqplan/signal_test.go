@@ -1,0 +1,56 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestStopSignals checks that SIGHUP (a closed terminal or SSH session)
+// stops a run as SIGINT and SIGTERM do: the first one reports what was
+// measured and exits 3, a second one exits at once; and that it stops
+// `mqplan broker` cleanly.
+func TestStopSignals(t *testing.T) {
+	tests := []struct {
+		name string
+		sigs []syscall.Signal
+		// report: the run's report must follow (a single signal).
+		report bool
+		limit  time.Duration
+	}{
+		{"one SIGHUP: report, exit 3", []syscall.Signal{syscall.SIGHUP}, true, 20 * time.Second},
+		{"two SIGHUPs: exit 3 at once", []syscall.Signal{syscall.SIGHUP, syscall.SIGHUP}, false, 5 * time.Second},
+		{"SIGHUP then SIGINT: exit 3 at once", []syscall.Signal{syscall.SIGHUP, syscall.SIGINT}, false, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd, stdout, lines := startLong(t)
+			for _, s := range tt.sigs {
+				if err := cmd.Process.Signal(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code := wait(t, cmd, tt.limit); code != 3 {
+				t.Fatalf("exit %d, want 3", code)
+			}
+			for range lines {
+			}
+			if tt.report && !strings.Contains(stdout.String(), "INCOMPLETE") {
+				t.Errorf("no report:\n%s", stdout)
+			}
+		})
+	}
+	t.Run("SIGHUP stops mqplan broker", func(t *testing.T) {
+		cmd, stderr := startBinary(t, nil, "broker", "--listen", "127.0.0.1:0")
+		_, rest := listening(t, stderr, 1)
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		tail, _ := io.ReadAll(rest)
+		if code := wait(t, cmd, 10*time.Second); code != 0 || !strings.Contains(string(tail), "mqplan broker: received") {
+			t.Fatalf("exit %d, want 0 with the closing counters: %s", code, tail)
+		}
+	})
+}
