@@ -197,6 +197,8 @@ func (v view) value(name string) (any, bool) {
 		return ratio(m.Duplicates, m.Received)
 	case "out_of_order":
 		return m.OutOfOrder, true
+	case "overlap_copies":
+		return m.OverlapCopies, true
 	case "ooo_rate":
 		return ratio(m.OutOfOrder, m.Received)
 	case "corrupted":

@@ -201,7 +201,9 @@ func faultStats(t testing.TB) *runner.Stats {
 		"publish pub-3: connection closed (and 1 more like it)",
 	}
 	st.InFlightAtEnd = 2
+	st.Notices = []string{"group sub: asked QoS 2, the broker granted QoS 1 (4 of 4 clients): deliveries come at the granted QoS"}
 	ph := st.Phase(plans.PhaseSteady)
+	ph.Groups[0].OverlapCopies = 5
 	sub, pub := &ph.Groups[0], &ph.Groups[1]
 	sub.Expected, sub.Lost, sub.LostUnsent, sub.LostUnacked = 8050, 60, 50, 2
 	pub.Unsent, pub.ExpectedOwn, pub.ReceivedOwn, pub.LostOwn = 50, 8050, 7990, 60

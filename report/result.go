@@ -240,6 +240,14 @@ func warnings(r *Result, st *runner.Stats) []string {
 			ws = append(ws, fmt.Sprintf("group %s: %d %s lost %s connection and did not come back", g.Name, g.Lost, plural(g.Lost, "client"), pluralWord(g.Lost, "its", "their")))
 		}
 	}
+	ws = append(ws, st.Notices...)
+	var overlap int64
+	for i := range st.Phases {
+		overlap += st.Phases[i].Total.OverlapCopies
+	}
+	if overlap > 0 {
+		ws = append(ws, fmt.Sprintf("the broker sent %d extra copies for overlapping subscriptions (one per matching filter, as MQTT 3.1.1 allows): counted as overlap_copies, not as duplicates or deliveries", overlap))
+	}
 	if r.Unsent > 0 {
 		ws = append(ws, fmt.Sprintf("%d messages the schedule called for were never sent (connections down, the broker or the generator stalled, or publishing ended first): their deliveries count as lost (lost_unsent)", r.Unsent))
 	}

@@ -50,6 +50,12 @@ type BrokerOptions struct {
 	// Users, when non-nil, replaces allow-all with password authentication:
 	// user name → password. A client whose CONNECT does not match is refused.
 	Users map[string]string
+	// MaximumQoS, when set, caps the QoS the broker grants and accepts
+	// (0 or 1): subscriptions asking more are granted this, and publishes
+	// at a higher QoS are taken and acknowledged at it, as RabbitMQ does
+	// with QoS 2. Nil means 2, no cap. Tests use it to see mqplan report
+	// the downgrades.
+	MaximumQoS *byte
 	// Hooks are extra mochi hooks (tests, instrumentation), added after the
 	// built-in ones (allow-all auth, the send-quota workaround, faults), so
 	// they see packets as the fault hook left them.
@@ -95,8 +101,15 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 
+	caps := brokerCapabilities()
+	if q := opts.MaximumQoS; q != nil {
+		if *q > 2 {
+			return nil, fmt.Errorf("maximum QoS %d: must be 0, 1 or 2", *q)
+		}
+		caps.MaximumQos = *q
+	}
 	mo := &mqtt.Options{
-		Capabilities: brokerCapabilities(),
+		Capabilities: caps,
 		Logger:       logger,
 		// $SYS topics are refreshed once a minute instead of every second:
 		// each refresh calls runtime.ReadMemStats, which stops the world

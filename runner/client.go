@@ -38,6 +38,8 @@ type client struct {
 	// resulting connection close is not counted as a disconnect.
 	closing atomic.Bool
 	lost    atomic.Bool
+	// subscribed is set once the broker granted one of its subscriptions.
+	subscribed atomic.Bool
 	// lostPhase is the phase of the client's last connection loss.
 	lostPhase atomic.Int32
 	// next is the index in the schedule of the first message the

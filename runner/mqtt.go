@@ -98,8 +98,10 @@ type connHandlers struct {
 	// the slice is only valid during the call.
 	publish func(payload []byte, retained bool)
 	// acked reports the end of a QoS 1/2 publish; reason is the ack's
-	// reason code (0x80 and above: the broker refused the message).
-	acked func(m inflightMsg, latency time.Duration, reason byte)
+	// reason code (0x80 and above: the broker refused the message) and
+	// ackQoS the QoS its packet type belongs to (PUBACK 1; PUBREC and
+	// PUBCOMP 2), which tells a broker that downgraded a QoS 2 publish.
+	acked func(m inflightMsg, latency time.Duration, reason, ackQoS byte)
 	// closed reports why the connection ended, once; nil error when
 	// mqplan closed it on purpose.
 	closed func(err error)
@@ -132,6 +134,9 @@ type mqttConn struct {
 	pending  atomic.Int32  // QoS 1/2 publishes awaiting their ack
 	// serverMaxQoS is the CONNACK's Maximum QoS (2 when absent).
 	serverMaxQoS byte
+	// noSharedSubs: the CONNACK said shared subscriptions are not
+	// available (MQTT 5 Shared Subscription Available = 0).
+	noSharedSubs bool
 	// sessionPresent is the CONNACK's flag: the broker kept the session
 	// (and so the subscriptions) from an earlier connection.
 	sessionPresent bool
@@ -215,12 +220,17 @@ func (c *mqttConn) handshake(o connectOptions) error {
 	typ, body, err := c.readPacket()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return errors.New("the broker closed the connection before CONNACK (is it an MQTT 5 broker?)")
+			return errors.New("the broker closed the connection before CONNACK: it refused the CONNECT or does not speak MQTT 5; try broker.protocol: 4")
 		}
 		return err
 	}
 	if typ>>4 != pktConnack {
 		return fmt.Errorf("expected CONNACK, got packet type %d", typ>>4)
+	}
+	if len(body) == 2 {
+		// No properties: an MQTT 3.1.1 CONNACK, which is how a broker
+		// that speaks only 3.1.1 refuses protocol level 5.
+		return fmt.Errorf("the broker answered in MQTT 3.1.1 (%s): it does not speak MQTT 5; try broker.protocol: 4", connackReason311(body[1]))
 	}
 	ca := &packets.Connack{Properties: &packets.Properties{}}
 	if err := ca.Unpack(bytes.NewBuffer(bytes.Clone(body))); err != nil {
@@ -244,6 +254,7 @@ func (c *mqttConn) handshake(o connectOptions) error {
 	if p := ca.Properties.MaximumQOS; p != nil {
 		c.serverMaxQoS = *p
 	}
+	c.noSharedSubs = ca.Properties.SharedSubAvailable != nil && *ca.Properties.SharedSubAvailable == 0
 	c.initWindow(window)
 	return nil
 }
@@ -520,14 +531,18 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 		if err != nil {
 			return err
 		}
-		c.complete(id, reason)
+		ackQoS := byte(1) // PUBACK
+		if b0>>4 == pktPubcomp {
+			ackQoS = 2
+		}
+		c.complete(id, reason, ackQoS)
 	case pktPubrec:
 		id, reason, err := ackFields(body)
 		if err != nil {
 			return err
 		}
 		if reason >= 0x80 {
-			c.complete(id, reason)
+			c.complete(id, reason, 2)
 			return nil
 		}
 		c.idMu.Lock()
@@ -612,7 +627,7 @@ func ackFields(body []byte) (uint16, byte, error) {
 
 // complete ends a QoS 1/2 publish: its latency is reported and its slot
 // and packet id are freed.
-func (c *mqttConn) complete(id uint16, reason byte) {
+func (c *mqttConn) complete(id uint16, reason, ackQoS byte) {
 	c.idMu.Lock()
 	if int(id) >= len(c.inflight) || !c.inflight[id].used {
 		c.idMu.Unlock()
@@ -625,7 +640,7 @@ func (c *mqttConn) complete(id uint16, reason byte) {
 	c.pending.Add(-1)
 	<-c.window
 	if c.h.acked != nil {
-		c.h.acked(m, time.Duration(c.now()-m.sent), reason)
+		c.h.acked(m, time.Duration(c.now()-m.sent), reason, ackQoS)
 	}
 }
 

@@ -80,7 +80,7 @@ func TestReaderHandlesPahoPackets(t *testing.T) {
 	var acks []bool
 	c, broker := pipeConn(t, connHandlers{
 		publish: func(p []byte, _ bool) { got = append(got, bytes.Clone(p)) },
-		acked:   func(_ inflightMsg, _ time.Duration, reason byte) { acks = append(acks, reason >= 0x80) },
+		acked:   func(_ inflightMsg, _ time.Duration, reason, _ byte) { acks = append(acks, reason >= 0x80) },
 	})
 	// Two QoS 1/2 publishes of ours in flight, so that the acks below match.
 	go func() {
@@ -180,15 +180,15 @@ func TestWindowBlocksAndReleases(t *testing.T) {
 	if err := c.publish(ctx, "x", 1, false, []byte("p"), inflightMsg{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("publish on a full window: %v", err)
 	}
-	c.complete(subscribeID+1, 0) // the first publish's id
+	c.complete(subscribeID+1, 0, 1) // the first publish's id
 	if err := c.publish(context.Background(), "x", 1, false, []byte("p"), inflightMsg{}); err != nil {
 		t.Fatalf("publish after an ack: %v", err)
 	}
 	if c.pending.Load() != 4 {
 		t.Errorf("pending = %d", c.pending.Load())
 	}
-	c.complete(subscribeID+1, 0) // a repeated ack is ignored
-	c.complete(999, 0)
+	c.complete(subscribeID+1, 0, 1) // a repeated ack is ignored
+	c.complete(999, 0, 1)
 	if c.pending.Load() != 3 {
 		t.Errorf("pending = %d after one more ack", c.pending.Load())
 	}
@@ -234,7 +234,7 @@ func TestAdoptAndResend(t *testing.T) {
 
 	var acked []inflightMsg
 	ackedCh := make(chan struct{}, 2)
-	c, broker := pipeConn(t, connHandlers{acked: func(m inflightMsg, _ time.Duration, _ byte) {
+	c, broker := pipeConn(t, connHandlers{acked: func(m inflightMsg, _ time.Duration, _, _ byte) {
 		acked = append(acked, m)
 		ackedCh <- struct{}{}
 	}})

@@ -180,6 +180,13 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
 	m := st.cell(r.nGroups, d.phase, d.group)
+	if d.kind == deliveryOverlap {
+		// A copy the broker sent for another matching subscription:
+		// counted apart, neither a delivery nor a duplicate.
+		m.OverlapCopies++
+		st.mu.Unlock()
+		return
+	}
 	m.Received++
 	m.ReceivedBytes += d.bytes
 	switch d.kind {

@@ -46,6 +46,9 @@ type Progress struct {
 	// Lost is the number of clients whose connection is down right now
 	// (dropped and not back yet, or given up).
 	Lost int
+	// Subscribed is the number of clients with at least one subscription
+	// the broker granted.
+	Subscribed int
 	// P99 is the latency of the last second's deliveries.
 	P99    time.Duration
 	Errors int64
@@ -86,6 +89,13 @@ type run struct {
 	connected atomic.Int64
 	// down counts clients whose connection dropped and is not back.
 	down atomic.Int64
+	// subscribed counts clients with at least one subscription granted.
+	subscribed atomic.Int64
+	// groups holds what the broker granted each group, for the notices.
+	groups []groupGrants
+
+	notesMu sync.Mutex
+	notes   []string
 
 	// phaseStart and phaseEnd are written by the orchestrating goroutine
 	// only, and read when the run is over.
@@ -162,6 +172,10 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 		// Room for the padding of other processes' payloads up to 1 MiB.
 		r.pattern = padPattern(1 << 20)
 	}
+	r.groups = make([]groupGrants, len(prog.Groups))
+	for i := range r.groups {
+		r.groups[i].minGranted.Store(3)
+	}
 	r.clients = make([]*client, len(prog.Clients))
 	r.shares = make([]*shareState, prog.ShareGroups())
 	for i := range r.shares {
@@ -200,6 +214,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 	stats.ErrorSamples = r.errorSamples()
 	stats.InFlightAtEnd = r.inflightAtEnd
 	stats.DrainQuiet = r.drainQuiet
+	stats.Notices = r.notices()
 	if broker != nil {
 		bs := broker.Stats()
 		stats.Broker = &bs
@@ -352,6 +367,9 @@ func (r *run) execute(ctx context.Context, targets []target) string {
 	if incomplete == "" && ctx.Err() == nil {
 		r.setPhase(phSubscribe)
 		r.subscribeAll(ctx)
+		if ctx.Err() == nil {
+			incomplete = r.unsubscribedGroups()
+		}
 	}
 	if incomplete == "" && ctx.Err() == nil {
 		r.publishPhases(ctx)
@@ -459,8 +477,11 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 		opts.will = &packets.Connect{WillTopic: pc.WillTopic, WillMessage: []byte(w.Payload), WillQOS: w.QoS, WillRetain: w.Retain}
 	}
 	h := connHandlers{
-		acked: func(m inflightMsg, lat time.Duration, reason byte) {
+		acked: func(m inflightMsg, lat time.Duration, reason, ackQoS byte) {
 			r.rec.recordAck(pc.Index, m.phase, group, lat, reason >= 0x80)
+			if m.qos == 2 && ackQoS == 1 {
+				r.groups[group].pubDowngraded.Add(1)
+			}
 			if reason >= 0x80 {
 				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH: %s", pc.ID, pubackReason(reason)))
 			}
@@ -499,6 +520,9 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 		}
 		r.resume(c, old, mc)
 		c.abandoned = old.takeUnacked(c.abandoned)
+	}
+	if mc.noSharedSubs && c.share != nil {
+		r.note("the broker says shared subscriptions are not available (CONNACK Shared Subscription Available = 0): the $share subscriptions will be refused or receive nothing")
 	}
 	c.live.Store(mc)
 	if c.lost.Swap(false) {
@@ -644,16 +668,144 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 		return
 	}
 	r.rec.recordSubscribe(pc.Index, phase, pc.Group, r.at()-t0)
+	granted, downgraded := false, false
+	gg := &r.groups[pc.Group]
 	for i, code := range reasons {
+		f := "?"
+		asked := byte(0)
+		if i < len(pc.Subscriptions) {
+			f, asked = pc.Subscriptions[i].Filter, pc.Subscriptions[i].QoS
+		}
 		if code >= 0x80 {
 			r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
-			f := "?"
-			if i < len(pc.Subscriptions) {
-				f = pc.Subscriptions[i].Filter
-			}
 			r.fail(pc, fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, subackReason(code)))
+			continue
+		}
+		granted = true
+		// A SUBACK's success code is the QoS granted, which may be lower
+		// than the one asked for (RabbitMQ grants QoS 1 for QoS 2).
+		if code < asked {
+			downgraded = true
+			for {
+				old := gg.minGranted.Load()
+				if int32(code) >= old || gg.minGranted.CompareAndSwap(old, int32(code)) {
+					break
+				}
+			}
+			for {
+				old := gg.maxAsked.Load()
+				if int32(asked) <= old || gg.maxAsked.CompareAndSwap(old, int32(asked)) {
+					break
+				}
+			}
 		}
 	}
+	if downgraded {
+		gg.downgradedSubs.Add(1)
+	}
+	if granted && !c.subscribed.Swap(true) {
+		r.subscribed.Add(1)
+	}
+}
+
+// groupGrants is what the broker granted one group's clients: QoS
+// downgrades on subscriptions and on publishes.
+type groupGrants struct {
+	// downgradedSubs counts clients granted a lower QoS than asked on some
+	// subscription; minGranted and maxAsked are the extremes seen.
+	downgradedSubs       atomic.Int64
+	minGranted, maxAsked atomic.Int32
+	// pubDowngraded counts QoS 2 publishes acknowledged with PUBACK.
+	pubDowngraded atomic.Int64
+}
+
+// unsubscribedGroups names the subscribing groups of which no client has a
+// subscription granted: nothing can be measured for them, and the run is
+// incomplete, as when none of a group's clients connects.
+func (r *run) unsubscribedGroups() string {
+	var msgs []string
+	for _, gp := range r.prog.Groups {
+		if !gp.Subscribes || gp.Count == 0 {
+			continue
+		}
+		ok := false
+		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
+			if c.subscribed.Load() {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			msgs = append(msgs, fmt.Sprintf("group %s: none of its %d clients could subscribe", gp.Name, gp.Count))
+		}
+	}
+	if len(msgs) == 0 {
+		return ""
+	}
+	msg := strings.Join(msgs, "; ")
+	r.errMu.Lock()
+	if len(r.errKinds) > 0 {
+		msg += " (first error: " + r.errKinds[0].first + ")"
+	}
+	r.errMu.Unlock()
+	return msg
+}
+
+// noteSilentShare says so when share group k received nothing although a
+// publisher that sent messages has a topic its filter matches: brokers
+// without shared subscriptions (NATS, RabbitMQ, aedes) take $share/... for
+// a plain topic that nobody publishes to, and the run would otherwise show
+// only a 100% loss.
+func (r *run) noteSilentShare(k int) {
+	var filter, full string
+	for _, c := range r.clients {
+		for _, s := range c.plan.Subscriptions {
+			if s.ShareKey == k {
+				full = s.Filter
+				_, filter, _ = plans.SplitShare(s.Filter)
+			}
+		}
+		if full != "" {
+			break
+		}
+	}
+	for _, c := range r.clients {
+		if pub := c.plan.Publish; pub != nil && c.next > 0 && plans.MatchFilter(filter, pub.Topic) {
+			r.note(fmt.Sprintf("shared subscription %q received nothing: the broker may not support shared subscriptions (some take $share/... for a plain topic)", full))
+			return
+		}
+	}
+}
+
+// note keeps a notice for the report, once.
+func (r *run) note(msg string) {
+	r.notesMu.Lock()
+	defer r.notesMu.Unlock()
+	if !slices.Contains(r.notes, msg) {
+		r.notes = append(r.notes, msg)
+	}
+}
+
+// notices are what the broker did differently from what the plan asked,
+// for the report's warnings: QoS downgrades, missing shared subscriptions,
+// copies for overlapping subscriptions.
+func (r *run) notices() []string {
+	out := []string{}
+	for gi := range r.groups {
+		gg := &r.groups[gi]
+		name := r.prog.Groups[gi].Name
+		if n := gg.downgradedSubs.Load(); n > 0 {
+			out = append(out, fmt.Sprintf("group %s: asked QoS %d, the broker granted QoS %d (%d of %d clients): deliveries come at the granted QoS",
+				name, gg.maxAsked.Load(), gg.minGranted.Load(), n, r.prog.Groups[gi].Count))
+		}
+		if n := gg.pubDowngraded.Load(); n > 0 {
+			out = append(out, fmt.Sprintf("group %s: %d QoS 2 publishes were acknowledged with PUBACK, as QoS 1: the broker downgraded them, so exactly-once was not tested", name, n))
+		}
+	}
+	r.notesMu.Lock()
+	out = append(out, r.notes...)
+	r.notesMu.Unlock()
+	return out
 }
 
 // sendGrace is how long after the end of the steady phase (or an
@@ -983,9 +1135,31 @@ func (r *run) observe(c *client, h header) delivery {
 		return kind
 	}
 	if c.lastStream == nil || c.lastPub != h.pub {
-		c.lastPub, c.lastStream = h.pub, streamFor(c.streams, h.pub)
+		st := c.streams[h.pub]
+		if st == nil {
+			st = &stream{extra: r.extraCopies(c, h.pub)}
+			c.streams[h.pub] = st
+		}
+		c.lastPub, c.lastStream = h.pub, st
 	}
-	return c.lastStream.observe(h.seq)
+	return c.lastStream.classify(c.lastStream.observe(h.seq))
+}
+
+// extraCopies is how many of c's filters beyond the first match the topic
+// of publisher pub: the copies a broker that sends one per subscription
+// adds. It runs once per stream, when the stream's first delivery comes.
+func (r *run) extraCopies(c *client, pub uint32) uint8 {
+	if r.listenOnly || int(pub) >= len(r.prog.Clients) || r.prog.Clients[pub].Publish == nil {
+		return 0
+	}
+	topic := r.prog.Clients[pub].Publish.Topic
+	n := 0
+	for _, s := range c.plan.Subscriptions {
+		if s.Share == "" && plans.MatchFilter(s.Filter, topic) && !(s.NoLocal && int(pub) == c.plan.Index) {
+			n++
+		}
+	}
+	return uint8(min(max(n-1, 0), 255))
 }
 
 // disconnectAll sends DISCONNECT on every live connection and closes them,
@@ -1067,6 +1241,9 @@ func (r *run) settle(readersDone bool) {
 		}
 		for pub, st := range sh.streams {
 			byPub[pub] = append(byPub[pub], holder{st, shareGroup[k]})
+		}
+		if len(sh.streams) == 0 {
+			r.noteSilentShare(k)
 		}
 	}
 	seen := make([]int64, len(r.prog.Groups))
@@ -1183,17 +1360,18 @@ func (r *run) snapshot(scratch *hdrhistogram.Histogram, errs *int64, last *time.
 			secs = 1
 		}
 		r.opts.Progress(Progress{
-			Phase:     s.Phase,
-			Elapsed:   now,
-			Connected: s.Connected,
-			Lost:      s.Lost,
-			Clients:   len(r.clients),
-			SendRate:  float64(s.Sent) / secs,
-			RecvRate:  float64(s.Received) / secs,
-			P99:       s.P99,
-			Errors:    *errs,
-			Sent:      r.sentTotal,
-			Received:  r.recvTotal,
+			Phase:      s.Phase,
+			Elapsed:    now,
+			Connected:  s.Connected,
+			Lost:       s.Lost,
+			Subscribed: int(r.subscribed.Load()),
+			Clients:    len(r.clients),
+			SendRate:   float64(s.Sent) / secs,
+			RecvRate:   float64(s.Received) / secs,
+			P99:        s.P99,
+			Errors:     *errs,
+			Sent:       r.sentTotal,
+			Received:   r.recvTotal,
 		})
 	}
 	*last = now

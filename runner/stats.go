@@ -60,6 +60,10 @@ type Metrics struct {
 	// Duplicates counts a (publisher, sequence) received again by the same
 	// subscriber or share group.
 	Duplicates int64
+	// OverlapCopies counts the extra copies of a message a broker sent a
+	// subscriber for its other matching subscriptions (one per matching
+	// filter, as MQTT 3.1.1 allows): not duplicates, and not in Received.
+	OverlapCopies int64
 	// OutOfOrder counts first-time deliveries with a lower sequence than one
 	// already seen on the same publisher→subscriber stream.
 	OutOfOrder int64
@@ -122,6 +126,7 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.LostUnacked += o.LostUnacked
 	m.Duplicates += o.Duplicates
 	m.OutOfOrder += o.OutOfOrder
+	m.OverlapCopies += o.OverlapCopies
 	m.Corrupted += o.Corrupted
 	m.Foreign += o.Foreign
 	m.ExpectedOwn += o.ExpectedOwn
@@ -241,6 +246,10 @@ type Stats struct {
 	// DrainQuiet is how long drain kept listening after the last expected
 	// delivery, to catch duplicates that follow it.
 	DrainQuiet time.Duration
+	// Notices say where the broker did otherwise than the plan asked (QoS
+	// downgrades, no shared subscriptions, a copy per overlapping
+	// subscription), for the report's warnings.
+	Notices []string
 }
 
 // Phase returns the named phase, or nil.

@@ -15,6 +15,13 @@ type stream struct {
 	highest uint32
 	// seen bit i set means sequence highest-1-i has been received.
 	seen [streamWindow / 64]uint64
+	// extra is how many copies of one message beyond the first the
+	// broker may send because several of the subscriber's filters match
+	// the publisher's topic (MQTT 3.1.1 allows a copy per subscription;
+	// NATS and ejabberd send them). firsts counts first deliveries and
+	// copies the repeats taken as such copies, at most extra per message.
+	extra          uint8
+	firsts, copies uint32
 }
 
 // delivery classifies one delivery of sequence seq (1-based).
@@ -24,6 +31,7 @@ const (
 	deliveryFirst      delivery = iota // first time, in order
 	deliveryOutOfOrder                 // first time, but after a higher sequence
 	deliveryDuplicate                  // seen before
+	deliveryOverlap                    // seen before, a copy for another matching subscription
 )
 
 // observe records seq and classifies it.
@@ -91,4 +99,20 @@ func (s *stream) has(seq uint32) bool {
 		return false
 	}
 	return s.seen[d/64]&(1<<(d%64)) != 0
+}
+
+// classify turns observe's verdict into the delivery's kind, telling a
+// repeat that is a copy for an overlapping subscription (while the stream
+// has had fewer such copies than extra per first delivery) from a real
+// duplicate.
+func (s *stream) classify(kind delivery) delivery {
+	if kind != deliveryDuplicate {
+		s.firsts++
+		return kind
+	}
+	if s.extra > 0 && uint64(s.copies) < uint64(s.extra)*uint64(s.firsts) {
+		s.copies++
+		return deliveryOverlap
+	}
+	return kind
 }

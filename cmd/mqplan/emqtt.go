@@ -101,7 +101,13 @@ func (p *emqttProgress) update(pr runner.Progress) {
 	if !p.ready && p.notices != nil && pr.Phase != plans.PhaseConnect && pr.Phase != plans.PhaseSubscribe {
 		p.ready = true
 		what := map[emqttKind]string{emqttConn: "connected", emqttSub: "connected and subscribed", emqttPub: "connected and publishing"}[p.kind]
-		fmt.Fprintf(p.notices, "mqplan: %d of %d clients %s (Ctrl-C to stop)\n", pr.Connected, pr.Clients, what)
+		n := pr.Connected
+		if p.kind == emqttSub {
+			// A client whose every subscription was refused is not
+			// subscribed, however connected it is.
+			n = pr.Subscribed
+		}
+		fmt.Fprintf(p.notices, "mqplan: %d of %d clients %s (Ctrl-C to stop)\n", n, pr.Clients, what)
 	}
 	secs := (pr.Elapsed - p.last).Seconds()
 	p.last = pr.Elapsed
