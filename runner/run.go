@@ -892,13 +892,9 @@ func (r *run) publishPhases(ctx context.Context) {
 	r.countUnsent(cutoff)
 	drain := prog.Drain - (r.at() - r.phaseStart[phDrain])
 	if ctx.Err() != nil {
-		drain = r.opts.InterruptDrain
-		if drain <= 0 {
-			drain = 2 * time.Second
-		}
-		drain = min(drain, prog.Drain)
+		drain = min(r.interruptDrain(), prog.Drain)
 	}
-	r.drainQuiet = r.drain(drain)
+	r.drainQuiet = r.drain(ctx, drain)
 	for _, c := range r.clients {
 		if mc := c.live.Load(); mc != nil && c.ready.Load() {
 			r.inflightAtEnd += int64(mc.pending.Load())
@@ -958,12 +954,20 @@ const minQuiet = 20 * time.Millisecond
 // right behind the last expected one is counted too, all within limit. It
 // returns the quiet period it used (0 when the expected deliveries never
 // all arrived).
-func (r *run) drain(limit time.Duration) time.Duration {
+//
+// An interruption during drain (Ctrl-C) cuts what is left of it to the
+// interrupt drain: the user asked for the report soon.
+func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
 	deadline := r.at() + limit
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var quiet, metAt time.Duration
+	interrupted := ctx.Err() != nil
 	for r.at() < deadline {
+		if !interrupted && ctx.Err() != nil {
+			interrupted = true
+			deadline = min(deadline, r.at()+r.interruptDrain())
+		}
 		exp, got := r.rec.totals()
 		switch {
 		case got < exp || !r.allAcked():
@@ -977,6 +981,14 @@ func (r *run) drain(limit time.Duration) time.Duration {
 		<-tick.C
 	}
 	return quiet
+}
+
+// interruptDrain is how long drain may go on after an interruption.
+func (r *run) interruptDrain() time.Duration {
+	if d := r.opts.InterruptDrain; d > 0 {
+		return d
+	}
+	return 2 * time.Second
 }
 
 // allAcked reports whether no QoS 1/2 PUBLISH is still awaiting its ack
@@ -1384,6 +1396,11 @@ func cleanErr(err error) error {
 		return errors.New("timed out")
 	case errors.Is(err, context.Canceled):
 		return errors.New("cancelled")
+	}
+	// One wording for every timeout, whichever layer noticed it.
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return errors.New("timed out")
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -98,5 +99,42 @@ func TestLostUnacked(t *testing.T) {
 	}
 	if m.Unsent == 0 || m.ClientsLost != 4 {
 		t.Errorf("unsent %d clients lost %d", m.Unsent, m.ClientsLost)
+	}
+}
+
+// TestInterruptDuringDrain checks that an interruption while drain waits
+// for deliveries (held 30 s by the broker here) cuts drain short: the run
+// returns within the interrupt drain, not after the plan's 60 s drain.
+func TestInterruptDuringDrain(t *testing.T) {
+	p := e2ePlan(2, 1, 500*time.Millisecond)
+	p.Drain = time.Minute
+	prog := compile(t, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, err := StartBroker(BrokerOptions{Faults: Faults{Delay: 30 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(time.Second)
+	var cancelledAt time.Time
+	var once sync.Once
+	st, err := Run(ctx, prog, Options{BrokerURL: b.URL(), InterruptDrain: 500 * time.Millisecond, Progress: func(pr Progress) {
+		if pr.Phase == plans.PhaseDrain {
+			once.Do(func() { cancelledAt = time.Now(); cancel() })
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cancelledAt.IsZero() {
+		t.Fatal("the run never reported the drain phase")
+	}
+	// The interrupt drain (0.5 s) and the disconnect (bounded by 5 s, and
+	// quick here) are all that may follow the interruption.
+	if took := time.Since(cancelledAt); took > 3*time.Second {
+		t.Errorf("the run took %v after the interruption during drain", took)
+	}
+	if !st.Interrupted {
+		t.Error("not marked interrupted")
 	}
 }
