@@ -95,6 +95,10 @@ type emqttProgress struct {
 	last                time.Duration
 	total, printedTotal int64
 	printed, ready      bool
+	// printedSecond is the second of the last line printed: the run's
+	// final snapshot comes a fraction of a second after the last tick and
+	// would print that second again.
+	printedSecond string
 }
 
 func (p *emqttProgress) update(pr runner.Progress) {
@@ -126,9 +130,10 @@ func (p *emqttProgress) update(pr runner.Progress) {
 	case emqttPub:
 		name, unit, rate, p.total = "sent", "msg/sec", pr.SendRate, pr.Sent
 	}
-	if p.printed && p.total == p.printedTotal || !p.printed && p.total == 0 {
+	second := fmt.Sprintf("%.0fs", pr.Elapsed.Seconds())
+	if p.printed && (p.total == p.printedTotal || second == p.printedSecond) || !p.printed && p.total == 0 {
 		return
 	}
-	p.printed, p.printedTotal = true, p.total
-	fmt.Fprintf(p.w, "%s(%.0fs): total=%d, rate=%.0f(%s)\n", name, pr.Elapsed.Seconds(), p.total, rate, unit)
+	p.printed, p.printedTotal, p.printedSecond = true, p.total, second
+	fmt.Fprintf(p.w, "%s(%s): total=%d, rate=%.0f(%s)\n", name, second, p.total, rate, unit)
 }

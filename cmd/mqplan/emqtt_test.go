@@ -307,6 +307,9 @@ func TestEmqttProgress(t *testing.T) {
 		{name: "pub", kind: emqttPub, steps: []runner.Progress{
 			{Elapsed: 1 * s, SendRate: 20, RecvRate: 7, Sent: 20}, {Elapsed: 2 * s, SendRate: 20, Sent: 40},
 		}, want: "sent(1s): total=20, rate=20(msg/sec)\nsent(2s): total=40, rate=20(msg/sec)\n"},
+		{name: "pub: the final snapshot does not print its second again", kind: emqttPub, steps: []runner.Progress{
+			{Elapsed: 1 * s, SendRate: 99, Sent: 99}, {Elapsed: s + s/50, SendRate: 44, Sent: 100},
+		}, want: "sent(1s): total=99, rate=99(msg/sec)\n"},
 		{name: "conn", kind: emqttConn, steps: []runner.Progress{
 			{Elapsed: 1 * s, Connected: 3}, {Elapsed: 2 * s, Connected: 5}, {Elapsed: 3 * s, Connected: 5}, {Elapsed: 4 * s, Connected: 4},
 		}, want: "connected(1s): total=3, rate=3(conn/sec)\nconnected(2s): total=5, rate=2(conn/sec)\nconnected(4s): total=4, rate=-1(conn/sec)\n"},
