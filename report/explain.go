@@ -169,7 +169,11 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 	if len(prog.Thresholds) > 0 {
 		b.WriteString("\nthresholds\n")
 		for _, th := range prog.Thresholds {
-			fmt.Fprintf(&b, "  %s\n", th.Source.Expr)
+			if th.Builtin {
+				fmt.Fprintf(&b, "  %s (built in)\n", th.Source.Expr)
+			} else {
+				fmt.Fprintf(&b, "  %s\n", th.Source.Expr)
+			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
