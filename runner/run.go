@@ -399,16 +399,7 @@ func (r *run) failedGroups(stage int) string {
 			msgs = append(msgs, fmt.Sprintf("group %s: none of its %d clients could connect", gp.Name, gp.Count))
 		}
 	}
-	if len(msgs) == 0 {
-		return ""
-	}
-	msg := strings.Join(msgs, "; ")
-	r.errMu.Lock()
-	if len(r.errKinds) > 0 {
-		msg += " (first error: " + r.errKinds[0].first + ")"
-	}
-	r.errMu.Unlock()
-	return msg
+	return r.incompleteBecause(msgs)
 }
 
 // connectStage connects the clients of one stage, each group at its own
@@ -719,6 +710,21 @@ type groupGrants struct {
 	pubDowngraded atomic.Int64
 }
 
+// incompleteBecause joins the reasons a run could not go on, with the
+// first error seen, which usually says why; "" when there is none.
+func (r *run) incompleteBecause(msgs []string) string {
+	if len(msgs) == 0 {
+		return ""
+	}
+	msg := strings.Join(msgs, "; ")
+	r.errMu.Lock()
+	if len(r.errKinds) > 0 {
+		msg += " (first error: " + r.errKinds[0].first + ")"
+	}
+	r.errMu.Unlock()
+	return msg
+}
+
 // unsubscribedGroups names the subscribing groups of which no client has a
 // subscription granted: nothing can be measured for them, and the run is
 // incomplete, as when none of a group's clients connects.
@@ -739,16 +745,7 @@ func (r *run) unsubscribedGroups() string {
 			msgs = append(msgs, fmt.Sprintf("group %s: none of its %d clients could subscribe", gp.Name, gp.Count))
 		}
 	}
-	if len(msgs) == 0 {
-		return ""
-	}
-	msg := strings.Join(msgs, "; ")
-	r.errMu.Lock()
-	if len(r.errKinds) > 0 {
-		msg += " (first error: " + r.errKinds[0].first + ")"
-	}
-	r.errMu.Unlock()
-	return msg
+	return r.incompleteBecause(msgs)
 }
 
 // noteSilentShare says so when share group k received nothing although a
