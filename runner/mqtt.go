@@ -119,6 +119,9 @@ type mqttConn struct {
 	wmu  sync.Mutex
 	wbuf []byte
 	werr error
+	// writing is set while a write is in the socket: a writer found there
+	// again and again is stuck on a broker that reads nothing.
+	writing atomic.Bool
 
 	// lastWrite and lastRead (ns since the epoch) drive keepalive pings
 	// and dead-connection detection (see pinger).
@@ -646,7 +649,10 @@ func (c *mqttConn) complete(id uint16, reason, ackQoS byte) {
 
 // writeLocked writes one whole packet; wmu must be held.
 func (c *mqttConn) writeLocked(p []byte) error {
-	if _, err := c.nc.Write(p); err != nil {
+	c.writing.Store(true)
+	_, err := c.nc.Write(p)
+	c.writing.Store(false)
+	if err != nil {
 		c.werr = err
 		return err
 	}

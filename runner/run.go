@@ -900,21 +900,32 @@ func (r *run) publishPhases(ctx context.Context) {
 }
 
 // releaseWriters waits until every publisher has returned. A publisher
-// still running a moment after stop is blocked writing to a broker that
-// reads nothing (paused, or its socket buffers full): a write deadline on
-// its connection ends that write, which then counts as not sent.
+// still running after stop, found inside a write every time it is checked
+// (every 100 ms), is blocked writing to a broker that reads nothing
+// (paused, or its socket buffers full): a write deadline on its
+// connection ends that write, which then counts as not sent. Only such
+// connections get the deadline, and it is lifted once every publisher has
+// returned, so a healthy connection is never cut.
 func (r *run) releaseWriters(pubs []*client, finished <-chan struct{}) {
-	select {
-	case <-finished:
-		return
-	case <-time.After(100 * time.Millisecond):
-	}
-	for _, c := range pubs {
-		if mc := c.live.Load(); mc != nil && c.publishing.Load() {
-			_ = mc.nc.SetWriteDeadline(time.Now())
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var cut []*mqttConn
+	for {
+		select {
+		case <-finished:
+			for _, mc := range cut {
+				_ = mc.nc.SetWriteDeadline(time.Time{})
+			}
+			return
+		case <-tick.C:
+		}
+		for _, c := range pubs {
+			if mc := c.live.Load(); mc != nil && c.publishing.Load() && mc.writing.Load() {
+				_ = mc.nc.SetWriteDeadline(time.Now())
+				cut = append(cut, mc)
+			}
 		}
 	}
-	<-finished
 }
 
 // countUnsent counts, once every publisher has returned, the messages its

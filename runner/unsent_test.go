@@ -8,6 +8,7 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 
+	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -136,5 +137,37 @@ func TestInterruptDuringDrain(t *testing.T) {
 	}
 	if !st.Interrupted {
 		t.Error("not marked interrupted")
+	}
+}
+
+// TestStuckWriteReleased pauses Mosquitto while publishers send 256 KiB
+// messages at QoS 0: their socket buffers fill and their writes block. The
+// run must still end (stop releases a writer stuck in a write), counting
+// what was never written as unsent.
+func TestStuckWriteReleased(t *testing.T) {
+	m := mosquittotest.StartProcess(t, mosquittotest.Options{})
+	p := e2ePlan(2, 0, 2*time.Second)
+	p.Groups[1].Publish.Size = 256 << 10
+	p.Groups[1].Publish.Every = 10 * time.Millisecond
+	p.Drain = time.Second
+	prog := compile(t, p)
+	var once sync.Once
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := Run(ctx, prog, Options{BrokerURL: m.MQTT, Progress: func(pr Progress) {
+		if pr.Phase == plans.PhaseSteady {
+			once.Do(m.Pause)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the run did not end by itself within a minute")
+	}
+	steady := st.Phase(plans.PhaseSteady).Total
+	want := prog.Phases[4].Messages
+	if steady.Unsent == 0 || steady.Sent+steady.Unsent != want {
+		t.Errorf("steady sent %d + unsent %d, the schedule called for %d, want some unsent", steady.Sent, steady.Unsent, want)
 	}
 }
