@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
@@ -330,6 +331,16 @@ func (b *Broker) FaultCounts() FaultCounts {
 		return FaultCounts{}
 	}
 	return b.faults.counts()
+}
+
+// DelayHeld returns how long each delivery delayed by Faults.Delay was
+// really held before it was written, in microseconds: Delay plus the
+// lateness of the timer that released it. Nil without Delay.
+func (b *Broker) DelayHeld() *hdrhistogram.Histogram {
+	if b.faults == nil || b.faults.held == nil {
+		return nil
+	}
+	return b.faults.heldTimes()
 }
 
 // Close stops the broker within timeout and is safe to call more than once
