@@ -567,7 +567,6 @@ func TestReconnect(t *testing.T) {
 		// had already: it is foreign, not a duplicate or out of order.
 		{name: "resubscribing to retained topics: the replay is foreign", kick: "-sub-", wantLoss: true, retain: true},
 	}
-	var mosquittoURL string
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			qos := tt.qos
@@ -591,10 +590,7 @@ func TestReconnect(t *testing.T) {
 			truth := newDeliveryTruth()
 			switch {
 			case tt.mosquitto:
-				if mosquittoURL == "" {
-					mosquittoURL = mosquittotest.Start(t)
-				}
-				px := startKickProxy(t, strings.TrimPrefix(mosquittoURL, "mqtt://"))
+				px := startKickProxy(t, strings.TrimPrefix(mosquittotest.Start(t), "mqtt://"))
 				var once sync.Once
 				kicked := 0
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
