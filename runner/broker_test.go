@@ -760,3 +760,37 @@ func TestBrokerCloseDoesNotDeadlock(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokerCloseTimeoutNamesTheHolder: when Close gives up, its error
+// carries every goroutine's stack, so that a hang seen once in CI names the
+// goroutine that held it. Here a hook blocks in OnDisconnect, which mochi
+// calls from the connection's goroutine, and Close waits for it in vain.
+func TestBrokerCloseTimeoutNamesTheHolder(t *testing.T) {
+	hold := &holdHook{release: make(chan struct{})}
+	b, err := StartBroker(BrokerOptions{Hooks: []mqtt.Hook{hold}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Released last: mochi's abandoned goroutines then end.
+	t.Cleanup(func() { close(hold.release) })
+	btConnect(t, b, "held", 64, nil)
+	err = b.Close(time.Second)
+	if err == nil {
+		t.Fatal("Close returned nil while a connection goroutine was held")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "embedded broker: not stopped after 1s; goroutines:\n") ||
+		!strings.Contains(msg, "(*holdHook).OnDisconnect") || !strings.Contains(msg, "(*Server).attachClient") {
+		t.Errorf("Close error does not show the holder's stack:\n%.3000s", msg)
+	}
+}
+
+// holdHook blocks every client's OnDisconnect until release is closed.
+type holdHook struct {
+	mqtt.HookBase
+	release chan struct{}
+}
+
+func (h *holdHook) ID() string                             { return "test-hold" }
+func (h *holdHook) Provides(b byte) bool                   { return b == mqtt.OnDisconnect }
+func (h *holdHook) OnDisconnect(*mqtt.Client, error, bool) { <-h.release }
