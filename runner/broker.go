@@ -350,11 +350,11 @@ func (b *Broker) DelayHeld() *hdrhistogram.Histogram {
 // DISCONNECT, never ends. The broker's listener closes the connections that
 // never sent CONNECT itself (see brokerListener.Close), and disconnects the
 // others without mochi's lock-order deadlock (see disconnectClients); for
-// the rest, Close gives mochi half the timeout, then closes every accepted socket, which
-// unblocks any read or write stuck on it, and waits the other half. It
-// returns an error only if mochi still has not returned, with every
-// goroutine's stack; mochi's goroutines are then abandoned. A timeout <= 0
-// means 5 s.
+// the rest, Close gives mochi half the timeout, then closes every accepted
+// socket, which unblocks any read or write stuck on it, and waits the other
+// half. It returns an error only if mochi still has not returned, with
+// every goroutine's stack; mochi's goroutines are then abandoned. A timeout
+// <= 0 means 5 s.
 func (b *Broker) Close(timeout time.Duration) error {
 	b.closeOnce.Do(func() { b.closeErr = b.shutdown(timeout) })
 	return b.closeErr
@@ -386,8 +386,8 @@ func (b *Broker) shutdown(timeout time.Duration) error {
 	case <-done:
 		return nil
 	case <-t.C:
-		// Say who holds it: without the stacks a hang that happens once in
-		// fifty runs under load cannot be diagnosed from a CI log.
+		// Say who holds it: without the stacks, a hang seen once in a CI
+		// log cannot be diagnosed.
 		return fmt.Errorf("embedded broker: not stopped after %v; goroutines:\n%s", timeout, goroutineStacks())
 	}
 }
@@ -570,8 +570,9 @@ func (l *brokerListener) Serve(establish listeners.EstablishFn) {
 }
 
 // Close stops accepting, disconnects the clients mochi knows (those that
-// completed CONNECT; with disconnectClients, not mochi's CloseFn), closes the connections it does not know, and
-// waits for every connection goroutine to return. mochi's Close calls it
+// completed CONNECT; with disconnectClients, not mochi's CloseFn), closes
+// the connections it does not know, and waits for every connection
+// goroutine to return. mochi's Close calls it
 // and then waits for its own count of connections (Listeners.ClientsWg);
 // waiting here first means that wait cannot hang on a connection that never
 // sent CONNECT, and that every connection's ClientsWg.Add happens before

@@ -278,13 +278,14 @@ type delayQueue struct {
 type delayedPacket struct {
 	queued, due time.Time
 	pk          packets.Packet
+	copy        bool // a DuplicateEvery copy: its holding time is not recorded
 }
 
 func (q *delayQueue) push(h *faultHook, cl *mqtt.Client, queued, due time.Time, pk packets.Packet, dup *packets.Packet) {
 	q.mu.Lock()
 	q.items = append(q.items, delayedPacket{queued: queued, due: due, pk: pk})
 	if dup != nil {
-		q.items = append(q.items, delayedPacket{queued: queued, due: due, pk: *dup})
+		q.items = append(q.items, delayedPacket{queued: queued, due: due, pk: *dup, copy: true})
 	}
 	start := !q.running
 	q.running = true
@@ -334,7 +335,7 @@ func (q *delayQueue) drain(h *faultHook, cl *mqtt.Client) {
 		}
 		// Fails harmlessly if the client has gone; mochi clears its
 		// inflight entries itself.
-		if cl.WritePacket(it.pk) == nil {
+		if cl.WritePacket(it.pk) == nil && !it.copy {
 			h.recordHeld(time.Since(it.queued))
 		}
 	}
