@@ -74,10 +74,10 @@ func hotConn(tb testing.TB, nc net.Conn, r *run, sub *client) (c *mqttConn, acke
 	tb.Helper()
 	acked, received = make(chan struct{}, 1), make(chan struct{}, 1)
 	pub := &r.prog.Clients[1]
-	c = &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), now: r.now, version: 5, serverMaxQoS: 2, done: make(chan struct{}),
+	c = &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), now: r.now, version: 5, serverMaxQoS: 2, done: make(chan struct{}), readerDone: make(chan struct{}),
 		h: connHandlers{
-			acked: func(m inflightMsg, lat time.Duration, failed bool) {
-				r.rec.recordAck(pub.Index, m.phase, pub.Group, lat, failed)
+			acked: func(m inflightMsg, lat time.Duration, reason byte) {
+				r.rec.recordAck(pub.Index, m.phase, pub.Group, lat, reason >= 0x80)
 				acked <- struct{}{}
 			},
 			publish: func(payload []byte, retained bool) {

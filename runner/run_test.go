@@ -560,7 +560,7 @@ func TestReconnect(t *testing.T) {
 		// mqplan's loss must be exactly them. The window is microseconds
 		// against 20 ms between two messages of a topic, so it holds at
 		// most one message a takeover: at most 3 here (seen: 2 runs in
-		// 25, one message each).
+		// 30, one message each).
 		{name: "subscribers with a kept session lose only mochi's takeover window", kick: "-sub-", persistent: true, takeoverWindow: true},
 		{name: "subscribers with a clean session lose the outage, exactly", kick: "-sub-", wantLoss: true},
 		// The replayed retained message is one the subscriber may have
