@@ -76,7 +76,7 @@ func hotConn(tb testing.TB, nc net.Conn, r *run, sub *client) (c *mqttConn, acke
 	pub := &r.prog.Clients[1]
 	c = &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), now: r.now, version: 5, serverMaxQoS: 2, done: make(chan struct{}), readerDone: make(chan struct{}),
 		h: connHandlers{
-			acked: func(m inflightMsg, lat time.Duration, reason byte) {
+			acked: func(m inflightMsg, lat time.Duration, reason, _ byte) {
 				r.rec.recordAck(pub.Index, m.phase, pub.Group, lat, reason >= 0x80)
 				acked <- struct{}{}
 			},
