@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
@@ -137,6 +139,7 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 		ln:   &brokerListener{id: brokerListenerID, address: addr, tls: opts.TLS, conns: map[net.Conn]struct{}{}},
 		stop: make(chan struct{}),
 	}
+	b.ln.disconnectClients = b.disconnectClients
 
 	// mochi refuses every client unless some hook says yes.
 	var authHook mqtt.Hook = new(auth.AllowHook)
@@ -182,7 +185,7 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 		}
 		b.ws = addr
 		ws := listeners.NewWebsocket(listeners.Config{ID: "mqplan-ws", Address: addr, TLSConfig: opts.TLS})
-		if err := b.srv.AddListener(ws); err != nil {
+		if err := b.srv.AddListener(safeCloseListener{ws, b.disconnectClients}); err != nil {
 			return nil, fmt.Errorf("embedded broker: WebSocket listener on %s: %w", opts.WebSocket, err)
 		}
 	}
@@ -330,16 +333,28 @@ func (b *Broker) FaultCounts() FaultCounts {
 	return b.faults.counts()
 }
 
+// DelayHeld returns how long each delivery delayed by Faults.Delay was
+// really held before it was written, in microseconds: Delay plus the
+// lateness of the timer that released it. Nil without Delay.
+func (b *Broker) DelayHeld() *hdrhistogram.Histogram {
+	if b.faults == nil || b.faults.held == nil {
+		return nil
+	}
+	return b.faults.heldTimes()
+}
+
 // Close stops the broker within timeout and is safe to call more than once
 // (later calls return the first call's result). mochi's own Close can hang
 // (mochi-mqtt/server#424): it waits for every connection goroutine, and one
 // that never sent CONNECT, or whose socket is full while mochi writes the
 // DISCONNECT, never ends. The broker's listener closes the connections that
-// never sent CONNECT itself (see brokerListener.Close); for the rest, Close
-// gives mochi half the timeout, then closes every accepted socket, which
-// unblocks any read or write stuck on it, and waits the other half. It
-// returns an error only if mochi still has not returned; its goroutines are
-// then abandoned. A timeout <= 0 means 5 s.
+// never sent CONNECT itself (see brokerListener.Close), and disconnects the
+// others without mochi's lock-order deadlock (see disconnectClients); for
+// the rest, Close gives mochi half the timeout, then closes every accepted
+// socket, which unblocks any read or write stuck on it, and waits the other
+// half. It returns an error only if mochi still has not returned, with
+// every goroutine's stack; mochi's goroutines are then abandoned. A timeout
+// <= 0 means 5 s.
 func (b *Broker) Close(timeout time.Duration) error {
 	b.closeOnce.Do(func() { b.closeErr = b.shutdown(timeout) })
 	return b.closeErr
@@ -371,9 +386,50 @@ func (b *Broker) shutdown(timeout time.Duration) error {
 	case <-done:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("embedded broker: not stopped after %v", timeout)
+		// Say who holds it: without the stacks, a hang seen once in a CI
+		// log cannot be diagnosed.
+		return fmt.Errorf("embedded broker: not stopped after %v; goroutines:\n%s", timeout, goroutineStacks())
 	}
 }
+
+// goroutineStacks returns every goroutine's stack, as a panic prints them.
+func goroutineStacks() string {
+	var sb strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&sb, 2); err != nil {
+		return "(no stacks: " + err.Error() + ")"
+	}
+	return sb.String()
+}
+
+// disconnectClients sends DISCONNECT (server shutting down) to every client
+// of one listener and stops it, as mochi's closeListenerClients does, but
+// without its deadlock. mochi v2.7.9's Clients.GetByListener takes the
+// client map's read lock and, holding it, calls Clients.Len, which takes the
+// read lock again. sync.RWMutex forbids that: once a writer is waiting (a
+// client connecting, Clients.Add, or one disconnecting, Clients.Delete),
+// the second RLock waits for the writer and the writer for the first RLock,
+// for ever. Close then hangs no matter which sockets are closed: this was
+// the "not stopped after 30s" seen when clients disconnected just as a test
+// closed the broker (TestBrokerCloseDoesNotDeadlock shows it). GetAll takes
+// the read lock once and copies the map.
+func (b *Broker) disconnectClients(listener string) {
+	for _, cl := range b.srv.Clients.GetAll() {
+		if cl.Net.Listener == listener && !cl.Closed() {
+			_ = b.srv.DisconnectClient(cl, packets.ErrServerShuttingDown)
+		}
+	}
+}
+
+// safeCloseListener is a mochi listener whose Close disconnects its clients
+// with Broker.disconnectClients instead of the CloseFn mochi passes (which
+// can deadlock, see disconnectClients).
+type safeCloseListener struct {
+	listeners.Listener
+	disconnectClients listeners.CloseFn
+}
+
+// Close implements listeners.Listener.
+func (l safeCloseListener) Close(listeners.CloseFn) { l.Listener.Close(l.disconnectClients) }
 
 // sendQuotaHook works around a bug in mochi v2.7.9's outbound flow control.
 //
@@ -432,20 +488,23 @@ func (h *sendQuotaHook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) 
 	cl.State.Inflight.ResetSendQuota(0)
 }
 
-// brokerListener is mochi's TCP listener with three changes. It remembers
+// brokerListener is mochi's TCP listener with four changes. It remembers
 // every accepted connection, so that connections mochi does not know about
 // (no CONNECT yet) can be closed at shutdown and any connection can be
 // forced shut when the shutdown hangs. It closes the listening socket before
 // disconnecting clients, so no connection is accepted after the clients
 // were told to go (mochi's listener does it the other way round). And a
 // temporary Accept error (EMFILE at 20,000 files) pauses accepting instead
-// of stopping it for good.
+// of stopping it for good. And it disconnects its clients with
+// Broker.disconnectClients, not with mochi's deadlock-prone CloseFn.
 type brokerListener struct {
 	id      string
 	address string
 	tls     *tls.Config
 	ln      net.Listener
 	log     *slog.Logger
+	// disconnectClients replaces the CloseFn mochi passes to Close.
+	disconnectClients listeners.CloseFn
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -510,15 +569,16 @@ func (l *brokerListener) Serve(establish listeners.EstablishFn) {
 	}
 }
 
-// Close stops accepting, lets mochi disconnect the clients it knows (those
-// that completed CONNECT), closes the connections it does not know, and
-// waits for every connection goroutine to return. mochi's Close calls it
+// Close stops accepting, disconnects the clients mochi knows (those that
+// completed CONNECT; with disconnectClients, not mochi's CloseFn), closes
+// the connections it does not know, and waits for every connection
+// goroutine to return. mochi's Close calls it
 // and then waits for its own count of connections (Listeners.ClientsWg);
 // waiting here first means that wait cannot hang on a connection that never
 // sent CONNECT, and that every connection's ClientsWg.Add happens before
 // mochi's Wait (an Add racing with Wait is a misuse the race detector
 // reports, and one mochi's own TCP listener allows).
-func (l *brokerListener) Close(closeClients listeners.CloseFn) {
+func (l *brokerListener) Close(listeners.CloseFn) {
 	l.mu.Lock()
 	already := l.closed
 	l.closed = true
@@ -529,7 +589,7 @@ func (l *brokerListener) Close(closeClients listeners.CloseFn) {
 	if l.ln != nil {
 		_ = l.ln.Close()
 	}
-	closeClients(l.id)
+	l.disconnectClients(l.id)
 	l.closeConns()
 	l.wg.Wait()
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/mochi-mqtt/server/v2/system"
@@ -123,10 +124,34 @@ type faultHook struct {
 	delayed    atomic.Int64
 
 	queues sync.Map // *mqtt.Client → *delayQueue, only with Delay
+
+	// held is how long each delayed delivery was really held, from the
+	// hook to the end of its write, in µs (only with Delay): the ground
+	// truth of the latency the delay added, timer lateness included.
+	heldMu sync.Mutex
+	held   *hdrhistogram.Histogram
 }
 
 func newFaultHook(f Faults, info *system.Info, stop <-chan struct{}) *faultHook {
-	return &faultHook{f: f, info: info, stop: stop}
+	h := &faultHook{f: f, info: info, stop: stop}
+	if f.Delay > 0 {
+		h.held = hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	}
+	return h
+}
+
+// recordHeld records one delayed delivery's real holding time.
+func (h *faultHook) recordHeld(d time.Duration) {
+	h.heldMu.Lock()
+	_ = h.held.RecordValue(d.Microseconds()) // above a minute: not counted
+	h.heldMu.Unlock()
+}
+
+// heldTimes returns a copy of the holding times recorded so far.
+func (h *faultHook) heldTimes() *hdrhistogram.Histogram {
+	h.heldMu.Lock()
+	defer h.heldMu.Unlock()
+	return h.held.Clone()
 }
 
 // ID names the hook in mochi's logs.
@@ -181,10 +206,10 @@ func (h *faultHook) OnPacketEncode(cl *mqtt.Client, pk packets.Packet) packets.P
 	}
 
 	if h.f.Delay > 0 {
-		due := time.Now().Add(h.f.Delay)
+		now := time.Now()
 		orig := pk
 		orig.Origin = injectedOrigin
-		h.delayQueueFor(cl).push(h, cl, due, orig, dup)
+		h.delayQueueFor(cl).push(h, cl, now, now.Add(h.f.Delay), orig, dup)
 		h.delayed.Add(1)
 		return suppress(pk)
 	}
@@ -251,27 +276,28 @@ type delayQueue struct {
 }
 
 type delayedPacket struct {
-	due time.Time
-	pk  packets.Packet
+	queued, due time.Time
+	pk          packets.Packet
+	copy        bool // a DuplicateEvery copy: its holding time is not recorded
 }
 
-func (q *delayQueue) push(h *faultHook, cl *mqtt.Client, due time.Time, pk packets.Packet, dup *packets.Packet) {
+func (q *delayQueue) push(h *faultHook, cl *mqtt.Client, queued, due time.Time, pk packets.Packet, dup *packets.Packet) {
 	q.mu.Lock()
-	q.items = append(q.items, delayedPacket{due: due, pk: pk})
+	q.items = append(q.items, delayedPacket{queued: queued, due: due, pk: pk})
 	if dup != nil {
-		q.items = append(q.items, delayedPacket{due: due, pk: *dup})
+		q.items = append(q.items, delayedPacket{queued: queued, due: due, pk: *dup, copy: true})
 	}
 	start := !q.running
 	q.running = true
 	q.mu.Unlock()
 	if start {
-		go q.drain(h.stop, cl)
+		go q.drain(h, cl)
 	}
 }
 
 // drain writes the queued deliveries as they fall due, and returns when the
 // queue is empty or the broker is closing.
-func (q *delayQueue) drain(stop <-chan struct{}, cl *mqtt.Client) {
+func (q *delayQueue) drain(h *faultHook, cl *mqtt.Client) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -299,7 +325,7 @@ func (q *delayQueue) drain(stop <-chan struct{}, cl *mqtt.Client) {
 			}
 			select {
 			case <-timer.C:
-			case <-stop:
+			case <-h.stop:
 				q.mu.Lock()
 				q.items = nil
 				q.running = false
@@ -309,6 +335,8 @@ func (q *delayQueue) drain(stop <-chan struct{}, cl *mqtt.Client) {
 		}
 		// Fails harmlessly if the client has gone; mochi clears its
 		// inflight entries itself.
-		_ = cl.WritePacket(it.pk)
+		if cl.WritePacket(it.pk) == nil && !it.copy {
+			h.recordHeld(time.Since(it.queued))
+		}
 	}
 }

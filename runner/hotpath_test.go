@@ -1,6 +1,11 @@
 package runner
 
 import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -29,50 +34,288 @@ func hotRun(tb testing.TB, size int) (*run, *client, []byte) {
 	return r, sub, make([]byte, size)
 }
 
-// publishStep is mqplan's own share of sending one message: the payload
-// and the send record (paho's share is not ours to count).
-func publishStep(r *run, pub *plans.Client, buf []byte, rec *sendRecord, k int) {
-	intended := r.now()
-	rec.lag = time.Duration(r.now() - intended)
-	rec.phase = r.prog.PhaseOf(time.Duration(intended))
-	encodePayload(buf, r.pattern, uint32(pub.Index), uint32(k+1), intended)
-	r.rec.recordSend(pub.Index, rec)
+// hotTransports are the connections the hot paths are measured on: an
+// in-memory pipe, and loopback TCP (the socket a run really writes to).
+var hotTransports = []struct {
+	name string
+	pair func(tb testing.TB) (client, broker net.Conn)
+}{
+	{"net.Pipe", func(tb testing.TB) (net.Conn, net.Conn) {
+		a, b := net.Pipe()
+		tb.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}},
+	{"loopback TCP", func(tb testing.TB) (net.Conn, net.Conn) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer ln.Close()
+		a, err := net.DialTimeout("tcp", ln.Addr().String(), btTimeout)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(btTimeout))
+		b, err := ln.Accept()
+		if err != nil {
+			a.Close()
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}},
 }
 
-func TestHotPathsDoNotAllocate(t *testing.T) {
-	r, sub, buf := hotRun(t, 1000)
+// hotConn is mqplan's real connection (mqttConn, its reader goroutine
+// running) on the client end of a transport, with handlers that do what
+// the run's do (record the ack, hand the payload to run.receive) and then
+// signal the test. The broker end is returned for the test to play.
+func hotConn(tb testing.TB, nc net.Conn, r *run, sub *client) (c *mqttConn, acked, received chan struct{}) {
+	tb.Helper()
+	acked, received = make(chan struct{}, 1), make(chan struct{}, 1)
 	pub := &r.prog.Clients[1]
-	rec := sendRecord{group: pub.Group, bytes: 1000, expected: 1, expectedBy: pub.Publish.ExpectedByGroup}
-	k := 0
-	if n := testing.AllocsPerRun(1000, func() { publishStep(r, pub, buf, &rec, k); k++ }); n != 0 {
-		t.Errorf("publish path: %v allocations per message", n)
-	}
-	seq := uint32(0)
-	if n := testing.AllocsPerRun(1000, func() {
-		seq++
-		encodePayload(buf, r.pattern, uint32(pub.Index), seq, r.now())
-		r.receive(sub, buf, false)
-	}); n != 0 {
-		t.Errorf("receive path: %v allocations per message", n)
-	}
-	var dst []byte
-	tmpl := plans.MustTemplate("bench/%c/%u/%i")
-	vars := plans.TemplateVars{ClientID: "client-1", Username: "user", N: 42}
-	if n := testing.AllocsPerRun(1000, func() { dst = tmpl.AppendExpand(dst[:0], vars) }); n != 0 {
-		t.Errorf("topic expansion: %v allocations", n)
+	c = &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), now: r.now, version: 5, serverMaxQoS: 2, done: make(chan struct{}), readerDone: make(chan struct{}),
+		h: connHandlers{
+			acked: func(m inflightMsg, lat time.Duration, reason, _ byte) {
+				r.rec.recordAck(pub.Index, m.phase, pub.Group, lat, reason >= 0x80)
+				acked <- struct{}{}
+			},
+			publish: func(payload []byte, retained bool) {
+				r.receive(sub, payload, retained)
+				received <- struct{}{}
+			},
+		}}
+	c.initWindow(maxInflight)
+	go c.readLoop()
+	tb.Cleanup(func() { c.close(nil) })
+	return c, acked, received
+}
+
+// fakeBroker reads what mqplan writes on its end of the connection and
+// acknowledges it as a broker would: PUBACK for a QoS 1 PUBLISH, PUBREC for
+// QoS 2, PUBCOMP for a PUBREL; other packets (mqplan's own PUBACKs of
+// deliveries, in the receive test) are handed to acks. It allocates nothing
+// per packet, so that AllocsPerRun counts mqplan's allocations only.
+func fakeBroker(nc net.Conn, acks chan<- [4]byte) {
+	br := bufio.NewReaderSize(nc, 64<<10)
+	out := make([]byte, 4)
+	for {
+		b0, err := br.ReadByte()
+		if err != nil {
+			return
+		}
+		n, err := readVBI(br)
+		if err != nil {
+			return
+		}
+		head, err := br.Peek(min(n, 4))
+		if err != nil {
+			return
+		}
+		var reply byte
+		var id uint16
+		switch typ, qos := b0>>4, (b0>>1)&3; {
+		case typ == pktPublish && qos > 0:
+			tl := int(binary.BigEndian.Uint16(head))
+			idb, err := br.Peek(2 + tl + 2)
+			if err != nil {
+				return
+			}
+			id = binary.BigEndian.Uint16(idb[2+tl:])
+			reply = pktPuback << 4
+			if qos == 2 {
+				reply = pktPubrec << 4
+			}
+		case typ == pktPubrel:
+			id, reply = binary.BigEndian.Uint16(head), pktPubcomp<<4
+		case typ != pktPublish && len(head) == 2:
+			acks <- [4]byte{b0, byte(n), head[0], head[1]}
+		}
+		if _, err := br.Discard(n); err != nil {
+			return
+		}
+		if reply != 0 {
+			out[0], out[1], out[2], out[3] = reply, 2, byte(id>>8), byte(id)
+			if _, err := nc.Write(out); err != nil {
+				return
+			}
+		}
 	}
 }
 
+// TestHotPathsDoNotAllocate measures, per message, mqplan's real publish
+// path (mqttConn.publish and writePublish writing to a socket, the reader
+// goroutine handling the PUBACK or PUBREC/PUBREL/PUBCOMP, the ack
+// recorded) and its real receive path (the reader goroutine reading a
+// PUBLISH off the socket, run.receive decoding, checking and recording it,
+// the PUBACK or PUBREC/PUBCOMP written back), each over an in-memory pipe
+// and over loopback TCP, at every QoS, with a payload that fits the read
+// buffer (read in place) and one that does not (copied out): none may
+// allocate. AllocsPerRun counts the allocations of every goroutine, so the
+// fake broker on the other end allocates nothing per packet itself.
+func TestHotPathsDoNotAllocate(t *testing.T) {
+	for _, tr := range hotTransports {
+		for _, size := range []int{1000, 20000} {
+			for _, qos := range []byte{0, 1, 2} {
+				t.Run(fmt.Sprintf("%s/%dB/qos%d", tr.name, size, qos), func(t *testing.T) {
+					t.Run("publish", func(t *testing.T) {
+						r, sub, buf := hotRun(t, size)
+						cn, bn := tr.pair(t)
+						_ = bn.SetDeadline(time.Now().Add(btTimeout))
+						c, acked, _ := hotConn(t, cn, r, sub)
+						go fakeBroker(bn, make(chan [4]byte, 1))
+						pub := &r.prog.Clients[1]
+						rec := sendRecord{group: pub.Group, bytes: int64(size), expected: 1, expectedBy: pub.Publish.ExpectedByGroup}
+						ctx := context.Background()
+						k := uint32(0)
+						var failed error
+						// One deadline for every wait of the run: a timer
+						// made per wait (time.After) would allocate.
+						deadline := time.NewTimer(btTimeout)
+						defer deadline.Stop()
+						// One message as run.publish sends it.
+						step := func() {
+							if failed != nil {
+								return
+							}
+							k++
+							intended := r.now()
+							encodePayload(buf, r.pattern, uint32(pub.Index), k, intended)
+							if err := c.publish(ctx, "t/1", qos, false, buf, inflightMsg{seq: k, intended: intended}); err != nil && failed == nil {
+								failed = err
+								return
+							}
+							rec.lag = time.Duration(r.now() - intended)
+							r.rec.recordSend(pub.Index, &rec)
+							if qos > 0 {
+								select {
+								case <-acked:
+								case <-deadline.C:
+									failed = fmt.Errorf("message %d not acknowledged within %v of the start", k, btTimeout)
+								}
+							}
+						}
+						n := testing.AllocsPerRun(1000, step)
+						if failed != nil {
+							t.Fatal(failed)
+						}
+						if n != 0 {
+							t.Errorf("publish path: %v allocations per message", n)
+						}
+					})
+					t.Run("receive", func(t *testing.T) {
+						r, sub, _ := hotRun(t, size)
+						cn, bn := tr.pair(t)
+						_ = bn.SetDeadline(time.Now().Add(btTimeout))
+						_, _, received := hotConn(t, cn, r, sub)
+						acks := make(chan [4]byte, 2)
+						go fakeBroker(bn, acks)
+						pub := &r.prog.Clients[1]
+						// A PUBLISH as a broker writes it (MQTT 5, no
+						// properties), the payload rewritten per message.
+						const topic = "t/1"
+						pkt := []byte{pktPublish<<4 | qos<<1}
+						rl := 2 + len(topic) + 1 + size
+						if qos > 0 {
+							rl += 2
+						}
+						pkt = appendVBI(pkt, rl)
+						pkt = appendString(pkt, topic)
+						idAt := len(pkt)
+						if qos > 0 {
+							pkt = append(pkt, 0, 0)
+						}
+						pkt = append(pkt, 0)
+						payload := len(pkt)
+						pkt = append(pkt, make([]byte, size)...)
+						pubrel := make([]byte, 4)
+						seq := uint32(0)
+						var failed error
+						deadline := time.NewTimer(btTimeout) // see publish
+						defer deadline.Stop()
+						expectAck := func(typ byte, id uint16) {
+							select {
+							case a := <-acks:
+								if (a[0]>>4 != typ || binary.BigEndian.Uint16(a[2:]) != id) && failed == nil {
+									failed = fmt.Errorf("message %d: got packet %x, want type %d for id %d", seq, a, typ, id)
+								}
+							case <-deadline.C:
+								failed = fmt.Errorf("message %d: no ack within %v of the start", seq, btTimeout)
+							}
+						}
+						step := func() {
+							if failed != nil {
+								return
+							}
+							seq++
+							id := uint16(seq%60000 + 1)
+							binary.BigEndian.PutUint16(pkt[idAt:], id)
+							encodePayload(pkt[payload:], r.pattern, uint32(pub.Index), seq, r.now())
+							if _, err := bn.Write(pkt); err != nil && failed == nil {
+								failed = err
+								return
+							}
+							select {
+							case <-received:
+							case <-deadline.C:
+								failed = fmt.Errorf("message %d not received within %v of the start", seq, btTimeout)
+								return
+							}
+							switch qos {
+							case 1:
+								expectAck(pktPuback, id)
+							case 2:
+								expectAck(pktPubrec, id)
+								pubrel[0], pubrel[1], pubrel[2], pubrel[3] = pktPubrel<<4|2, 2, byte(id>>8), byte(id)
+								if _, err := bn.Write(pubrel); err != nil && failed == nil {
+									failed = err
+									return
+								}
+								expectAck(pktPubcomp, id)
+							}
+						}
+						n := testing.AllocsPerRun(1000, step)
+						if failed != nil {
+							t.Fatal(failed)
+						}
+						if n != 0 {
+							t.Errorf("receive path: %v allocations per message", n)
+						}
+					})
+				})
+			}
+		}
+	}
+	t.Run("topic expansion", func(t *testing.T) {
+		var dst []byte
+		tmpl := plans.MustTemplate("bench/%c/%u/%i")
+		vars := plans.TemplateVars{ClientID: "client-1", Username: "user", N: 42}
+		if n := testing.AllocsPerRun(1000, func() { dst = tmpl.AppendExpand(dst[:0], vars) }); n != 0 {
+			t.Errorf("topic expansion: %v allocations", n)
+		}
+	})
+}
+
+// BenchmarkPublishPath is one QoS 1 message through mqttConn.publish over
+// loopback TCP to a broker that acknowledges it, as in the test above.
 func BenchmarkPublishPath(b *testing.B) {
-	r, _, buf := hotRun(b, 1000)
+	r, sub, buf := hotRun(b, 1000)
+	cn, bn := hotTransports[1].pair(b)
+	c, acked, _ := hotConn(b, cn, r, sub)
+	go fakeBroker(bn, make(chan [4]byte, 1))
 	pub := &r.prog.Clients[1]
 	rec := sendRecord{group: pub.Group, bytes: 1000, expected: 1, expectedBy: pub.Publish.ExpectedByGroup}
 	b.ReportAllocs()
 	b.SetBytes(1000)
-	k := 0
+	k := uint32(0)
 	for b.Loop() {
-		publishStep(r, pub, buf, &rec, k)
 		k++
+		encodePayload(buf, r.pattern, uint32(pub.Index), k, r.now())
+		if err := c.publish(context.Background(), "t/1", 1, false, buf, inflightMsg{seq: k}); err != nil {
+			b.Fatal(err)
+		}
+		r.rec.recordSend(pub.Index, &rec)
+		<-acked
 	}
 }
 

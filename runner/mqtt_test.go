@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +19,24 @@ func pipeConn(t *testing.T, h connHandlers) (*mqttConn, net.Conn) {
 	t.Helper()
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
+	// Every read and write of the test's broker end fails after btTimeout
+	// instead of blocking forever when the client does not do its part.
+	_ = b.SetDeadline(time.Now().Add(btTimeout))
 	epoch := time.Now()
 	c := &mqttConn{nc: a, br: bufio.NewReaderSize(a, readBufferSize), now: func() int64 { return int64(time.Since(epoch)) },
 		h: h, done: make(chan struct{}), readerDone: make(chan struct{}), serverMaxQoS: 2, version: 5}
 	c.initWindow(4)
 	return c, b
+}
+
+// waitClosed waits, at most btTimeout, for a connection's done channel.
+func waitClosed(t *testing.T, what string, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(btTimeout):
+		t.Fatalf("timed out after %v waiting for %s", btTimeout, what)
+	}
 }
 
 // TestPublishEncodingMatchesPaho checks every PUBLISH mqplan writes against
@@ -144,7 +156,7 @@ func TestReaderHandlesPahoPackets(t *testing.T) {
 	dc := packets.NewControlPacket(packets.DISCONNECT)
 	dc.Content.(*packets.Disconnect).ReasonCode = 0x8B
 	send(dc)
-	<-c.done
+	waitClosed(t, "the connection to end on DISCONNECT", c.done)
 	if want := []string{"q0", "q1", "q2"}; len(got) != 3 || string(got[0]) != want[0] || string(got[1]) != want[1] || string(got[2]) != want[2] {
 		t.Errorf("payloads %q, want %q", got, want)
 	}
@@ -226,11 +238,11 @@ func TestAdoptAndResend(t *testing.T) {
 	if _, err := oldBroker.Write([]byte{pktPuback << 4, 2, byte(ids[0] >> 8), byte(ids[0]), pktPubrec << 4, 2, byte(ids[1] >> 8), byte(ids[1])}); err != nil {
 		t.Fatal(err)
 	}
-	for old.pending.Load() != 2 || !old.inflightAt(ids[1]).released {
-		runtime.Gosched()
-	}
+	btWaitFor(t, "the PUBACK and PUBREC to be handled", func() bool {
+		return old.pending.Load() == 2 && old.inflightAt(ids[1]).released
+	})
 	oldBroker.Close()
-	<-old.done
+	waitClosed(t, "the old connection to end", old.done)
 
 	var acked []inflightMsg
 	ackedCh := make(chan struct{}, 2)
@@ -276,8 +288,13 @@ func TestAdoptAndResend(t *testing.T) {
 	if _, err := broker.Write([]byte{pktPubcomp << 4, 2, byte(ids[1] >> 8), byte(ids[1]), pktPuback << 4, 2, byte(ids[2] >> 8), byte(ids[2])}); err != nil {
 		t.Fatal(err)
 	}
-	<-ackedCh
-	<-ackedCh
+	for i := range 2 {
+		select {
+		case <-ackedCh:
+		case <-time.After(btTimeout):
+			t.Fatalf("%d of the 2 adopted publishes acknowledged after %v", i, btTimeout)
+		}
+	}
 	if len(acked) != 2 || acked[0].seq != 2 || acked[1].seq != 3 || acked[1].phase != 3 || c.pending.Load() != 1 {
 		t.Fatalf("acked %+v, pending %d", acked, c.pending.Load())
 	}

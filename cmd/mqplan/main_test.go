@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -341,9 +342,10 @@ func TestInterrupt(t *testing.T) {
 	})
 }
 
-// TestShippedPlans runs every shipped plan, shortened, on the embedded
-// broker and on Mosquitto over MQTT 5, MQTT 3.1.1 and TLS: each must pass
-// its own thresholds everywhere.
+// TestShippedPlans runs every shipped plan, shortened (conn-storm as
+// shipped, but for a gentler storm under the race detector, named so), on
+// the embedded broker and on Mosquitto over MQTT 5, MQTT 3.1.1, TLS and
+// WebSocket: each must pass its own thresholds everywhere.
 func TestShippedPlans(t *testing.T) {
 	files, err := fs.Glob(plans.Shipped, "*.yaml")
 	if err != nil || len(files) < 5 {
@@ -370,26 +372,34 @@ func TestShippedPlans(t *testing.T) {
 	}
 	for _, b := range brokers {
 		for _, f := range files {
-			t.Run(b.name+"/"+strings.TrimSuffix(f, ".yaml"), func(t *testing.T) {
-				args := []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s"}
-				if f != "conn-storm.yaml" {
-					args = append(args, "--set", "warmup=500ms")
+			name := strings.TrimSuffix(f, ".yaml")
+			var args []string
+			switch {
+			case f == "conn-storm.yaml" && !raceEnabled:
+				// As shipped, not shortened: its claim is the 1,000/s
+				// storm and the 10 s hold. .ci/run runs these cases in a
+				// build without the race detector for that reason.
+				args = []string{"run", "--quiet"}
+			case f == "conn-storm.yaml":
+				// The race detector slows the in-process broker and the
+				// TLS handshakes several times over: a gentler storm keeps
+				// connect.p99 about what the plan promises for a normal
+				// build (2,000 TLS handshakes at 1,000/s queue up to a 7 s
+				// p99 here; at 200/s p99 is 150 ms). The case is named for
+				// what it checks; the storm as shipped runs without -race.
+				rate := 400
+				if b.name == "mosquitto-tls" {
+					rate = 200
 				}
+				name = fmt.Sprintf("%s at %d a second under race, 3s hold", name, rate)
+				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", fmt.Sprintf("groups.idle.connect_rate=%d/s", rate)}
+			default:
+				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms"}
 				if f == "1to1-qos1.yaml" {
 					args = append(args, "--set", "ramp=500ms")
 				}
-				if f == "conn-storm.yaml" && raceEnabled {
-					// The race detector slows the in-process broker and
-					// the TLS handshakes several times over: a gentler
-					// storm keeps connect.p99 about what the plan promises
-					// for a normal build (2,000 TLS handshakes at 1,000/s
-					// queue up to a 7 s p99 here; at 200/s p99 is 150 ms).
-					rate := "400/s"
-					if b.name == "mosquitto-tls" {
-						rate = "200/s"
-					}
-					args = append(args, "--set", "groups.idle.connect_rate="+rate)
-				}
+			}
+			t.Run(b.name+"/"+name, func(t *testing.T) {
 				args = append(args, b.args...)
 				r := runBinary(t, append(args, "plans/"+f)...)
 				if r.code != 0 {
