@@ -539,8 +539,13 @@ func TestFaults(t *testing.T) {
 		{
 			name: "payload over mosquitto's message_size_limit: refused with reason 0x95",
 			run: func(t *testing.T) (int, *faultReport) {
-				m := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "message_size_limit 100"})
-				return startFaultRun(t, m.MQTT, "", "").finish()
+				m := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "message_size_limit 100\nsys_interval 1"})
+				code, r := startFaultRun(t, m.MQTT, "", "").finish()
+				// Mosquitto counts what it received and then refused.
+				if got := mosquittoReceived(t, m.MQTT, r.n("sent")); got != r.n("sent") {
+					t.Errorf("mosquitto received %d PUBLISH packets, mqplan sent %d", got, r.n("sent"))
+				}
+				return code, r
 			},
 			want: exitFail,
 			check: func(t *testing.T, r *faultReport) {
