@@ -241,7 +241,7 @@ func (c *mqttConn) handshake(o connectOptions) error {
 	}
 	c.sessionPresent = ca.SessionPresent
 	if ca.ReasonCode >= 0x80 {
-		msg := "CONNACK refused: " + connackReason(ca.ReasonCode)
+		msg := "CONNACK refused: " + reasonName(ca.ReasonCode)
 		if ca.Properties.ReasonString != "" {
 			msg += " (" + ca.Properties.ReasonString + ")"
 		}
@@ -582,7 +582,7 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 		if len(body) > 0 {
 			reason = body[0]
 		}
-		return fmt.Errorf("broker sent DISCONNECT: %s", disconnectReason(reason))
+		return fmt.Errorf("broker sent DISCONNECT: %s", reasonName(reason))
 	default:
 		return fmt.Errorf("unexpected packet type %d from the broker", b0>>4)
 	}
@@ -947,37 +947,54 @@ func (c *mqttConn) close(err error) {
 	})
 }
 
-// disconnectReason names MQTT 5 DISCONNECT reason codes users meet.
-func disconnectReason(code byte) string {
-	switch code {
-	case 0x00:
-		return "normal disconnection"
-	case 0x04:
-		return "disconnect with will message"
-	case 0x80:
-		return "unspecified error"
-	case 0x81:
-		return "malformed packet"
-	case 0x82:
-		return "protocol error"
-	case 0x87:
-		return "not authorized"
-	case 0x89:
-		return "server busy"
-	case 0x8B:
-		return "server shutting down"
-	case 0x8D:
-		return "keep alive timeout"
-	case 0x8E:
-		return "session taken over"
-	case 0x93:
-		return "receive maximum exceeded"
-	case 0x95:
-		return "packet too large"
-	case 0x97:
-		return "quota exceeded"
-	case 0x9C:
-		return "use another server"
+// reasonNames are the MQTT 5 reason codes (the specification's table
+// 2-6) that brokers send in CONNACK, PUBACK, PUBREC, SUBACK and
+// DISCONNECT. From 0x80 up each code has one meaning whatever the packet,
+// so one table names them all.
+var reasonNames = map[byte]string{
+	0x00: "normal disconnection",
+	0x04: "disconnect with will message",
+	0x80: "unspecified error",
+	0x81: "malformed packet",
+	0x82: "protocol error",
+	0x83: "implementation specific error",
+	0x84: "unsupported protocol version",
+	0x85: "client identifier not valid",
+	0x86: "bad user name or password",
+	0x87: "not authorized",
+	0x88: "server unavailable",
+	0x89: "server busy",
+	0x8A: "banned",
+	0x8B: "server shutting down",
+	0x8C: "bad authentication method",
+	0x8D: "keep alive timeout",
+	0x8E: "session taken over",
+	0x8F: "topic filter invalid",
+	0x90: "topic name invalid",
+	0x91: "packet identifier in use",
+	0x93: "receive maximum exceeded",
+	0x94: "topic alias invalid",
+	0x95: "packet too large",
+	0x96: "message rate too high",
+	0x97: "quota exceeded",
+	0x98: "administrative action",
+	0x99: "payload format invalid",
+	0x9A: "retain not supported",
+	0x9B: "QoS not supported",
+	0x9C: "use another server",
+	0x9D: "server moved",
+	0x9E: "shared subscriptions not supported",
+	0x9F: "connection rate exceeded",
+	0xA0: "maximum connect time",
+	0xA1: "subscription identifiers not supported",
+	0xA2: "wildcard subscriptions not supported",
+}
+
+// reasonName names an MQTT 5 reason code with its number, as
+// "packet too large (0x95)", so that a user can look it up either way.
+func reasonName(code byte) string {
+	if n, ok := reasonNames[code]; ok {
+		return fmt.Sprintf("%s (0x%02X)", n, code)
 	}
-	return fmt.Sprintf("reason code 0x%02x", code)
+	return fmt.Sprintf("reason code 0x%02X", code)
 }

@@ -334,3 +334,21 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReasonName pins how reason codes read in errors: name and number.
+func TestReasonName(t *testing.T) {
+	for _, tc := range []struct {
+		code byte
+		want string
+	}{
+		{0x95, "packet too large (0x95)"},
+		{0x9E, "shared subscriptions not supported (0x9E)"},
+		{0x8E, "session taken over (0x8E)"},
+		{0x86, "bad user name or password (0x86)"},
+		{0xFE, "reason code 0xFE"},
+	} {
+		if got := reasonName(tc.code); got != tc.want {
+			t.Errorf("reasonName(0x%02X) = %q, want %q", tc.code, got, tc.want)
+		}
+	}
+}

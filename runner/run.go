@@ -474,7 +474,7 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 				r.groups[group].pubDowngraded.Add(1)
 			}
 			if reason >= 0x80 {
-				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH: %s", pc.ID, pubackReason(reason)))
+				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH: %s", pc.ID, reasonName(reason)))
 			}
 		},
 		closed: func(err error) {
@@ -669,7 +669,7 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 		}
 		if code >= 0x80 {
 			r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
-			r.fail(pc, fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, subackReason(code)))
+			r.fail(pc, fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, reasonName(code)))
 			continue
 		}
 		granted = true
@@ -1415,71 +1415,4 @@ func cleanErr(err error) error {
 		return op.Err
 	}
 	return err
-}
-
-// connackReason names MQTT 5 CONNACK reason codes users meet.
-func connackReason(code byte) string {
-	switch code {
-	case 0x80:
-		return "unspecified error"
-	case 0x84:
-		return "unsupported protocol version"
-	case 0x85:
-		return "client identifier not valid"
-	case 0x86:
-		return "bad user name or password"
-	case 0x87:
-		return "not authorized"
-	case 0x88:
-		return "server unavailable"
-	case 0x89:
-		return "server busy"
-	case 0x8A:
-		return "banned"
-	case 0x97:
-		return "quota exceeded"
-	}
-	return fmt.Sprintf("reason code 0x%02x", code)
-}
-
-// pubackReason names MQTT 5 PUBACK/PUBREC failure codes.
-func pubackReason(code byte) string {
-	switch code {
-	case 0x80:
-		return "unspecified error (0x80)"
-	case 0x83:
-		return "implementation specific error (0x83)"
-	case 0x87:
-		return "not authorized (0x87)"
-	case 0x90:
-		return "topic name invalid (0x90)"
-	case 0x91:
-		return "packet identifier in use (0x91)"
-	case 0x95:
-		return "packet too large (0x95)"
-	case 0x97:
-		return "quota exceeded (0x97)"
-	case 0x99:
-		return "payload format invalid (0x99)"
-	}
-	return fmt.Sprintf("reason code 0x%02x", code)
-}
-
-// subackReason names MQTT 5 SUBACK failure codes.
-func subackReason(code byte) string {
-	switch code {
-	case 0x80:
-		return "unspecified error"
-	case 0x87:
-		return "not authorized"
-	case 0x8F:
-		return "topic filter invalid"
-	case 0x97:
-		return "quota exceeded"
-	case 0x9E:
-		return "shared subscriptions not supported"
-	case 0xA2:
-		return "wildcard subscriptions not supported"
-	}
-	return fmt.Sprintf("reason code 0x%02x", code)
 }
