@@ -263,10 +263,14 @@ func warnings(r *Result, st *runner.Stats) []string {
 			ws = append(ws, fmt.Sprintf("the embedded broker dropped %d messages: losses below are the broker's, not mqplan's", n))
 		}
 	}
-	var over, foreign int64
+	var over, foreign, unexpected int64
 	for i := range st.Phases {
 		over += st.Phases[i].Total.OverRange
 		foreign += st.Phases[i].Total.Foreign
+		unexpected += st.Phases[i].Total.Unexpected
+	}
+	if unexpected > 0 {
+		ws = append(ws, fmt.Sprintf("%d deliveries of this run's messages reached clients none of whose subscriptions match their topic (a subscription kept in a session from an earlier run, a broker that ignores no_local or misroutes): not counted as received", unexpected))
 	}
 	if foreign > 0 {
 		ws = append(ws, fmt.Sprintf("%d deliveries were not messages of this run (wills, retained messages or other traffic on the broker): they are counted nowhere else", foreign))

@@ -181,6 +181,9 @@ func TestWarnings(t *testing.T) {
 		{"inflight drops alone", func(st *runner.Stats) {
 			st.Broker.MessagesDropped = 0
 		}, []string{"the embedded broker dropped 3 messages"}, nil, true},
+		{"deliveries no subscription implies", func(st *runner.Stats) {
+			st.Phase(plans.PhaseSteady).Total.Unexpected = 35
+		}, []string{"35 deliveries of this run's messages reached clients none of whose subscriptions match their topic"}, nil, true},
 		{"values over the histograms' range", func(st *runner.Stats) {
 			st.Phase(plans.PhaseSteady).Total.OverRange = 2
 		}, []string{"2 measurements above the histograms' 60s limit"}, nil, true},

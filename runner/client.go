@@ -60,8 +60,12 @@ type client struct {
 
 	// Receive-side state, touched only by the connection's reader
 	// goroutine (or under share.mu for a share group).
-	streams    map[uint32]*stream
-	share      *shareState
+	streams map[uint32]*stream
+	share   *shareState
+	// expects says, for a share group member, whether its filters match
+	// each publisher's topic (looked up once per publisher): a member
+	// records into the group's streams, which have no room for it.
+	expects    map[uint32]bool
 	lastPub    uint32
 	lastStream *stream
 	recv       recvRecord

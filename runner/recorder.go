@@ -221,6 +221,15 @@ func (r *recorder) recordForeign(client, phase, group int) {
 	st.mu.Unlock()
 }
 
+// recordUnexpected counts a delivery of one of this run's messages that
+// the client's subscriptions do not imply, in the phase it was sent in.
+func (r *recorder) recordUnexpected(client, phase, group int) {
+	st := r.stripeFor(client)
+	st.mu.Lock()
+	st.cell(r.nGroups, phase, group).Unexpected++
+	st.mu.Unlock()
+}
+
 // event is a connection-level count.
 type event uint8
 

@@ -187,6 +187,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 		if len(pc.Subscriptions) > 0 {
 			c.streams = map[uint32]*stream{}
 			c.share = r.shareFor(pc)
+			if c.share != nil {
+				c.expects = map[uint32]bool{}
+			}
 			for _, s := range pc.Subscriptions {
 				c.retainAsPublished = c.retainAsPublished || s.RetainAsPublished
 			}
@@ -1138,14 +1141,30 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 	d.bytes = int64(len(payload))
 	d.latency = time.Duration(now - sent)
 	d.kind = r.observe(c, h)
+	if d.kind == deliveryUnexpected {
+		r.rec.recordUnexpected(pc.Index, phase, pc.Group)
+		return
+	}
 	r.rec.recordReceive(pc.Index, d)
 }
 
 // observe classifies a delivery on its stream: the client's own, or its
 // share group's (where only duplicates count: MQTT orders messages per
-// connection, and members of a share group legitimately interleave).
+// connection, and members of a share group legitimately interleave). A
+// delivery the client's subscriptions do not imply is unexpected and
+// touches no stream: taken as received, it would stand in for a lost
+// delivery of another client of the same group.
 func (r *run) observe(c *client, h header) delivery {
 	if sh := c.share; sh != nil {
+		expected, ok := c.expects[h.pub]
+		if !ok {
+			own, shared := r.matches(c, h.pub)
+			expected = r.listenOnly || own+shared > 0
+			c.expects[h.pub] = expected
+		}
+		if !expected {
+			return deliveryUnexpected
+		}
 		sh.mu.Lock()
 		kind := streamFor(sh.streams, h.pub).observe(h.seq)
 		sh.mu.Unlock()
@@ -1157,29 +1176,42 @@ func (r *run) observe(c *client, h header) delivery {
 	if c.lastStream == nil || c.lastPub != h.pub {
 		st := c.streams[h.pub]
 		if st == nil {
-			st = &stream{extra: r.extraCopies(c, h.pub)}
+			own, shared := r.matches(c, h.pub)
+			st = &stream{extra: uint8(min(max(own-1, 0), 255)), unexpected: !r.listenOnly && own+shared == 0}
 			c.streams[h.pub] = st
 		}
 		c.lastPub, c.lastStream = h.pub, st
 	}
+	if c.lastStream.unexpected {
+		return deliveryUnexpected
+	}
 	return c.lastStream.classify(c.lastStream.observe(h.seq))
 }
 
-// extraCopies is how many of c's filters beyond the first match the topic
-// of publisher pub: the copies a broker that sends one per subscription
-// adds. It runs once per stream, when the stream's first delivery comes.
-func (r *run) extraCopies(c *client, pub uint32) uint8 {
+// matches counts c's filters that match the topic of publisher pub and
+// would bring c its messages (a no_local filter does not bring a client
+// its own): own are ordinary subscriptions, each of which a broker that
+// sends one copy per subscription adds a copy for; shared are $share
+// ones. It runs once per publisher a client hears from, never per
+// delivery; 0, 0 for a publisher that is not in the plan.
+func (r *run) matches(c *client, pub uint32) (own, shared int) {
 	if r.listenOnly || int(pub) >= len(r.prog.Clients) || r.prog.Clients[pub].Publish == nil {
-		return 0
+		return 0, 0
 	}
 	topic := r.prog.Clients[pub].Publish.Topic
-	n := 0
 	for _, s := range c.plan.Subscriptions {
-		if s.Share == "" && plans.MatchFilter(s.Filter, topic) && !(s.NoLocal && int(pub) == c.plan.Index) {
-			n++
+		if s.NoLocal && int(pub) == c.plan.Index {
+			continue
+		}
+		if s.Share == "" {
+			if plans.MatchFilter(s.Filter, topic) {
+				own++
+			}
+		} else if _, f, err := plans.SplitShare(s.Filter); err == nil && plans.MatchFilter(f, topic) {
+			shared++
 		}
 	}
-	return uint8(min(max(n-1, 0), 255))
+	return own, shared
 }
 
 // disconnectAll sends DISCONNECT on every live connection and closes them,
@@ -1252,7 +1284,9 @@ func (r *run) settle(readersDone bool) {
 			continue
 		}
 		for pub, st := range c.streams {
-			byPub[pub] = append(byPub[pub], holder{st, c.plan.Group})
+			if !st.unexpected {
+				byPub[pub] = append(byPub[pub], holder{st, c.plan.Group})
+			}
 		}
 	}
 	for k, sh := range r.shares {

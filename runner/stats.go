@@ -74,6 +74,12 @@ type Metrics struct {
 	// (wills, retained messages, other traffic on the broker). They are
 	// neither received nor corrupted, and the report warns about them.
 	Foreign int64
+	// Unexpected counts deliveries of this run's messages to a client none
+	// of whose subscriptions matches their topic (a subscription left by a
+	// kept session of an earlier run, a broker that ignores no_local or
+	// misroutes). They are not in Received: counted there they would hide
+	// as many lost deliveries of the same group.
+	Unexpected int64
 	// ExpectedOwn, ReceivedOwn and LostOwn are the same accounting seen
 	// from the publishing group: deliveries of this group's messages
 	// (ReceivedOwn counts first deliveries only, so LostOwn is exact).
@@ -129,6 +135,7 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.OverlapCopies += o.OverlapCopies
 	m.Corrupted += o.Corrupted
 	m.Foreign += o.Foreign
+	m.Unexpected += o.Unexpected
 	m.ExpectedOwn += o.ExpectedOwn
 	m.ReceivedOwn += o.ReceivedOwn
 	m.LostOwn += o.LostOwn

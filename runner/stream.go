@@ -22,6 +22,10 @@ type stream struct {
 	// copies the repeats taken as such copies, at most extra per message.
 	extra          uint8
 	firsts, copies uint32
+	// unexpected: none of the subscriber's filters matches the
+	// publisher's topic, so the plan implies no delivery on this stream
+	// and none is counted as received (see Metrics.Unexpected).
+	unexpected bool
 }
 
 // delivery classifies one delivery of sequence seq (1-based).
@@ -32,6 +36,7 @@ const (
 	deliveryOutOfOrder                 // first time, but after a higher sequence
 	deliveryDuplicate                  // seen before
 	deliveryOverlap                    // seen before, a copy for another matching subscription
+	deliveryUnexpected                 // to a client none of whose filters matches the topic
 )
 
 // observe records seq and classifies it.
