@@ -1,6 +1,11 @@
 package runner
 
 import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,6 +114,120 @@ func TestUnexpectedDeliveriesHideNoLoss(t *testing.T) {
 			}
 			if lb := m.Lost - m.LostUnsent - m.LostUnacked; lb != wantLost {
 				t.Errorf("lost by the broker %d, want %d", lb, wantLost)
+			}
+		})
+	}
+}
+
+// silentBroker accepts MQTT 5 connections, answers CONNECT with a
+// CONNACK and then reads and discards everything without answering: a
+// broker that stopped acknowledging. It returns its mqtt:// URL.
+func silentBroker(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				br := bufio.NewReader(nc)
+				if _, err := br.ReadByte(); err != nil { // CONNECT
+					return
+				}
+				n, err := readVBI(br)
+				if err != nil {
+					return
+				}
+				if _, err := br.Discard(n); err != nil {
+					return
+				}
+				// CONNACK: no session, success, no properties.
+				if _, err := nc.Write([]byte{pktConnack << 4, 3, 0, 0, 0}); err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, br)
+			}()
+		}
+	}()
+	return "mqtt://" + ln.Addr().String()
+}
+
+// TestUnacknowledgedPublishesFail: a publish still unacknowledged when
+// drain ends is an error, so the built-in errors check fails the run. A
+// plan of publishers only (nothing to deliver, so nothing to lose) used
+// to pass against a broker that acknowledged none of its QoS 1/2
+// publishes, with only a warning.
+func TestUnacknowledgedPublishesFail(t *testing.T) {
+	pubOnly := func(qos byte) *plans.Program {
+		p := e2ePlan(2, qos, 300*time.Millisecond)
+		p.Groups = p.Groups[1:]
+		p.Warmup, p.Drain = 0, 300*time.Millisecond
+		return compile(t, p)
+	}
+	for _, tt := range []struct {
+		name   string
+		qos    byte
+		silent bool
+	}{
+		{"qos1, broker acknowledges nothing", 1, true},
+		{"qos2, broker acknowledges nothing", 2, true},
+		{"qos1, healthy broker", 1, false},
+		{"qos2, healthy broker", 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prog := pubOnly(tt.qos)
+			var st *Stats
+			if tt.silent {
+				st, _ = runAt(t, prog, silentBroker(t))
+			} else {
+				st, _ = runWith(t, prog, BrokerOptions{}, Options{})
+			}
+			if st.Incomplete != "" || st.Interrupted {
+				t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
+			}
+			m := all(st)
+			if m.Sent != planned(prog) || m.Unsent != 0 {
+				t.Fatalf("sent %d unsent %d, the schedule called for %d", m.Sent, m.Unsent, planned(prog))
+			}
+			flagged := false
+			for _, e := range st.ErrorSamples {
+				flagged = flagged || strings.Contains(e, "awaiting their acknowledgement when drain ended")
+			}
+			if !tt.silent {
+				if m.Errors != 0 || st.InFlightAtEnd != 0 || m.Acked != m.Sent {
+					t.Errorf("errors %d in flight %d acked %d of %d on a healthy broker: %v", m.Errors, st.InFlightAtEnd, m.Acked, m.Sent, st.ErrorSamples)
+				}
+				return
+			}
+			if m.Acked != 0 || st.InFlightAtEnd != m.Sent {
+				t.Errorf("acked %d, in flight at the end %d, want 0 and %d", m.Acked, st.InFlightAtEnd, m.Sent)
+			}
+			if m.Errors != 2 || !flagged {
+				t.Errorf("errors %d (want one per publisher, 2) %v: a broker that acknowledged nothing passes the built-in checks", m.Errors, st.ErrorSamples)
 			}
 		})
 	}

@@ -895,9 +895,16 @@ func (r *run) publishPhases(ctx context.Context) {
 		drain = min(r.interruptDrain(), prog.Drain)
 	}
 	r.drainQuiet = r.drain(ctx, drain)
+	// A publish never acknowledged is one the broker did not take, as far
+	// as anyone can tell: an error, so that the built-in errors check
+	// fails. Without it a plan with no deliveries to lose (publishers
+	// only) passes against a broker that stopped acknowledging.
 	for _, c := range r.clients {
 		if mc := c.live.Load(); mc != nil && c.ready.Load() {
-			r.inflightAtEnd += int64(mc.pending.Load())
+			if n := mc.pending.Load(); n > 0 {
+				r.inflightAtEnd += int64(n)
+				r.fail(c.plan, fmt.Errorf("%s: publishes still awaiting their acknowledgement when drain ended", c.plan.ID))
+			}
 		}
 	}
 }
