@@ -9,21 +9,32 @@ import (
 // all of them, less those whose metric one of its own thresholds reads, in
 // any scope.
 func TestBuiltinThresholds(t *testing.T) {
-	all := []string{"unsent == 0", "connect.failed == 0", "clients.lost == 0", "corrupted == 0", "errors == 0"}
+	all := []string{"unsent == 0", "connect.failed == 0", "clients.lost == 0", "lost == 0", "duplicates == 0",
+		"corrupted == 0", "qos_downgrades == 0", "errors == 0"}
+	without := func(drop ...string) []string {
+		var out []string
+		for _, e := range all {
+			if !slices.Contains(drop, e) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
 	tests := []struct {
 		name  string
 		exprs []string
 		want  []string
 	}{
 		{"no thresholds: every check", nil, all},
-		{"unrelated thresholds: every check", []string{"p99 < 10ms", "loss_rate == 0"}, all},
-		{"the plan's own unsent threshold decides", []string{"unsent < 100"},
-			[]string{"connect.failed == 0", "clients.lost == 0", "corrupted == 0", "errors == 0"}},
-		{"a group-scoped threshold counts too", []string{"groups.sub.connect.failed <= 2"},
-			[]string{"unsent == 0", "clients.lost == 0", "corrupted == 0", "errors == 0"}},
-		{"a phase-scoped threshold counts too", []string{"phases.warmup.corrupted == 0 and errors < 5"},
-			[]string{"unsent == 0", "connect.failed == 0", "clients.lost == 0"}},
-		{"every metric covered: none", []string{"unsent < 1", "connect.failed < 1", "clients.lost < 1", "corrupted < 1", "errors < 1"}, nil},
+		{"unrelated thresholds: every check", []string{"p99 < 10ms", "recv_rate > 5"}, all},
+		{"the plan's own unsent threshold decides", []string{"unsent < 100"}, without("unsent == 0")},
+		{"a group-scoped threshold counts too", []string{"groups.sub.connect.failed <= 2"}, without("connect.failed == 0")},
+		{"a phase-scoped threshold counts too", []string{"phases.warmup.corrupted == 0 and errors < 5"}, without("corrupted == 0", "errors == 0")},
+		{"loss_rate replaces lost == 0", []string{"loss_rate < 0.001"}, without("lost == 0")},
+		{"lost_broker replaces lost == 0", []string{"lost_broker == 0"}, without("lost == 0")},
+		{"dup_rate replaces duplicates == 0", []string{"dup_rate < 0.01"}, without("duplicates == 0")},
+		{"every metric covered: none", []string{"unsent < 1", "connect.failed < 1", "clients.lost < 1", "lost < 1",
+			"duplicates < 1", "corrupted < 1", "qos_downgrades < 1", "errors < 1"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +65,8 @@ func TestBuiltinThresholdsJudge(t *testing.T) {
 	if len(ths) != len(builtinChecks) {
 		t.Fatalf("%d checks compiled, want %d: a built-in expression no longer compiles", len(ths), len(builtinChecks))
 	}
-	clean := MetricSet{"unsent": 0, "connect.failed": 0, "clients.lost": 0, "corrupted": 0, "errors": 0}
+	clean := MetricSet{"unsent": 0, "connect.failed": 0, "clients.lost": 0, "lost": 0, "duplicates": 0,
+		"corrupted": 0, "qos_downgrades": 0, "errors": 0}
 	for _, th := range ths {
 		m := Measured{Top: clean}
 		if r := th.Eval(m); !r.Pass {

@@ -152,6 +152,7 @@ func buildMetrics() []Metric {
 		Metric{"errors", Count, "errors"},
 		Metric{"disconnects", Count, "unexpected disconnections"},
 		Metric{"reconnects", Count, "reconnections"},
+		Metric{"qos_downgrades", Count, "subscriptions granted a lower QoS than asked (one per client) and QoS 2 publishes acknowledged as QoS 1"},
 		Metric{"clients.lost", Count, "clients whose connection dropped and did not come back before the run ended"},
 		Metric{"lag.p99", Duration, "how far sends fell behind their schedule, 99th percentile"},
 		Metric{"lag.max", Duration, "how far sends fell behind their schedule, maximum"},

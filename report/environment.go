@@ -94,6 +94,7 @@ func addConnection(dst, src *runner.Metrics) {
 		Disconnects:     src.Disconnects,
 		Reconnects:      src.Reconnects,
 		ClientsLost:     src.ClientsLost,
+		QoSDowngrades:   src.QoSDowngrades,
 		ConnectAttempts: src.ConnectAttempts,
 		ConnectOK:       src.ConnectOK,
 		ConnectFailed:   src.ConnectFailed,
@@ -221,6 +222,8 @@ func (v view) value(name string) (any, bool) {
 		return c.Reconnects, true
 	case "clients.lost":
 		return c.ClientsLost, true
+	case "qos_downgrades":
+		return c.QoSDowngrades, true
 	case "connect.attempts":
 		return c.ConnectAttempts, true
 	case "connect.ok":

@@ -62,8 +62,8 @@ func goldenCases(t *testing.T) []struct {
 	setLate(clean, 40)
 	clean.Broker.MessagesDropped, clean.Broker.InflightDropped = 0, 0
 	clean.ErrorSamples = nil
-	// Nor a refused connection or a corrupted delivery, which the built-in
-	// checks would fail.
+	// Nor a refused connection, a lost, duplicated or corrupted delivery,
+	// which the built-in checks would fail.
 	for i := range clean.Phases {
 		ph := &clean.Phases[i]
 		ph.Total = runner.Metrics{}
@@ -71,6 +71,8 @@ func goldenCases(t *testing.T) []struct {
 			m := &ph.Groups[g]
 			m.ConnectAttempts -= m.ConnectFailed
 			m.ConnectFailed, m.Corrupted, m.Errors = 0, 0, 0
+			// Every expected delivery arrived, once.
+			m.Received, m.ReceivedOwn, m.Lost, m.LostOwn, m.Duplicates = m.Expected, m.ExpectedOwn, 0, 0, 0
 			ph.Total.Merge(m)
 		}
 	}

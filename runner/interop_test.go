@@ -131,6 +131,9 @@ func TestQoSDowngrade(t *testing.T) {
 	if !hasNotice(st, "group pub: "+strconv.FormatInt(m.Sent, 10)+" QoS 2 publishes were acknowledged with PUBACK") {
 		t.Errorf("no notice of the %d publishes downgraded: %v", m.Sent, st.Notices)
 	}
+	if m.QoSDowngrades != 3+m.Sent {
+		t.Errorf("qos_downgrades %d, want 3 subscriptions + %d publishes", m.QoSDowngrades, m.Sent)
+	}
 	if want := planned(prog); m.Received != want || m.Lost != 0 {
 		t.Errorf("received %d lost %d, want %d, 0", m.Received, m.Lost, want)
 	}

@@ -240,6 +240,7 @@ const (
 	evDisconnect
 	evReconnect
 	evClientLost
+	evQoSDowngrade
 )
 
 // recordEvent counts a connection-level event in the current phase;
@@ -265,6 +266,8 @@ func (r *recorder) recordEvent(client, phase, group int, ev event, d time.Durati
 		m.Reconnects++
 	case evClientLost:
 		m.ClientsLost++
+	case evQoSDowngrade:
+		m.QoSDowngrades++
 	}
 	st.mu.Unlock()
 }

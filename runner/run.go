@@ -115,8 +115,10 @@ type run struct {
 	timeline   []Second
 	// ctx is the run's context, for reconnects started by connection losses.
 	ctx context.Context
-	// reconnects counts the reconnect goroutines.
-	reconnects sync.WaitGroup
+	// reconnects counts the reconnect goroutines; reconnecting is the
+	// same count, readable.
+	reconnects   sync.WaitGroup
+	reconnecting atomic.Int64
 	// sentTotal and recvTotal are the snapshot goroutine's running totals.
 	sentTotal, recvTotal int64
 }
@@ -475,6 +477,7 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 			r.rec.recordAck(pc.Index, m.phase, group, lat, reason >= 0x80)
 			if m.qos == 2 && ackQoS == 1 {
 				r.groups[group].pubDowngraded.Add(1)
+				r.rec.recordEvent(pc.Index, m.phase, group, evQoSDowngrade, 0)
 			}
 			if reason >= 0x80 {
 				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH: %s", pc.ID, reasonName(reason)))
@@ -574,8 +577,10 @@ func (r *run) lost(c *client, err error) {
 	r.fail(c.plan, fmt.Errorf("%s lost its connection: %w", c.plan.ID, cleanErr(err)))
 	if rc := r.prog.Plan.Groups[c.plan.Group].Reconnect; rc != nil && r.ctx != nil {
 		r.reconnects.Add(1)
+		r.reconnecting.Add(1)
 		go func() {
 			defer r.reconnects.Done()
+			defer r.reconnecting.Add(-1)
 			r.reconnect(c, rc)
 		}()
 	}
@@ -696,6 +701,7 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 	}
 	if downgraded {
 		gg.downgradedSubs.Add(1)
+		r.rec.recordEvent(pc.Index, phase, pc.Group, evQoSDowngrade, 0)
 	}
 	if granted && !c.subscribed.Swap(true) {
 		r.subscribed.Add(1)
@@ -982,6 +988,11 @@ func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
 	var quiet, metAt time.Duration
 	interrupted := ctx.Err() != nil
 	for r.at() < deadline {
+		// With no connection left, and none coming back, nothing more
+		// can arrive: drain is over.
+		if r.connected.Load() == 0 && r.reconnecting.Load() == 0 {
+			return 0
+		}
 		if !interrupted && ctx.Err() != nil {
 			interrupted = true
 			deadline = min(deadline, r.at()+r.interruptDrain())

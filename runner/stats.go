@@ -92,6 +92,11 @@ type Metrics struct {
 	// Disconnects counts connections lost unexpectedly; Reconnects counts
 	// successful reconnects.
 	Disconnects, Reconnects int64
+	// QoSDowngrades counts what the broker granted below what the plan
+	// asked: clients granted a lower QoS than asked on a subscription (in
+	// the subscribe phase), and QoS 2 publishes acknowledged with PUBACK,
+	// as QoS 1 (in the message's phase).
+	QoSDowngrades int64
 	// ClientsLost counts clients whose connection dropped and that were
 	// not connected again when the run ended (no reconnect policy, or it
 	// gave up), in the phase of their last loss.
@@ -145,6 +150,7 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.Disconnects += o.Disconnects
 	m.Reconnects += o.Reconnects
 	m.ClientsLost += o.ClientsLost
+	m.QoSDowngrades += o.QoSDowngrades
 	m.ConnectAttempts += o.ConnectAttempts
 	m.ConnectOK += o.ConnectOK
 	m.ConnectFailed += o.ConnectFailed
