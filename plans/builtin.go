@@ -22,6 +22,7 @@ var builtinChecks = []struct {
 	{"lost == 0", []string{"lost", "loss_rate", "lost_unsent", "lost_unacked", "lost_broker"}},
 	{"duplicates == 0", []string{"duplicates", "dup_rate"}},
 	{"corrupted == 0", []string{"corrupted"}},
+	{"unexpected == 0", []string{"unexpected"}},
 	{"qos_downgrades == 0", []string{"qos_downgrades"}},
 	{"errors == 0", []string{"errors"}},
 }

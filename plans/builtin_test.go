@@ -10,7 +10,7 @@ import (
 // any scope.
 func TestBuiltinThresholds(t *testing.T) {
 	all := []string{"unsent == 0", "connect.failed == 0", "clients.lost == 0", "lost == 0", "duplicates == 0",
-		"corrupted == 0", "qos_downgrades == 0", "errors == 0"}
+		"corrupted == 0", "unexpected == 0", "qos_downgrades == 0", "errors == 0"}
 	without := func(drop ...string) []string {
 		var out []string
 		for _, e := range all {
@@ -34,7 +34,7 @@ func TestBuiltinThresholds(t *testing.T) {
 		{"lost_broker replaces lost == 0", []string{"lost_broker == 0"}, without("lost == 0")},
 		{"dup_rate replaces duplicates == 0", []string{"dup_rate < 0.01"}, without("duplicates == 0")},
 		{"every metric covered: none", []string{"unsent < 1", "connect.failed < 1", "clients.lost < 1", "lost < 1",
-			"duplicates < 1", "corrupted < 1", "qos_downgrades < 1", "errors < 1"}, nil},
+			"duplicates < 1", "corrupted < 1", "unexpected < 1", "qos_downgrades < 1", "errors < 1"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestBuiltinThresholdsJudge(t *testing.T) {
 		t.Fatalf("%d checks compiled, want %d: a built-in expression no longer compiles", len(ths), len(builtinChecks))
 	}
 	clean := MetricSet{"unsent": 0, "connect.failed": 0, "clients.lost": 0, "lost": 0, "duplicates": 0,
-		"corrupted": 0, "qos_downgrades": 0, "errors": 0}
+		"corrupted": 0, "unexpected": 0, "qos_downgrades": 0, "errors": 0}
 	for _, th := range ths {
 		m := Measured{Top: clean}
 		if r := th.Eval(m); !r.Pass {

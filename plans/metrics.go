@@ -116,6 +116,7 @@ func buildMetrics() []Metric {
 		{"loss_rate", Fraction, "lost / expected"},
 		{"duplicates", Count, "deliveries of a (publisher, sequence) already received by the same subscriber or share group"},
 		{"dup_rate", Fraction, "duplicates / received"},
+		{"unexpected", Count, "deliveries of the run's messages to a client none of whose subscriptions match their topic (no_local ignored, misrouting, a subscription left in a kept session): not received"},
 		{"overlap_copies", Count, "extra copies a broker sent a subscriber for its other matching subscriptions (one per matching filter): not duplicates"},
 		{"out_of_order", Count, "deliveries with a lower sequence than one already seen on their stream"},
 		{"ooo_rate", Fraction, "out_of_order / received"},

@@ -39,7 +39,7 @@ func TestMetricsCatalogue(t *testing.T) {
 		"connect.attempts", "connect.ok", "connect.failed", "connect.mean", "connect.p50", "connect.p99", "connect.max",
 		"subscribe.mean", "subscribe.p99", "subscribe.max", "errors", "disconnects", "reconnects",
 		"lag.p99", "lag.max", "late_rate",
-		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "clients.lost", "overlap_copies", "qos_downgrades"}
+		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "clients.lost", "overlap_copies", "qos_downgrades", "unexpected"}
 	for _, fam := range []string{"latency", "ack"} {
 		for _, s := range []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev"} {
 			want = append(want, fam+"."+s)
@@ -267,7 +267,7 @@ func TestCompileThresholdErrors(t *testing.T) {
 		{"unknown family member", "latency.p98 < 1s", 13, `unknown metric "latency.p98"; did you mean "latency.p99"?`},
 		{"unknown family member, no close name", "ack.foo < 1s", 9, `unknown metric "ack.foo" (ack.*: min, mean, p50, p90, p95, p99, p999, max, stddev)`},
 		{"typo in family", "lantency.p99 < 1s", 5, `unknown metric "lantency.p99"; did you mean "latency.p99"?`},
-		{"unknown metric, no close name", "bogus > 1", 5, `unknown metric "bogus" (metrics: sent, unsent, acked, expected, received, lost, lost_unsent, lost_unacked, lost_broker, loss_rate, duplicates, dup_rate, overlap_copies, out_of_order, ooo_rate, corrupted, send_rate, recv_rate, sent_bytes, received_bytes, latency.*, ack.*, connect.*, subscribe.*, errors, disconnects, reconnects, qos_downgrades, clients.*, lag.*, late_rate, p50, p90, p95, p99, p999, groups.<name>.*, phases.<name>.*)`},
+		{"unknown metric, no close name", "bogus > 1", 5, `unknown metric "bogus" (metrics: sent, unsent, acked, expected, received, lost, lost_unsent, lost_unacked, lost_broker, loss_rate, duplicates, dup_rate, unexpected, overlap_copies, out_of_order, ooo_rate, corrupted, send_rate, recv_rate, sent_bytes, received_bytes, latency.*, ack.*, connect.*, subscribe.*, errors, disconnects, reconnects, qos_downgrades, clients.*, lag.*, late_rate, p50, p90, p95, p99, p999, groups.<name>.*, phases.<name>.*)`},
 		{"family alone", "latency < 1s", 5, "latency is a family of metrics; name one of latency.{min,mean,p50,p90,p95,p99,p999,max,stddev}"},
 		{"field of a leaf", "p99.x < 1s", 9, `unknown metric "p99.x": p99 has no fields`},
 		{"field of a family member", "latency.p99.x < 1s", 17, `unknown metric "latency.p99.x": latency.p99 has no fields`},

@@ -200,6 +200,8 @@ func (v view) value(name string) (any, bool) {
 		return m.OutOfOrder, true
 	case "overlap_copies":
 		return m.OverlapCopies, true
+	case "unexpected":
+		return m.Unexpected, true
 	case "ooo_rate":
 		return ratio(m.OutOfOrder, m.Received)
 	case "corrupted":
