@@ -77,7 +77,7 @@ func (l *loader) parseSetValue(v string, secret bool) (*yaml.Node, error) {
 	v = strings.TrimSpace(v)
 	shown := quoteValue(v)
 	if secret {
-		shown = "(not shown, being a password)"
+		shown = "(not shown: it is or holds a password)"
 	}
 	if v == "" || !strings.ContainsAny(v[:1], "[{\"'") {
 		n := &yaml.Node{Kind: yaml.ScalarNode, Value: v}
@@ -124,7 +124,10 @@ func (l *loader) applySet(root *yaml.Node, raw string) {
 		fail("%v", err)
 		return
 	}
-	val, err := l.parseSetValue(value, steps[len(steps)-1].name == "password")
+	// A value is a secret when it is a password, or holds one (a group
+	// or mapping given whole: groups.pub={password: ...}).
+	secret := steps[len(steps)-1].name == "password" || strings.Contains(strings.ToLower(value), "password")
+	val, err := l.parseSetValue(value, secret)
 	if err != nil {
 		fail("%v", err)
 		return
@@ -144,11 +147,19 @@ func (l *loader) applySet(root *yaml.Node, raw string) {
 	}
 	cur, parent := root, (*yaml.Node)(nil)
 	path := ""
+	// describe says what cur is for a problem; a password already in the
+	// plan (or set by an earlier --set) is not quoted.
+	describe := func(n *yaml.Node) string {
+		if n.Kind == yaml.ScalarNode && !isNullNode(n) && strings.HasSuffix(path, "password") {
+			return "a password (not shown)"
+		}
+		return describeNode(n)
+	}
 	for i, st := range steps {
 		if st.index < 0 && path == "groups" {
 			// groups.<name>: a group chosen by its name.
 			if cur.Kind != yaml.SequenceNode {
-				fail("cannot choose group %q: groups is %s, not a list of groups", st.name, describeNode(cur))
+				fail("cannot choose group %q: groups is %s, not a list of groups", st.name, describe(cur))
 				return
 			}
 			var names []string
@@ -177,7 +188,7 @@ func (l *loader) applySet(root *yaml.Node, raw string) {
 				cur = m
 			}
 			if cur.Kind != yaml.MappingNode {
-				fail("cannot set %s: %s is %s, not a mapping", st.name, path, describeNode(cur))
+				fail("cannot set %s: %s is %s, not a mapping", st.name, path, describe(cur))
 				return
 			}
 			var child *yaml.Node
@@ -214,7 +225,7 @@ func (l *loader) applySet(root *yaml.Node, raw string) {
 			cur = s
 		}
 		if cur.Kind != yaml.SequenceNode {
-			fail("cannot use [%d]: %s is %s, not a list", st.index, path, describeNode(cur))
+			fail("cannot use [%d]: %s is %s, not a list", st.index, path, describe(cur))
 			return
 		}
 		n := len(cur.Content)

@@ -109,6 +109,9 @@ func TestNoPasswordInOutput(t *testing.T) {
 		{name: "validate --set password, a mapping", args: []string{"validate", "--set", "groups.pub.password={a: " + canary + "}", noPW}, code: 2, want: "must be a string"},
 		{name: "validate --set password, a list", args: []string{"validate", "--set", "groups.pub.password=[" + canary + "]", noPW}, code: 2, want: "must be a string"},
 		{name: "validate --set password, a broken ${", args: []string{"validate", "--set", `groups.pub.password="` + canary + `${"`, noPW}, code: 2, want: "malformed ${...}"},
+		{name: "validate --set under a password already set", args: []string{"validate", "--set", "groups.pub.password=" + canary, "--set", "groups.pub.password.x=1", noPW}, code: 2, want: "not a mapping"},
+		{name: "validate --set an index of a password already set", args: []string{"validate", "--set", "groups.pub.password=" + canary, "--set", "groups.pub.password[0]=1", noPW}, code: 2, want: "not a list"},
+		{name: "validate --set a group holding a password, not valid YAML", args: []string{"validate", "--set", "groups.pub={password: " + canary, noPW}, code: 2, want: "not shown"},
 		{name: "validate --set password, unknown group", args: []string{"validate", "--set", "groups.nope.password=" + canary, noPW}, code: 2, want: "no group named"},
 
 		// password: ${VAR} in the plan.
