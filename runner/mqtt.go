@@ -127,6 +127,11 @@ type mqttConn struct {
 	// and dead-connection detection (see pinger).
 	lastWrite atomic.Int64
 	lastRead  atomic.Int64
+	// pingsOut counts PINGREQs the broker has not answered yet (it
+	// answers them in order); probed says the end-of-publishing probe
+	// was sent (see probe).
+	pingsOut atomic.Int32
+	probed   atomic.Bool
 
 	// window holds one token per free in-flight slot; publish takes one
 	// and the acknowledgement gives it back.
@@ -577,6 +582,9 @@ func (c *mqttConn) handle(b0 byte, body []byte) error {
 		}
 		c.deliverSuback(sa)
 	case pktPingresp:
+		if c.pingsOut.Load() > 0 {
+			c.pingsOut.Add(-1)
+		}
 	case pktDisconnect:
 		reason := byte(0)
 		if len(body) > 0 {
@@ -909,10 +917,36 @@ func (c *mqttConn) ping(now int64) {
 	if now-c.lastWrite.Load() >= ka/2 {
 		c.wmu.Lock()
 		if c.werr == nil {
+			// Counted before the write: the answer may come before
+			// writeLocked returns.
+			c.pingsOut.Add(1)
 			_ = c.writeLocked([]byte{pktPingreq << 4, 0})
 		}
 		c.wmu.Unlock()
 	}
+}
+
+// probe sends a PINGREQ whose answer shows that the broker still reads
+// this connection, and so read everything written before it. A QoS 0
+// publisher gets no acknowledgement: without the probe, a broker that
+// stopped reading (paused, hung) takes a plan of QoS 0 publishers alone
+// to PASS, their publishes sitting in socket buffers. The write may block
+// on such a broker until the connection is closed, so the caller runs
+// probe on a goroutine of its own.
+func (c *mqttConn) probe() {
+	c.probed.Store(true)
+	c.pingsOut.Add(1)
+	c.wmu.Lock()
+	if c.werr == nil {
+		_ = c.writeLocked([]byte{pktPingreq << 4, 0})
+	}
+	c.wmu.Unlock()
+}
+
+// probeAnswered reports whether the probe, if one was sent, and every
+// PINGREQ before it have been answered.
+func (c *mqttConn) probeAnswered() bool {
+	return !c.probed.Load() || c.pingsOut.Load() == 0
 }
 
 // disconnect sends DISCONNECT (normal) and closes the connection.

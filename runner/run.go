@@ -900,6 +900,9 @@ func (r *run) publishPhases(ctx context.Context) {
 	if ctx.Err() != nil {
 		drain = min(r.interruptDrain(), prog.Drain)
 	}
+	if drain > 0 {
+		r.probeQoS0(pubs)
+	}
 	r.drainQuiet = r.drain(ctx, drain)
 	// A publish never acknowledged is one the broker did not take, as far
 	// as anyone can tell: an error, so that the built-in errors check
@@ -910,6 +913,9 @@ func (r *run) publishPhases(ctx context.Context) {
 			if n := mc.pending.Load(); n > 0 {
 				r.inflightAtEnd += int64(n)
 				r.fail(c.plan, fmt.Errorf("%s: publishes still awaiting their acknowledgement when drain ended", c.plan.ID))
+			}
+			if !mc.probeAnswered() {
+				r.fail(c.plan, fmt.Errorf("%s: the broker did not answer PINGREQ by the end of drain: it stopped reading, so its QoS 0 publishes may never have reached it", c.plan.ID))
 			}
 		}
 	}
@@ -1021,14 +1027,30 @@ func (r *run) interruptDrain() time.Duration {
 }
 
 // allAcked reports whether no QoS 1/2 PUBLISH is still awaiting its ack
-// on a live connection.
+// on a live connection, and no probe its PINGRESP.
 func (r *run) allAcked() bool {
 	for _, c := range r.clients {
-		if mc := c.live.Load(); mc != nil && c.ready.Load() && mc.pending.Load() > 0 {
+		if mc := c.live.Load(); mc != nil && c.ready.Load() && (mc.pending.Load() > 0 || !mc.probeAnswered()) {
 			return false
 		}
 	}
 	return true
+}
+
+// probeQoS0 probes (see mqttConn.probe) the connection of every QoS 0
+// publisher still connected when publishing stops: the answer, awaited
+// by drain like an acknowledgement, shows the broker read what it was
+// sent. QoS 1 and 2 publishers need no probe: their acknowledgements
+// show it.
+func (r *run) probeQoS0(pubs []*client) {
+	for _, c := range pubs {
+		if c.plan.Publish.QoS != 0 {
+			continue
+		}
+		if mc := c.live.Load(); mc != nil && c.ready.Load() {
+			go mc.probe()
+		}
+	}
 }
 
 // publish runs one client's open-loop schedule, woken by the pacer. The
