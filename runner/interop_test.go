@@ -170,3 +170,21 @@ func TestNoSubscriptionGranted(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicatesWithOverlappingFilters: on a broker that sends one copy
+// per client, a repeat on a stream with overlapping filters is a
+// duplicate, not an overlap copy, even though one delivery at a time the
+// two look alike. Counted as copies, a duplicating broker passed
+// `dup_rate == 0` with subscribers whose filters overlap.
+func TestDuplicatesWithOverlappingFilters(t *testing.T) {
+	prog := compile(t, overlapping(e2ePlan(3, 1, time.Second)))
+	st, b := runWith(t, prog, BrokerOptions{Faults: Faults{DuplicateEvery: 10}}, Options{})
+	m := all(st)
+	fc := b.FaultCounts()
+	if fc.Duplicated == 0 || m.Duplicates != int64(fc.Duplicated) || m.OverlapCopies != 0 {
+		t.Errorf("duplicates %d overlap copies %d, the broker duplicated %d", m.Duplicates, m.OverlapCopies, fc.Duplicated)
+	}
+	if want := planned(prog); m.Received != want+m.Duplicates || m.Lost != 0 {
+		t.Errorf("received %d lost %d, want %d + the duplicates, 0", m.Received, m.Lost, want)
+	}
+}

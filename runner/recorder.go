@@ -141,6 +141,20 @@ func (r *recorder) recordLostUnacked(phase, pub, recv int, n int64) {
 	st.mu.Unlock()
 }
 
+// recordMisjudgedCopies counts again, as duplicates received, n repeats
+// of payload size bytes first taken for overlap copies (see
+// stream.misjudged). It runs once, when the run is over.
+func (r *recorder) recordMisjudgedCopies(phase, group int, n, size int64) {
+	st := &r.stripes[0]
+	st.mu.Lock()
+	m := st.cell(r.nGroups, phase, group)
+	m.OverlapCopies -= n
+	m.Duplicates += n
+	m.Received += n
+	m.ReceivedBytes += n * size
+	st.mu.Unlock()
+}
+
 // recordAck counts one PUBACK/PUBCOMP and its latency; a refused publish
 // counts as an error through run.fail, not here.
 func (r *recorder) recordAck(client, phase, group int, d time.Duration, failed bool) {

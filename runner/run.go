@@ -1161,7 +1161,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 			// expect, so only deliveries, duplicates, order and latency
 			// (from its wall-clock intended time) are measured.
 			d.phase, d.group, d.pubGroup = int(r.phase.Load()), pc.Group, pc.Group
-			d.kind = r.observe(c, h)
+			d.kind = r.observe(c, h, d.phase)
 			d.bytes = int64(len(payload))
 			d.latency = max(0, time.Duration(r.epochWall+now-h.intended))
 			r.rec.recordReceive(pc.Index, d)
@@ -1180,7 +1180,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 	d.phase, d.group, d.pubGroup = phase, pc.Group, from.Group
 	d.bytes = int64(len(payload))
 	d.latency = time.Duration(now - sent)
-	d.kind = r.observe(c, h)
+	d.kind = r.observe(c, h, phase)
 	if d.kind == deliveryUnexpected {
 		r.rec.recordUnexpected(pc.Index, phase, pc.Group)
 		return
@@ -1194,7 +1194,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 // delivery the client's subscriptions do not imply is unexpected and
 // touches no stream: taken as received, it would stand in for a lost
 // delivery of another client of the same group.
-func (r *run) observe(c *client, h header) delivery {
+func (r *run) observe(c *client, h header, phase int) delivery {
 	if sh := c.share; sh != nil {
 		expected, ok := c.expects[h.pub]
 		if !ok {
@@ -1225,7 +1225,7 @@ func (r *run) observe(c *client, h header) delivery {
 	if c.lastStream.unexpected {
 		return deliveryUnexpected
 	}
-	return c.lastStream.classify(c.lastStream.observe(h.seq))
+	return c.lastStream.classify(c.lastStream.observe(h.seq), phase)
 }
 
 // matches counts c's filters that match the topic of publisher pub and
@@ -1324,6 +1324,14 @@ func (r *run) settle(readersDone bool) {
 			continue
 		}
 		for pub, st := range c.streams {
+			if st.misjudged() {
+				size := int64(r.prog.Clients[pub].Publish.Size)
+				for i, n := range st.copiesBy {
+					if n > 0 {
+						r.rec.recordMisjudgedCopies(phWarmup+i, c.plan.Group, int64(n), size)
+					}
+				}
+			}
 			if !st.unexpected {
 				byPub[pub] = append(byPub[pub], holder{st, c.plan.Group})
 			}

@@ -22,6 +22,10 @@ type stream struct {
 	// copies the repeats taken as such copies, at most extra per message.
 	extra          uint8
 	firsts, copies uint32
+	// copiesBy splits copies by the messages' publishing phase (warmup,
+	// ramp, steady), so that settle can count them again as duplicates
+	// where they were not overlap copies after all (see classify).
+	copiesBy [3]uint32
 	// unexpected: none of the subscriber's filters matches the
 	// publisher's topic, so the plan implies no delivery on this stream
 	// and none is counted as received (see Metrics.Unexpected).
@@ -109,15 +113,32 @@ func (s *stream) has(seq uint32) bool {
 // classify turns observe's verdict into the delivery's kind, telling a
 // repeat that is a copy for an overlapping subscription (while the stream
 // has had fewer such copies than extra per first delivery) from a real
-// duplicate.
-func (s *stream) classify(kind delivery) delivery {
+// duplicate. phase is the message's publishing phase.
+//
+// A repeat cannot be told from a copy one delivery at a time. The stream
+// as a whole can: a broker that sends a copy per subscription sends one
+// for (nearly) every message, one that sends one copy per client sends
+// none, and its repeats are duplicates. So the copies are provisional and
+// settle counts them as duplicates after all on a stream where fewer than
+// half the messages came with their copies (misjudged).
+func (s *stream) classify(kind delivery, phase int) delivery {
 	if kind != deliveryDuplicate {
 		s.firsts++
 		return kind
 	}
 	if s.extra > 0 && uint64(s.copies) < uint64(s.extra)*uint64(s.firsts) {
 		s.copies++
+		if i := phase - phWarmup; i >= 0 && i < len(s.copiesBy) {
+			s.copiesBy[i]++
+		}
 		return deliveryOverlap
 	}
 	return kind
+}
+
+// misjudged reports whether the stream's overlap copies were in fact a
+// one-copy-per-client broker's duplicates: fewer than half the copies
+// that a copy per subscription would have brought.
+func (s *stream) misjudged() bool {
+	return s.copies > 0 && 2*uint64(s.copies) < uint64(s.extra)*uint64(s.firsts)
 }
