@@ -380,11 +380,7 @@ func TestFaults(t *testing.T) {
 		{
 			name: "publishers kicked by the broker: lost for good, the rest of their schedule unsent",
 			run: func(t *testing.T) (int, *faultReport) {
-				b, err := runner.StartBroker(runner.BrokerOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = b.Close(5 * time.Second) })
+				b := embedded(t, runner.BrokerOptions{})
 				fr := startFaultRun(t, b.URL(), "", "")
 				fr.waitSteady()
 				if n := b.Kick("fpub-"); n != 10 {
@@ -412,36 +408,18 @@ func TestFaults(t *testing.T) {
 				return takeover(t, m.MQTT)
 			},
 			want: exitFail,
-			check: func(t *testing.T, r *faultReport) {
-				// Mosquitto 2.0.11 closes the taken-over connection
-				// without a DISCONNECT: all a client sees is the end.
-				if !r.errorsMention("lost its connection") {
-					t.Errorf("errors do not say the connections were lost: %v", r.ErrorSamples)
-				}
-				if r.n("clients.lost") != 10 || r.n("unsent") == 0 {
-					t.Errorf("clients.lost %d unsent %d, want 10 and > 0", r.n("clients.lost"), r.n("unsent"))
-				}
-			},
+			// Mosquitto 2.0.11 closes the taken-over connection without a
+			// DISCONNECT: all a client sees is the end.
+			check: takenOver("lost its connection"),
 		},
 		{
 			name: "session takeover by a second run with the same client ids, on the embedded broker",
 			run: func(t *testing.T) (int, *faultReport) {
-				b, err := runner.StartBroker(runner.BrokerOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = b.Close(5 * time.Second) })
+				b := embedded(t, runner.BrokerOptions{})
 				return takeover(t, b.URL())
 			},
-			want: exitFail,
-			check: func(t *testing.T, r *faultReport) {
-				if !r.errorsMention("session taken over") {
-					t.Errorf("errors do not say the session was taken over: %v", r.ErrorSamples)
-				}
-				if r.n("clients.lost") != 10 || r.n("unsent") == 0 {
-					t.Errorf("clients.lost %d unsent %d, want 10 and > 0", r.n("clients.lost"), r.n("unsent"))
-				}
-			},
+			want:  exitFail,
+			check: takenOver("session taken over"),
 		},
 		{
 			name: "embedded broker dropping 1 delivery in 50: exactly its drops lost, by the broker",
@@ -496,11 +474,7 @@ func TestFaults(t *testing.T) {
 				for i := 1; i <= 8; i++ {
 					users[fmt.Sprintf("p%d", i)] = "pw"
 				}
-				b, err := runner.StartBroker(runner.BrokerOptions{Users: users})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = b.Close(5 * time.Second) })
+				b := embedded(t, runner.BrokerOptions{Users: users})
 				fr := startFaultRun(t, b.URL(), `    username: "s%i"
     password: pw`, `    username: "p%i"
     password: pw`)
@@ -594,14 +568,35 @@ func TestFaults(t *testing.T) {
 // f, and hands the report and the broker's exact fault counts to check.
 func withFaults(t *testing.T, f runner.Faults, check func(*testing.T, *faultReport, runner.FaultCounts)) (int, *faultReport) {
 	t.Helper()
-	b, err := runner.StartBroker(runner.BrokerOptions{Faults: f})
+	b := embedded(t, runner.BrokerOptions{Faults: f})
+	code, r := startFaultRun(t, b.URL(), "", "").finish()
+	check(t, r, b.FaultCounts())
+	return code, r
+}
+
+// embedded starts an embedded broker with opts until the test ends.
+func embedded(t *testing.T, opts runner.BrokerOptions) *runner.Broker {
+	t.Helper()
+	b, err := runner.StartBroker(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close(5 * time.Second) })
-	code, r := startFaultRun(t, b.URL(), "", "").finish()
-	check(t, r, b.FaultCounts())
-	return code, r
+	return b
+}
+
+// takenOver checks a run whose publishers' sessions a second run took
+// over: every publisher lost for good, the rest of its schedule unsent,
+// and the errors saying so with mention.
+func takenOver(mention string) func(*testing.T, *faultReport) {
+	return func(t *testing.T, r *faultReport) {
+		if !r.errorsMention(mention) {
+			t.Errorf("errors do not mention %q: %v", mention, r.ErrorSamples)
+		}
+		if r.n("clients.lost") != 10 || r.n("unsent") == 0 {
+			t.Errorf("clients.lost %d unsent %d, want 10 and > 0", r.n("clients.lost"), r.n("unsent"))
+		}
+	}
 }
 
 // takeover runs the fault plan against url and, once it is steady, a
