@@ -283,13 +283,7 @@ func TestFaults(t *testing.T) {
 	}{
 		{
 			name: "mosquitto killed mid-run: every client lost, the rest of the schedule unsent",
-			run: func(t *testing.T) (int, *faultReport) {
-				m := mosquittotest.StartProcess(t, mosquittotest.Options{})
-				fr := startFaultRun(t, m.MQTT, "", "")
-				fr.waitSteady()
-				m.Kill()
-				return fr.finish()
-			},
+			run:  atSteady((*mosquittotest.Process).Kill),
 			want: exitFail,
 			check: func(t *testing.T, r *faultReport) {
 				if r.n("unsent") == 0 || r.n("clients.lost") != 20 || r.n("disconnects") != 20 {
@@ -359,13 +353,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name: "mosquitto paused for good: the run still ends, what was in flight lost unacknowledged",
-			run: func(t *testing.T) (int, *faultReport) {
-				m := mosquittotest.StartProcess(t, mosquittotest.Options{})
-				fr := startFaultRun(t, m.MQTT, "", "")
-				fr.waitSteady()
-				m.Pause()
-				return fr.finish()
-			},
+			run:  atSteady((*mosquittotest.Process).Pause),
 			want: exitFail,
 			check: func(t *testing.T, r *faultReport) {
 				if r.n("lost_unsent")+r.n("lost_unacked") == 0 || r.n("lost_broker") != 0 {
@@ -572,6 +560,18 @@ func withFaults(t *testing.T, f runner.Faults, check func(*testing.T, *faultRepo
 	code, r := startFaultRun(t, b.URL(), "", "").finish()
 	check(t, r, b.FaultCounts())
 	return code, r
+}
+
+// atSteady runs the fault plan against a Mosquitto of its own and does
+// fault to it as soon as the steady phase begins.
+func atSteady(fault func(*mosquittotest.Process)) func(*testing.T) (int, *faultReport) {
+	return func(t *testing.T) (int, *faultReport) {
+		m := mosquittotest.StartProcess(t, mosquittotest.Options{})
+		fr := startFaultRun(t, m.MQTT, "", "")
+		fr.waitSteady()
+		fault(m)
+		return fr.finish()
+	}
 }
 
 // embedded starts an embedded broker with opts until the test ends.
