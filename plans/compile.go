@@ -2,6 +2,7 @@ package plans
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
 	"math"
 	"slices"
 	"strconv"
@@ -31,7 +32,8 @@ type Program struct {
 	// anything is published. A client's index here is its publisher number
 	// in message headers.
 	Clients []Client
-	// Phases lists every phase in PhaseNames order with its planned length.
+	// Phases holds every phase, indexed by phase.Phase, with its planned
+	// length and load.
 	Phases []PhasePlan
 	// Warmup, Ramp and Steady are the publishing phases' lengths (Steady is
 	// derived from publish counts when the plan has no duration).
@@ -45,9 +47,9 @@ type GroupProgram struct {
 	// Index is the group's position in Plan.Groups.
 	Index int
 	Name  string
-	// Stage is 0 for groups that subscribe (connected first) and 1 for the
-	// others.
-	Stage int
+	// Stage is when the group connects: groups that subscribe connect
+	// first, so that every subscription is in before anyone publishes.
+	Stage ConnectStage
 	// First is the index of the group's first client in Program.Clients;
 	// its clients are Clients[First : First+Count].
 	First, Count int
@@ -125,7 +127,7 @@ type ClientPublish struct {
 
 // PhasePlan is one phase of the timeline as planned.
 type PhasePlan struct {
-	Name string
+	Phase phase.Phase
 	// Length is the planned length: exact for warmup, ramp and steady; the
 	// connection ramps' span for connect; the upper bound for drain; 0 for
 	// phases whose length depends on the broker (subscribe, disconnect).
@@ -235,7 +237,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		gp.Index, gp.Name, gp.First, gp.Count = gi, g.Name, len(prog.Clients), g.Count
 		gp.Subscribes, gp.Publishes = len(g.Subscribe) > 0, g.Publish != nil
 		if !gp.Subscribes {
-			gp.Stage = 1
+			gp.Stage = ConnectOthers
 		}
 		if g.ConnectRate > 0 {
 			gp.ConnectSpan = time.Duration(float64(g.Count-1) / g.ConnectRate * float64(time.Second))
@@ -504,32 +506,36 @@ func setExpected(pub *ClientPublish, table []int) {
 // (a year of nanosecond intervals to a million subscribers): they
 // saturate at math.MaxInt64 rather than wrap to a negative figure.
 func planPhases(prog *Program) []PhasePlan {
-	phases := make([]PhasePlan, len(PhaseNames))
-	for i, n := range PhaseNames {
-		phases[i].Name = n
+	phases := make([]PhasePlan, phase.Count)
+	for _, ph := range phase.All {
+		phases[ph].Phase = ph
 	}
-	var span [2]time.Duration
+	var span [connectStages]time.Duration
 	for _, gp := range prog.Groups {
 		span[gp.Stage] = max(span[gp.Stage], gp.ConnectSpan)
 	}
-	phases[0].Length = satAdd(span[0], span[1])
-	phases[0].Connects = len(prog.Clients)
-	phases[2].Length, phases[3].Length, phases[4].Length = prog.Warmup, prog.Ramp, prog.Steady
-	phases[5].Length = prog.Drain
+	phases[phase.Connect].Length = satAdd(span[ConnectSubscribers], span[ConnectOthers])
+	phases[phase.Connect].Connects = len(prog.Clients)
+	phases[phase.Warmup].Length = prog.Warmup
+	phases[phase.Ramp].Length = prog.Ramp
+	phases[phase.Steady].Length = prog.Steady
+	phases[phase.Drain].Length = prog.Drain
+	// Publishing phase k spans [bounds[k], bounds[k+1]) of the schedule.
+	publishing := [...]phase.Phase{phase.Warmup, phase.Ramp, phase.Steady}
 	bounds := []time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
 	for i := range prog.Clients {
 		pub := prog.Clients[i].Publish
 		if pub == nil {
 			continue
 		}
-		for ph := 0; ph < 3; ph++ {
-			n := int64(pub.Schedule.Messages(bounds[ph], bounds[ph+1]))
+		for k, ph := range publishing {
+			n := int64(pub.Schedule.Messages(bounds[k], bounds[k+1]))
 			d := satMul(n, int64(pub.Expected))
-			phase := &phases[2+ph]
-			phase.Messages = satAdd(phase.Messages, n)
-			phase.Deliveries = satAdd(phase.Deliveries, d)
-			phase.Bytes = satAdd(phase.Bytes, satMul(n, int64(pub.Size)))
-			phase.DeliveredBytes = satAdd(phase.DeliveredBytes, satMul(d, int64(pub.Size)))
+			pp := &phases[ph]
+			pp.Messages = satAdd(pp.Messages, n)
+			pp.Deliveries = satAdd(pp.Deliveries, d)
+			pp.Bytes = satAdd(pp.Bytes, satMul(n, int64(pub.Size)))
+			pp.DeliveredBytes = satAdd(pp.DeliveredBytes, satMul(d, int64(pub.Size)))
 		}
 	}
 	return phases
@@ -554,18 +560,36 @@ func satMul(a, b int64) int64 {
 	return a * b
 }
 
-// PhaseOf returns the index in PhaseNames of the publishing phase that
-// contains offset t from the start of warmup (warmup, ramp or steady).
-func (p *Program) PhaseOf(t time.Duration) int {
+// PhaseOf returns the publishing phase that contains offset t from the
+// start of warmup (warmup, ramp or steady).
+func (p *Program) PhaseOf(t time.Duration) phase.Phase {
 	switch {
 	case t < p.Warmup:
-		return 2
+		return phase.Warmup
 	case t < p.Warmup+p.Ramp:
-		return 3
+		return phase.Ramp
 	default:
-		return 4
+		return phase.Steady
 	}
 }
+
+// ConnectStage orders the connection ramps within the connect phase.
+type ConnectStage uint8
+
+// The connect stages, in order.
+const (
+	// ConnectSubscribers is the groups that subscribe: they connect and
+	// subscribe first, so that no message is published before a
+	// subscription that expects it is in.
+	ConnectSubscribers ConnectStage = iota
+	// ConnectOthers is the groups that only publish (or only connect).
+	ConnectOthers
+	// connectStages is the number of stages.
+	connectStages
+)
+
+// ConnectStages lists the connect stages in order.
+var ConnectStages = [...]ConnectStage{ConnectSubscribers, ConnectOthers}
 
 // String summarises a client for error messages.
 func (c *Client) String() string {

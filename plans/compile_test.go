@@ -2,6 +2,7 @@ package plans
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -452,10 +453,10 @@ func TestCompileClients(t *testing.T) {
 			t.Errorf("client %d has index %d", i, c.Index)
 		}
 	}
-	if g := prog.Groups[1]; g.First != 0 || g.Count != 2 || g.Stage != 0 {
+	if g := prog.Groups[1]; g.First != 0 || g.Count != 2 || g.Stage != ConnectSubscribers {
 		t.Errorf("sub group = %+v", g)
 	}
-	if g := prog.Groups[0]; g.First != 2 || g.Stage != 1 {
+	if g := prog.Groups[0]; g.First != 2 || g.Stage != ConnectOthers {
 		t.Errorf("pub group = %+v", g)
 	}
 }
@@ -468,24 +469,25 @@ func TestCompilePhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]PhasePlan{}
-	for _, ph := range prog.Phases {
-		byName[ph.Name] = ph
+	for i, ph := range prog.Phases {
+		if ph.Phase != phase.Phase(i) {
+			t.Errorf("Phases[%d] is %v: the slice must be indexed by phase", i, ph.Phase)
+		}
 	}
 	// 10 clients at 2 msg/s: 40 in the 2 s warmup, half that (20) over
 	// the 2 s linear ramp, 200 in the 10 s steady phase.
-	for name, want := range map[string]int64{PhaseWarmup: 40, PhaseRamp: 20, PhaseSteady: 200} {
-		if got := byName[name].Messages; got != want {
-			t.Errorf("%s: %d messages, want %d", name, got, want)
+	for ph, want := range map[phase.Phase]int64{phase.Warmup: 40, phase.Ramp: 20, phase.Steady: 200} {
+		if got := prog.Phases[ph].Messages; got != want {
+			t.Errorf("%s: %d messages, want %d", ph, got, want)
 		}
-		if got := byName[name].Deliveries; got != want {
-			t.Errorf("%s: %d deliveries, want %d", name, got, want)
+		if got := prog.Phases[ph].Deliveries; got != want {
+			t.Errorf("%s: %d deliveries, want %d", ph, got, want)
 		}
-		if got := byName[name].Bytes; got != want*100 {
-			t.Errorf("%s: %d bytes, want %d", name, got, want*100)
+		if got := prog.Phases[ph].Bytes; got != want*100 {
+			t.Errorf("%s: %d bytes, want %d", ph, got, want*100)
 		}
 	}
-	if got := byName[PhaseConnect]; got.Connects != 20 || got.Length != 9*time.Millisecond+9*time.Millisecond {
+	if got := prog.Phases[phase.Connect]; got.Connects != 20 || got.Length != 9*time.Millisecond+9*time.Millisecond {
 		t.Errorf("connect phase = %+v", got)
 	}
 }

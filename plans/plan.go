@@ -265,17 +265,3 @@ type ThresholdSource struct {
 // HeaderSize is the measurement header every payload starts with:
 // publisher number (uint32), sequence (uint32), intended send time (int64).
 const HeaderSize = 16
-
-// Phase names, in timeline order. Thresholds reach them as phases.<name>.
-const (
-	PhaseConnect    = "connect"
-	PhaseSubscribe  = "subscribe"
-	PhaseWarmup     = "warmup"
-	PhaseRamp       = "ramp"
-	PhaseSteady     = "steady"
-	PhaseDrain      = "drain"
-	PhaseDisconnect = "disconnect"
-)
-
-// PhaseNames lists every phase name in timeline order.
-var PhaseNames = []string{PhaseConnect, PhaseSubscribe, PhaseWarmup, PhaseRamp, PhaseSteady, PhaseDrain, PhaseDisconnect}

@@ -3,6 +3,7 @@ package plans
 import (
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
 	"math"
 	"reflect"
 	"regexp"
@@ -88,7 +89,7 @@ type Measured struct {
 	Top MetricSet
 	// Groups is keyed by group name; a group without a set had no samples.
 	Groups map[string]MetricSet
-	// Phases is keyed by phase name (PhaseNames).
+	// Phases is keyed by phase name (phase.Phase.String()).
 	Phases map[string]MetricSet
 }
 
@@ -343,7 +344,7 @@ func newThresholdEnv(p *Plan) *thresholdEnv {
 		groups[g.Name] = metrics
 	}
 	phases := types.Map{}
-	for _, name := range PhaseNames {
+	for _, name := range phase.Names() {
 		e.phaseSet[name] = true
 		phases[name] = metrics
 	}
@@ -1005,7 +1006,7 @@ func (c *thCompiler) metric(n ast.Node) thType {
 	case "groups", "phases":
 		kind, known, list := "group", c.env.groupSet, c.env.groups
 		if root.name == "phases" {
-			kind, known, list = "phase", c.env.phaseSet, PhaseNames
+			kind, known, list = "phase", c.env.phaseSet, phase.Names()
 		}
 		example := "sub"
 		if len(list) > 0 {

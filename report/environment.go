@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"math"
 	"strings"
 	"time"
@@ -8,7 +10,6 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/runner"
 )
 
 // Environment turns what a run measured into the metric environment that
@@ -22,23 +23,23 @@ import (
 //     `connect.failed == 0` must see those failures.
 //   - Groups[name]: the same for one plan group.
 //   - Phases[name]: one phase's own figures, for every name in
-//     plans.PhaseNames, even a phase the run never reached (its counts are 0).
+//     phase.All, even a phase the run never reached (its counts are 0).
 //
 // A metric with no samples (an empty histogram, a rate over zero time, a
 // ratio with a zero denominator) is absent from its MetricSet, so that a
 // threshold reading it fails instead of comparing against a made-up zero.
 // Counts are always present: a zero count is a real measurement.
-func Environment(p *plans.Plan, st *runner.Stats) plans.Measured {
+func Environment(p *plans.Plan, st *stats.Stats) plans.Measured {
 	if st == nil {
-		st = &runner.Stats{}
+		st = &stats.Stats{}
 	}
 	var groups []plans.Group
 	if p != nil {
 		groups = p.Groups
 	}
 
-	steady := st.Phase(plans.PhaseSteady)
-	var steadyTotal runner.Metrics
+	steady := st.Phase(phase.Steady)
+	var steadyTotal stats.Metrics
 	var steadyDur time.Duration
 	if steady != nil {
 		steadyTotal = steady.Total
@@ -46,8 +47,8 @@ func Environment(p *plans.Plan, st *runner.Stats) plans.Measured {
 	}
 
 	// Connection figures over the whole run, for the run and per group.
-	var runConn runner.Metrics
-	groupConn := make([]runner.Metrics, len(groups))
+	var runConn stats.Metrics
+	groupConn := make([]stats.Metrics, len(groups))
 	for i := range st.Phases {
 		ph := &st.Phases[i]
 		addConnection(&runConn, &ph.Total)
@@ -61,10 +62,10 @@ func Environment(p *plans.Plan, st *runner.Stats) plans.Measured {
 	m := plans.Measured{
 		Top:    metricSet(view{msg: &steadyTotal, conn: &runConn, dur: steadyDur, subscriberView: true}),
 		Groups: make(map[string]plans.MetricSet, len(groups)),
-		Phases: make(map[string]plans.MetricSet, len(plans.PhaseNames)),
+		Phases: make(map[string]plans.MetricSet, phase.Count),
 	}
 	for gi, g := range groups {
-		var gm runner.Metrics
+		var gm stats.Metrics
 		if steady != nil && gi < len(steady.Groups) {
 			gm = steady.Groups[gi]
 		}
@@ -73,14 +74,14 @@ func Environment(p *plans.Plan, st *runner.Stats) plans.Measured {
 		m.Groups[g.Name] = metricSet(view{msg: &gm, conn: &groupConn[gi], dur: steadyDur,
 			subscriberView: len(g.Subscribe) > 0 || g.Publish == nil})
 	}
-	for _, name := range plans.PhaseNames {
-		var pm runner.Metrics
+	for _, p := range phase.All {
+		var pm stats.Metrics
 		var dur time.Duration
-		if ph := st.Phase(name); ph != nil {
+		if ph := st.Phase(p); ph != nil {
 			pm = ph.Total
 			dur = ph.Duration()
 		}
-		m.Phases[name] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true})
+		m.Phases[p.String()] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true})
 	}
 	return m
 }
@@ -88,8 +89,8 @@ func Environment(p *plans.Plan, st *runner.Stats) plans.Measured {
 // addConnection adds the connection-related figures of src into dst. It
 // touches neither src's histograms (merged into fresh ones, never shared)
 // nor its message figures.
-func addConnection(dst, src *runner.Metrics) {
-	dst.Merge(&runner.Metrics{
+func addConnection(dst, src *stats.Metrics) {
+	dst.Merge(&stats.Metrics{
 		Errors:          src.Errors,
 		Disconnects:     src.Disconnects,
 		Reconnects:      src.Reconnects,
@@ -108,7 +109,7 @@ func addConnection(dst, src *runner.Metrics) {
 // metrics from conn (the same Metrics for a phase, the whole run for the
 // top level and groups), rates over dur.
 type view struct {
-	msg, conn *runner.Metrics
+	msg, conn *stats.Metrics
 	dur       time.Duration
 	// subscriberView selects Expected/Received/Lost (deliveries to the
 	// scope's clients) over ExpectedOwn/ReceivedOwn/LostOwn (deliveries of

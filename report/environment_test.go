@@ -2,13 +2,14 @@ package report
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"math"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/runner"
 )
 
 // kindType is the Go type each metric kind promises (plans.MetricKind).
@@ -30,7 +31,7 @@ func TestEnvironmentCatalogue(t *testing.T) {
 		set  plans.MetricSet
 	}{
 		{"top", m.Top},
-		{"phases.steady+connect", mergeSets(m.Phases[plans.PhaseSteady], m.Phases[plans.PhaseConnect], m.Phases[plans.PhaseSubscribe])},
+		{"phases.steady+connect", mergeSets(m.Phases["steady"], m.Phases["connect"], m.Phases["subscribe"])},
 	}
 	for _, sc := range scopes {
 		t.Run(sc.name, func(t *testing.T) {
@@ -67,8 +68,8 @@ func TestEnvironmentCatalogue(t *testing.T) {
 			}
 		}
 	}
-	if len(m.Phases) != len(plans.PhaseNames) {
-		t.Errorf("phases: got %d sets, want one per plans.PhaseNames (%d)", len(m.Phases), len(plans.PhaseNames))
+	if len(m.Phases) != phase.Count {
+		t.Errorf("phases: got %d sets, want one per phase (%d)", len(m.Phases), phase.Count)
 	}
 }
 
@@ -166,13 +167,13 @@ func TestEnvironmentValues(t *testing.T) {
 		{"publisher: failed connect", "groups", "pub", "connect.failed", 1},
 		{"publisher: late rate", "groups", "pub", "late_rate", 0.025},
 		// Phases: their own figures.
-		{"connect phase: failed", "phases", plans.PhaseConnect, "connect.failed", 1},
-		{"connect phase: sent nothing", "phases", plans.PhaseConnect, "sent", 0},
-		{"steady phase: no connects", "phases", plans.PhaseSteady, "connect.attempts", 0},
-		{"steady phase: errors of steady only", "phases", plans.PhaseSteady, "errors", 2},
-		{"steady phase: p99", "phases", plans.PhaseSteady, "latency.p99", 1500 * us},
-		{"subscribe phase: subscribe max", "phases", plans.PhaseSubscribe, "subscribe.max", 400 * us},
-		{"warmup never ran: counts 0", "phases", plans.PhaseWarmup, "sent", 0},
+		{"connect phase: failed", "phases", "connect", "connect.failed", 1},
+		{"connect phase: sent nothing", "phases", "connect", "sent", 0},
+		{"steady phase: no connects", "phases", "steady", "connect.attempts", 0},
+		{"steady phase: errors of steady only", "phases", "steady", "errors", 2},
+		{"steady phase: p99", "phases", "steady", "latency.p99", 1500 * us},
+		{"subscribe phase: subscribe max", "phases", "subscribe", "subscribe.max", 400 * us},
+		{"warmup never ran: counts 0", "phases", "warmup", "sent", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,14 +215,14 @@ func TestEnvironmentMissing(t *testing.T) {
 		{"no run: no send rate over no time", empty, "", "", "send_rate", false},
 		{"no run: no connect latency", empty, "", "", "connect.p99", false},
 		{"no run: groups still have counts", empty, "groups", "sub", "received", true},
-		{"no run: every phase has counts", empty, "phases", plans.PhaseDrain, "received", true},
-		{"zero-length phase: no rate", full, "phases", plans.PhaseWarmup, "send_rate", false},
-		{"zero-length phase: counts", full, "phases", plans.PhaseWarmup, "sent", true},
+		{"no run: every phase has counts", empty, "phases", "drain", "received", true},
+		{"zero-length phase: no rate", full, "phases", "warmup", "send_rate", false},
+		{"zero-length phase: counts", full, "phases", "warmup", "sent", true},
 		{"publisher: no latency of its own deliveries", full, "groups", "pub", "latency.p99", false},
 		{"publisher: no dup rate (nothing delivered to it)", full, "groups", "pub", "dup_rate", false},
 		{"subscriber: no ack latency", full, "groups", "sub", "ack.p99", false},
 		{"subscriber: no late rate (sends nothing)", full, "groups", "sub", "late_rate", false},
-		{"drain: no subscribe latency", full, "phases", plans.PhaseDrain, "subscribe.max", false},
+		{"drain: no subscribe latency", full, "phases", "drain", "subscribe.max", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,7 +236,7 @@ func TestEnvironmentMissing(t *testing.T) {
 
 // TestGroupSemantics pins which figures a group's delivery metrics count.
 func TestGroupSemantics(t *testing.T) {
-	steady := runner.Metrics{
+	steady := stats.Metrics{
 		Expected: 5, Received: 4, Lost: 1,
 		ExpectedOwn: 50, ReceivedOwn: 40, LostOwn: 10,
 		Sent: 100,
@@ -257,12 +258,12 @@ func TestGroupSemantics(t *testing.T) {
 			p := &plans.Plan{Name: "x", Groups: []plans.Group{tc.group}}
 			phases := phasesAt()
 			for i := range phases {
-				if phases[i].Name == plans.PhaseSteady {
-					phases[i].Groups = []runner.Metrics{steady}
+				if phases[i].Phase == phase.Steady {
+					phases[i].Groups = []stats.Metrics{steady}
 					phases[i].Total = steady
 				}
 			}
-			set := Environment(p, &runner.Stats{Phases: phases}).Groups["g"]
+			set := Environment(p, &stats.Stats{Phases: phases}).Groups["g"]
 			got := [3]any{set["expected"], set["received"], set["lost"]}
 			want := [3]any{tc.expected, tc.received, tc.lost}
 			if got != want {
@@ -280,10 +281,10 @@ func TestGroupSemantics(t *testing.T) {
 // the CLI may write several reports from one Stats.
 func TestEnvironmentDoesNotMutate(t *testing.T) {
 	st := fullStats(t)
-	before := fmt.Sprint(st.Phase(plans.PhaseConnect).Total.Connect.TotalCount(), st.Phase(plans.PhaseSteady).Total.Latency.TotalCount())
+	before := fmt.Sprint(st.Phase(phase.Connect).Total.Connect.TotalCount(), st.Phase(phase.Steady).Total.Latency.TotalCount())
 	Environment(testPlan(), st)
 	Evaluate(testPlan(), nil, st)
-	after := fmt.Sprint(st.Phase(plans.PhaseConnect).Total.Connect.TotalCount(), st.Phase(plans.PhaseSteady).Total.Latency.TotalCount())
+	after := fmt.Sprint(st.Phase(phase.Connect).Total.Connect.TotalCount(), st.Phase(phase.Steady).Total.Latency.TotalCount())
 	if before != after {
 		t.Fatalf("histogram counts changed: %s -> %s", before, after)
 	}

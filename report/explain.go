@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -118,10 +119,10 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 	fmt.Fprintln(tw, "phase\tlength\tconnects/s\tpublishes/s\tdeliveries/s\tout bytes/s\tin bytes/s\tmessages\tdeliveries\t")
 	for _, ph := range prog.Phases {
 		length := fmtDuration(ph.Length)
-		switch ph.Name {
-		case plans.PhaseSubscribe, plans.PhaseDisconnect:
+		switch ph.Phase {
+		case phase.Subscribe, phase.Disconnect:
 			length = "as needed"
-		case plans.PhaseDrain:
+		case phase.Drain:
 			length = "≤ " + fmtDuration(ph.Length)
 		}
 		connects := "-"
@@ -141,7 +142,7 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			}
 			return fmt.Sprint(n)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", ph.Name, length, connects,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", ph.Phase, length, connects,
 			dash(ph.Messages, true), dash(ph.Deliveries, true), dash(ph.Bytes, true), dash(ph.DeliveredBytes, true),
 			dash(ph.Messages, false), dash(ph.Deliveries, false))
 	}

@@ -1,13 +1,14 @@
 package report
 
 import (
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"testing"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/runner"
 )
 
 // The fixtures describe one small, fully populated run that every test
@@ -70,7 +71,7 @@ func testPlan(thresholds ...string) *plans.Plan {
 // value, count pairs.
 func hist(t testing.TB, pairs ...int64) *hdrhistogram.Histogram {
 	t.Helper()
-	h := runner.NewHistogram()
+	h := stats.NewHistogram()
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if err := h.RecordValues(pairs[i], pairs[i+1]); err != nil {
 			t.Fatalf("RecordValues(%d, %d): %v", pairs[i], pairs[i+1], err)
@@ -81,60 +82,60 @@ func hist(t testing.TB, pairs ...int64) *hdrhistogram.Histogram {
 
 // phasesAt builds the phases of the fixture run: connect 1 s, subscribe
 // 100 ms, no warmup or ramp, steady 10 s, drain 500 ms, disconnect 100 ms.
-func phasesAt() []runner.PhaseStats {
-	bounds := map[string][2]time.Duration{
-		plans.PhaseConnect:    {0, time.Second},
-		plans.PhaseSubscribe:  {time.Second, 1100 * time.Millisecond},
-		plans.PhaseWarmup:     {1100 * time.Millisecond, 1100 * time.Millisecond},
-		plans.PhaseRamp:       {1100 * time.Millisecond, 1100 * time.Millisecond},
-		plans.PhaseSteady:     {1100 * time.Millisecond, 11100 * time.Millisecond},
-		plans.PhaseDrain:      {11100 * time.Millisecond, 11600 * time.Millisecond},
-		plans.PhaseDisconnect: {11600 * time.Millisecond, 11700 * time.Millisecond},
+func phasesAt() []stats.PhaseStats {
+	bounds := map[phase.Phase][2]time.Duration{
+		phase.Connect:    {0, time.Second},
+		phase.Subscribe:  {time.Second, 1100 * time.Millisecond},
+		phase.Warmup:     {1100 * time.Millisecond, 1100 * time.Millisecond},
+		phase.Ramp:       {1100 * time.Millisecond, 1100 * time.Millisecond},
+		phase.Steady:     {1100 * time.Millisecond, 11100 * time.Millisecond},
+		phase.Drain:      {11100 * time.Millisecond, 11600 * time.Millisecond},
+		phase.Disconnect: {11600 * time.Millisecond, 11700 * time.Millisecond},
 	}
-	var out []runner.PhaseStats
-	for _, name := range plans.PhaseNames {
-		b := bounds[name]
-		out = append(out, runner.PhaseStats{Name: name, Start: b[0], End: b[1], Groups: make([]runner.Metrics, 2)})
+	var out []stats.PhaseStats
+	for _, p := range phase.All {
+		b := bounds[p]
+		out = append(out, stats.PhaseStats{Phase: p, Start: b[0], End: b[1], Groups: make([]stats.Metrics, 2)})
 	}
 	return out
 }
 
 // fullStats is the fixture run with every kind of figure present.
-func fullStats(t testing.TB) *runner.Stats {
+func fullStats(t testing.TB) *stats.Stats {
 	t.Helper()
-	st := &runner.Stats{
+	st := &stats.Stats{
 		Started:   started,
 		Elapsed:   11700 * time.Millisecond,
 		BrokerURL: "mqtt://127.0.0.1:41883",
 		Phases:    phasesAt(),
-		Groups: []runner.GroupInfo{
+		Groups: []stats.GroupInfo{
 			{Name: "sub", Clients: 4, Connected: 4, ConnectedAtEnd: 4},
 			{Name: "pub", Clients: 4, Connected: 3, ConnectedAtEnd: 3},
 		},
-		Broker: &runner.BrokerStats{
+		Broker: &stats.Broker{
 			MessagesReceived: 8000, MessagesSent: 7993,
 			MessagesDropped: 7, InflightDropped: 3, ClientsMaximum: 8,
 		},
 		ErrorSamples: []string{"pub-4: connect: connection refused"},
 	}
-	set := func(phase string, g int, m runner.Metrics) {
-		ph := st.Phase(phase)
+	set := func(p phase.Phase, g int, m stats.Metrics) {
+		ph := st.Phase(p)
 		ph.Groups[g] = m
 	}
 
 	// connect: sub 4/4 in 500..900 µs; pub 4 of 5 attempts, one refused.
-	set(plans.PhaseConnect, 0, runner.Metrics{ConnectAttempts: 4, ConnectOK: 4, Connect: hist(t, 500, 2, 900, 2)})
-	set(plans.PhaseConnect, 1, runner.Metrics{ConnectAttempts: 5, ConnectOK: 4, ConnectFailed: 1, Errors: 1, Connect: hist(t, 600, 4)})
+	set(phase.Connect, 0, stats.Metrics{ConnectAttempts: 4, ConnectOK: 4, Connect: hist(t, 500, 2, 900, 2)})
+	set(phase.Connect, 1, stats.Metrics{ConnectAttempts: 5, ConnectOK: 4, ConnectFailed: 1, Errors: 1, Connect: hist(t, 600, 4)})
 	// subscribe: four SUBACKs.
-	set(plans.PhaseSubscribe, 0, runner.Metrics{Subscribe: hist(t, 200, 3, 400, 1)})
+	set(phase.Subscribe, 0, stats.Metrics{Subscribe: hist(t, 200, 3, 400, 1)})
 
 	// steady: 8000 published, 7993 deliveries of which 3 duplicates, 10 lost.
-	set(plans.PhaseSteady, 0, runner.Metrics{
+	set(phase.Steady, 0, stats.Metrics{
 		Expected: 8000, Received: 7993, Lost: 10, Duplicates: 3, OutOfOrder: 2, Corrupted: 1,
 		ReceivedBytes: 7_993_000,
 		Latency:       hist(t, 1000, 7900, 1500, 83, 2000, 10),
 	})
-	set(plans.PhaseSteady, 1, runner.Metrics{
+	set(phase.Steady, 1, stats.Metrics{
 		Sent: 8000, Acked: 7998, SentBytes: 8_000_000,
 		ExpectedOwn: 8000, ReceivedOwn: 7993, LostOwn: 10,
 		Late: 200, Errors: 2, Disconnects: 1, Reconnects: 1,
@@ -148,8 +149,8 @@ func fullStats(t testing.TB) *runner.Stats {
 		}
 	}
 	for s := 1; s <= 3; s++ {
-		st.Timeline = append(st.Timeline, runner.Second{
-			At: time.Duration(s) * time.Second, Phase: plans.PhaseSteady, Connected: 7,
+		st.Timeline = append(st.Timeline, stats.Second{
+			At: time.Duration(s) * time.Second, Phase: phase.Steady, Connected: 7,
 			Sent: 800, Received: 799, P50: time.Millisecond, P99: 1500 * time.Microsecond,
 			Max: 2 * time.Millisecond, LagMax: 1200 * time.Microsecond,
 		})
@@ -159,8 +160,8 @@ func fullStats(t testing.TB) *runner.Stats {
 
 // emptyStats is a run that measured nothing: interrupted before it
 // connected.
-func emptyStats(testing.TB) *runner.Stats {
-	return &runner.Stats{
+func emptyStats(testing.TB) *stats.Stats {
+	return &stats.Stats{
 		Started:     started,
 		Elapsed:     300 * time.Millisecond,
 		BrokerURL:   "mqtt://broker.invalid:1883",
@@ -192,9 +193,9 @@ func withBuiltins(t testing.TB, p *plans.Plan) []*plans.Threshold {
 // never acknowledged and did not arrive, and the broker lost 8 more. So
 // 8050 deliveries were expected, 7990 arrived (7993 with 3 duplicates)
 // and 60 were lost: 50 unsent + 2 unacked + 8 by the broker.
-func faultStats(t testing.TB) *runner.Stats {
+func faultStats(t testing.TB) *stats.Stats {
 	st := fullStats(t)
-	st.Groups[1] = runner.GroupInfo{Name: "pub", Clients: 4, Connected: 3, ConnectedAtEnd: 2, Lost: 1}
+	st.Groups[1] = stats.GroupInfo{Name: "pub", Clients: 4, Connected: 3, ConnectedAtEnd: 2, Lost: 1}
 	st.ErrorSamples = []string{
 		"connect pub-4 to mqtt://127.0.0.1:41883: connection refused",
 		"pub-3 lost its connection: broker sent DISCONNECT: session taken over",
@@ -202,14 +203,14 @@ func faultStats(t testing.TB) *runner.Stats {
 	}
 	st.InFlightAtEnd = 2
 	st.Notices = []string{"group sub: asked QoS 2, the broker granted QoS 1 (4 of 4 clients): deliveries come at the granted QoS"}
-	ph := st.Phase(plans.PhaseSteady)
+	ph := st.Phase(phase.Steady)
 	ph.Groups[0].OverlapCopies = 5
 	sub, pub := &ph.Groups[0], &ph.Groups[1]
 	sub.Expected, sub.Lost, sub.LostUnsent, sub.LostUnacked = 8050, 60, 50, 2
 	pub.Unsent, pub.ExpectedOwn, pub.ReceivedOwn, pub.LostOwn = 50, 8050, 7990, 60
 	pub.LostUnsentOwn, pub.LostUnackedOwn = 50, 2
 	pub.Errors, pub.Reconnects, pub.ClientsLost = 3, 0, 1
-	ph.Total = runner.Metrics{}
+	ph.Total = stats.Metrics{}
 	for g := range ph.Groups {
 		ph.Total.Merge(&ph.Groups[g])
 	}

@@ -3,11 +3,10 @@ package report
 import (
 	"bytes"
 	"flag"
+	"github.com/mqplan/mqplan/stats"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/mqplan/mqplan/runner"
 )
 
 // update rewrites the golden files instead of comparing with them:
@@ -66,7 +65,7 @@ func goldenCases(t *testing.T) []struct {
 	// which the built-in checks would fail.
 	for i := range clean.Phases {
 		ph := &clean.Phases[i]
-		ph.Total = runner.Metrics{}
+		ph.Total = stats.Metrics{}
 		for g := range ph.Groups {
 			m := &ph.Groups[g]
 			m.ConnectAttempts -= m.ConnectFailed

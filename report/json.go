@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"github.com/mqplan/mqplan/stats"
 	"io"
 	"math"
 	"reflect"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/mqplan/mqplan/internal/outfile"
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/runner"
 )
 
 // JSONVersion is the version of the JSON report's shape. It changes only
@@ -161,7 +161,7 @@ func (r *Result) doc() jsonDoc {
 		d.Thresholds = append(d.Thresholds, jt)
 	}
 	for _, p := range r.Phases {
-		d.Phases = append(d.Phases, jsonPhase{Name: p.Name, Start: p.Start, End: p.End, Duration: p.Duration()})
+		d.Phases = append(d.Phases, jsonPhase{Name: p.Phase.String(), Start: p.Start, End: p.End, Duration: p.Duration()})
 	}
 	for _, g := range r.Groups {
 		d.Groups = append(d.Groups, jsonGroup{Name: g.Name, Publishes: g.Publishes, Subscribes: g.Subscribes,
@@ -175,7 +175,7 @@ func (r *Result) doc() jsonDoc {
 		d.Latency = append(d.Latency, jl)
 	}
 	for _, s := range r.Timeline {
-		js := jsonSecond{At: s.At, Phase: s.Phase, Connected: s.Connected, Lost: s.Lost, Sent: s.Sent, Received: s.Received,
+		js := jsonSecond{At: s.At, Phase: s.Phase.String(), Connected: s.Connected, Lost: s.Lost, Sent: s.Sent, Received: s.Received,
 			Errors: s.Errors, Disconnects: s.Disconnects, LagMax: s.LagMax}
 		if s.Received > 0 {
 			js.P50, js.P99, js.Max = &s.P50, &s.P99, &s.Max
@@ -208,7 +208,7 @@ func redactPlan(p *plans.Plan) *plans.Plan {
 // same fields: the conversion fails to compile when they drift apart, so a
 // new runner field cannot silently go missing from the report. (jsonSecond
 // differs in its latency fields' types; TestJSONSecondMirrorsSecond checks it.)
-var _ = jsonBroker(runner.BrokerStats{})
+var _ = jsonBroker(stats.Broker{})
 
 // MarshalJSON gives a Result the report's JSON shape, so that json.Marshal
 // on a Result agrees with WriteJSON.

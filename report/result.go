@@ -1,5 +1,5 @@
 // Package report owns mqplan's verdicts and their presentation: it turns a
-// run's runner.Stats into the metric environment (Environment), judges the
+// run's stats.Stats into the metric environment (Environment), judges the
 // plan's thresholds against it (Evaluate), and writes the outcome as a human
 // summary table (WriteTable) or a JSON document (WriteJSON, WriteJSONFile).
 //
@@ -10,13 +10,14 @@ package report
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/runner"
 )
 
 // Verdicts, as shown on the table's last line and in JSON's "verdict".
@@ -50,7 +51,7 @@ type Result struct {
 	Started time.Time
 	Elapsed time.Duration
 	// Phases are the run's phases, in timeline order, as they happened.
-	Phases []Phase
+	Phases []PhaseSpan
 	// Groups describe each plan group's clients, in plan order.
 	Groups []Group
 	// Measured is the metric environment the thresholds were judged
@@ -59,15 +60,15 @@ type Result struct {
 	// Latency summarises the run's latency histograms: end-to-end and ack
 	// over the steady phase, connect and subscribe over the whole run.
 	Latency []LatencyRow
-	// Late counts steady-phase sends more than runner.LateThreshold behind
+	// Late counts steady-phase sends more than stats.LateThreshold behind
 	// their schedule (late_rate is Late / sent).
 	Late int64
 	// Thresholds are the plan's thresholds with their outcomes, in plan order.
 	Thresholds []ThresholdOutcome
 	// Timeline is the per-second history.
-	Timeline []runner.Second
+	Timeline []stats.Second
 	// Broker holds the embedded broker's own counters (nil when external).
-	Broker *runner.BrokerStats
+	Broker *stats.Broker
 	// Interrupted is set when a signal or a cancelled context stopped the run.
 	Interrupted bool
 	// Incomplete, when non-empty, says why the run could not complete.
@@ -90,14 +91,15 @@ type Result struct {
 	Warnings []string
 }
 
-// Phase is one phase of the run as it happened, as offsets from the start.
-type Phase struct {
-	Name       string
+// PhaseSpan is when one phase of the run happened, as offsets from the
+// start.
+type PhaseSpan struct {
+	Phase      phase.Phase
 	Start, End time.Duration
 }
 
 // Duration is how long the phase lasted.
-func (p Phase) Duration() time.Duration { return p.End - p.Start }
+func (p PhaseSpan) Duration() time.Duration { return p.End - p.Start }
 
 // Group is one plan group's clients and role.
 type Group struct {
@@ -111,7 +113,7 @@ type Group struct {
 	// messages.
 	Publishes, Subscribes bool
 	// Late counts the group's steady-phase sends more than
-	// runner.LateThreshold behind their schedule.
+	// stats.LateThreshold behind their schedule.
 	Late int64
 }
 
@@ -145,9 +147,9 @@ type ThresholdOutcome struct {
 // A threshold that reads a metric with no samples fails (Threshold.Eval
 // decides); thresholds are judged even on an incomplete run, so the user
 // sees how far it got, but the verdict is then INCOMPLETE.
-func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *runner.Stats) *Result {
+func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats) *Result {
 	if st == nil {
-		st = &runner.Stats{}
+		st = &stats.Stats{}
 	}
 	env := Environment(p, st)
 	r := &Result{
@@ -168,10 +170,10 @@ func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *runner.Stats) *Result {
 		r.Unsent += st.Phases[i].Total.Unsent
 	}
 	for _, ph := range st.Phases {
-		r.Phases = append(r.Phases, Phase{Name: ph.Name, Start: ph.Start, End: ph.End})
+		r.Phases = append(r.Phases, PhaseSpan{Phase: ph.Phase, Start: ph.Start, End: ph.End})
 	}
 
-	steady := st.Phase(plans.PhaseSteady)
+	steady := st.Phase(phase.Steady)
 	if steady != nil {
 		r.Late = steady.Total.Late
 	}
@@ -203,13 +205,13 @@ func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *runner.Stats) *Result {
 
 // latencyRows summarises the top-level histograms, scoped like the
 // environment: messages over steady, connections over the whole run.
-func latencyRows(st *runner.Stats) []LatencyRow {
-	var steady, run runner.Metrics
-	if ph := st.Phase(plans.PhaseSteady); ph != nil {
-		steady.Merge(&runner.Metrics{Latency: ph.Total.Latency, Ack: ph.Total.Ack})
+func latencyRows(st *stats.Stats) []LatencyRow {
+	var steady, run stats.Metrics
+	if ph := st.Phase(phase.Steady); ph != nil {
+		steady.Merge(&stats.Metrics{Latency: ph.Total.Latency, Ack: ph.Total.Ack})
 	}
 	for i := range st.Phases {
-		run.Merge(&runner.Metrics{Connect: st.Phases[i].Total.Connect, Subscribe: st.Phases[i].Total.Subscribe})
+		run.Merge(&stats.Metrics{Connect: st.Phases[i].Total.Connect, Subscribe: st.Phases[i].Total.Subscribe})
 	}
 	rows := []LatencyRow{{Name: "e2e"}, {Name: "ack"}, {Name: "connect"}, {Name: "subscribe"}}
 	for i, h := range [...]*hdrhistogram.Histogram{steady.Latency, steady.Ack, run.Connect, run.Subscribe} {
@@ -230,7 +232,7 @@ func latencyRows(st *runner.Stats) []LatencyRow {
 }
 
 // warnings lists what makes the figures misleading if read alone.
-func warnings(r *Result, st *runner.Stats) []string {
+func warnings(r *Result, st *stats.Stats) []string {
 	var ws []string
 	for _, g := range r.Groups {
 		if st.Elapsed > 0 && g.Connected < g.Clients {
@@ -256,7 +258,7 @@ func warnings(r *Result, st *runner.Stats) []string {
 	}
 	if lr, ok := r.Measured.Top["late_rate"].(float64); ok && lr > lateWarnRate {
 		ws = append(ws, fmt.Sprintf("generator fell behind its schedule: %d sends (%s) more than %s late",
-			r.Late, fmtPercent(lr), fmtDuration(runner.LateThreshold)))
+			r.Late, fmtPercent(lr), fmtDuration(stats.LateThreshold)))
 	}
 	if b := st.Broker; b != nil {
 		if n := b.MessagesDropped + b.InflightDropped; n > 0 {

@@ -4,22 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/runner"
 )
 
 func TestThresholds(t *testing.T) {
 	tests := []struct {
 		name   string
 		expr   string
-		stats  func(testing.TB) *runner.Stats
+		stats  func(testing.TB) *stats.Stats
 		pass   bool
 		reason string // substring of the reason when failing
 		values string // measuredValues as the table shows them
@@ -161,31 +160,31 @@ func TestWarnings(t *testing.T) {
 	const brokerWarning = "the embedded broker dropped 10 messages: losses below are the broker's, not mqplan's"
 	tests := []struct {
 		name   string
-		modify func(*runner.Stats)
+		modify func(*stats.Stats)
 		want   []string // in every output
 		absent []string // in no output
 		// tableHas says whether the table has its broker section.
 		tableHas bool
 	}{
-		{"late sends and broker drops", func(*runner.Stats) {}, []string{lateWarning, brokerWarning}, nil, true},
-		{"late sends at 1% are tolerated", func(st *runner.Stats) {
+		{"late sends and broker drops", func(*stats.Stats) {}, []string{lateWarning, brokerWarning}, nil, true},
+		{"late sends at 1% are tolerated", func(st *stats.Stats) {
 			setLate(st, 80) // exactly 1% of 8000
 			st.Broker = nil
 		}, nil, []string{"generator fell behind", "broker dropped"}, false},
-		{"just above 1% warns", func(st *runner.Stats) {
+		{"just above 1% warns", func(st *stats.Stats) {
 			setLate(st, 81)
 		}, []string{"generator fell behind its schedule: 81 sends (1.01%) more than 1ms late"}, nil, true},
-		{"broker without drops", func(st *runner.Stats) {
+		{"broker without drops", func(st *stats.Stats) {
 			st.Broker.MessagesDropped, st.Broker.InflightDropped = 0, 0
 		}, nil, []string{"broker dropped"}, true},
-		{"inflight drops alone", func(st *runner.Stats) {
+		{"inflight drops alone", func(st *stats.Stats) {
 			st.Broker.MessagesDropped = 0
 		}, []string{"the embedded broker dropped 3 messages"}, nil, true},
-		{"deliveries no subscription implies", func(st *runner.Stats) {
-			st.Phase(plans.PhaseSteady).Total.Unexpected = 35
+		{"deliveries no subscription implies", func(st *stats.Stats) {
+			st.Phase(phase.Steady).Total.Unexpected = 35
 		}, []string{"35 deliveries of this run's messages reached clients none of whose subscriptions match their topic"}, nil, true},
-		{"values over the histograms' range", func(st *runner.Stats) {
-			st.Phase(plans.PhaseSteady).Total.OverRange = 2
+		{"values over the histograms' range", func(st *stats.Stats) {
+			st.Phase(phase.Steady).Total.OverRange = 2
 		}, []string{"2 measurements above the histograms' 60s limit"}, nil, true},
 	}
 	for _, tc := range tests {
@@ -214,8 +213,8 @@ func TestWarnings(t *testing.T) {
 }
 
 // setLate sets the steady phase's late sends (all from the publisher).
-func setLate(st *runner.Stats, n int64) {
-	ph := st.Phase(plans.PhaseSteady)
+func setLate(st *stats.Stats, n int64) {
+	ph := st.Phase(phase.Steady)
 	ph.Total.Late = n
 	ph.Groups[1].Late = n
 }
@@ -481,11 +480,11 @@ func TestEvaluateNil(t *testing.T) {
 }
 
 // TestJSONSecondMirrorsSecond keeps the JSON timeline in step with
-// runner.Second: same field names, in the same order.
+// stats.Second: same field names, in the same order.
 func TestJSONSecondMirrorsSecond(t *testing.T) {
-	a, b := reflect.TypeFor[runner.Second](), reflect.TypeFor[jsonSecond]()
+	a, b := reflect.TypeFor[stats.Second](), reflect.TypeFor[jsonSecond]()
 	if a.NumField() != b.NumField() {
-		t.Fatalf("runner.Second has %d fields, jsonSecond %d", a.NumField(), b.NumField())
+		t.Fatalf("stats.Second has %d fields, jsonSecond %d", a.NumField(), b.NumField())
 	}
 	for i := range a.NumField() {
 		if a.Field(i).Name != b.Field(i).Name {
@@ -497,7 +496,7 @@ func TestJSONSecondMirrorsSecond(t *testing.T) {
 // TestJSONTimelineEmptySecond: a second without deliveries has no latency
 // figures (null), not a misleading 0s.
 func TestJSONTimelineEmptySecond(t *testing.T) {
-	r := &Result{Timeline: []runner.Second{{At: 1e9, Phase: "connect"}, {At: 2e9, Phase: "steady", Received: 5, P50: 1e6, P99: 2e6, Max: 3e6}}}
+	r := &Result{Timeline: []stats.Second{{At: 1e9, Phase: phase.Connect}, {At: 2e9, Phase: phase.Steady, Received: 5, P50: 1e6, P99: 2e6, Max: 3e6}}}
 	var b bytes.Buffer
 	if err := WriteJSON(&b, r); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"io"
 	"strconv"
 	"strings"
@@ -13,7 +15,6 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/runner"
 )
 
 // WriteTable writes the human summary: a header line, warnings, then the
@@ -121,7 +122,7 @@ func writeHeader(b *bytes.Buffer, r *Result) error {
 	var phases []string
 	for _, ph := range r.Phases {
 		if ph.Duration() > 0 {
-			phases = append(phases, ph.Name+" "+fmtDuration(ph.Duration()))
+			phases = append(phases, ph.Phase.String()+" "+fmtDuration(ph.Duration()))
 		}
 	}
 	if len(phases) > 0 {
@@ -160,7 +161,7 @@ func orDash(s string) string {
 // ", 10s", or "" when the run never reached it.
 func (r *Result) steadyLength() string {
 	for _, ph := range r.Phases {
-		if ph.Name == plans.PhaseSteady {
+		if ph.Phase == phase.Steady {
 			return ", " + fmtDuration(ph.Duration())
 		}
 	}
@@ -256,7 +257,7 @@ func writeDelivery(b *bytes.Buffer, r *Result) error {
 }
 
 func writeHealth(b *bytes.Buffer, r *Result) error {
-	section(b, "Generator health (steady phase; lag = actual - intended send time; late = lag over "+fmtDuration(runner.LateThreshold)+")")
+	section(b, "Generator health (steady phase; lag = actual - intended send time; late = lag over "+fmtDuration(stats.LateThreshold)+")")
 	t := newTable(b, "group", "lag p99", "lag max", "late sends", "late %")
 	var rows [][]string
 	row := func(name string, m plans.MetricSet, late int64) []string {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"github.com/mqplan/mqplan/stats"
 	"io"
 	"net"
 	"strings"
@@ -210,7 +211,7 @@ func TestUnacknowledgedPublishesFail(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			prog := pubOnly(tt.qos)
-			var st *Stats
+			var st *stats.Stats
 			if tt.silent {
 				st, _ = runAt(t, prog, silentBroker(t))
 			} else {

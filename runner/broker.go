@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/stats"
 	"log/slog"
 	"math"
 	"net"
@@ -313,9 +314,9 @@ func (b *Broker) WebSocketURL() string {
 // BrokerOptions.Faults are not in these counters (see FaultCounts):
 // MessagesSent counts PUBLISH packets actually written, so with faults it is
 // FaultCounts.Deliveries - Dropped + Duplicated once everything is flushed.
-func (b *Broker) Stats() BrokerStats {
+func (b *Broker) Stats() stats.Broker {
 	info := b.srv.Info
-	return BrokerStats{
+	return stats.Broker{
 		MessagesReceived: atomic.LoadInt64(&info.MessagesReceived),
 		MessagesSent:     atomic.LoadInt64(&info.MessagesSent),
 		MessagesDropped:  atomic.LoadInt64(&info.MessagesDropped),

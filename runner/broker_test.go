@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/mqplan/mqplan/stats"
 	"log/slog"
 	"net"
 	"strings"
@@ -373,7 +374,7 @@ func TestBrokerRoundTrip(t *testing.T) {
 			}
 			btWaitFor(t, "MessagesSent to reach n", func() bool { return b.Stats().MessagesSent == n })
 			btWaitFor(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
-			want := BrokerStats{MessagesReceived: n, MessagesSent: n, ClientsMaximum: 2}
+			want := stats.Broker{MessagesReceived: n, MessagesSent: n, ClientsMaximum: 2}
 			if s := b.Stats(); s != want {
 				t.Errorf("Stats() = %+v, want %+v", s, want)
 			}
@@ -543,7 +544,7 @@ func TestBrokerFaults(t *testing.T) {
 			wantSent := int64(len(got))
 			btWaitFor(t, "MessagesSent", func() bool { return b.Stats().MessagesSent == wantSent })
 			btWaitFor(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
-			want := BrokerStats{MessagesReceived: int64(sentinel), MessagesSent: wantSent, ClientsMaximum: 2}
+			want := stats.Broker{MessagesReceived: int64(sentinel), MessagesSent: wantSent, ClientsMaximum: 2}
 			if s := b.Stats(); s != want {
 				t.Errorf("Stats() = %+v, want %+v", s, want)
 			}
@@ -666,7 +667,7 @@ func TestBrokerFanOut(t *testing.T) {
 	// The extra hook runs after mochi counted the write.
 	btWaitFor(t, "the extra hook to see every delivery", func() bool { return counter.publishes.Load() == subs*msgs })
 	btWaitFor(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
-	want := BrokerStats{MessagesReceived: msgs, MessagesSent: subs * msgs, ClientsMaximum: subs + 1}
+	want := stats.Broker{MessagesReceived: msgs, MessagesSent: subs * msgs, ClientsMaximum: subs + 1}
 	if s := b.Stats(); s != want {
 		t.Errorf("Stats() = %+v, want %+v", s, want)
 	}

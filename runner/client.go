@@ -41,7 +41,7 @@ type client struct {
 	// subscribed is set once the broker granted one of its subscriptions.
 	subscribed atomic.Bool
 	// lostPhase is the phase of the client's last connection loss.
-	lostPhase atomic.Int32
+	lostPhase atomic.Uint32
 	// next is the index in the schedule of the first message the
 	// publisher did not get to (sent or failed), written by its publish
 	// goroutine and read when publishing is over: the messages from there

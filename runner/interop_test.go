@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/mqplan/mqplan/stats"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func overlapping(p *plans.Plan) *plans.Plan {
 	return p
 }
 
-func hasNotice(st *Stats, s string) bool {
+func hasNotice(st *stats.Stats, s string) bool {
 	for _, n := range st.Notices {
 		if strings.Contains(n, s) {
 			return true
@@ -101,7 +102,7 @@ func TestOverlapOneCopy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prog := compile(t, overlapping(e2ePlan(3, 1, time.Second)))
-			var st *Stats
+			var st *stats.Stats
 			if tc.url == nil {
 				st, _ = runWith(t, prog, BrokerOptions{}, Options{})
 			} else {

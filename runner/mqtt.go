@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
 	"io"
 	"net"
 	"slices"
@@ -64,7 +65,7 @@ var errConnClosed = errors.New("connection closed")
 // inflightMsg is one QoS 1/2 PUBLISH awaiting its PUBACK/PUBCOMP.
 type inflightMsg struct {
 	sent  int64 // ns since the run's epoch
-	phase int
+	phase phase.Phase
 	qos   byte
 	used  bool
 	// seq and intended are the message's header fields, so that it can

@@ -1,12 +1,13 @@
 package runner
 
 import (
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/mqplan/mqplan/plans"
 )
 
 // recorder collects every measurement of a run. It is striped: each client
@@ -23,7 +24,7 @@ type recorder struct {
 type stripe struct {
 	mu sync.Mutex
 	// cells[phase*nGroups+group] are the totals per phase and group.
-	cells []Metrics
+	cells []stats.Metrics
 	// sec accumulates the current second for the timeline.
 	sec secondAcc
 	_   [64]byte // keep neighbouring stripes' locks off one cache line
@@ -40,8 +41,8 @@ func newRecorder(nGroups int) *recorder {
 	n := max(4, 2*runtime.GOMAXPROCS(0))
 	r := &recorder{stripes: make([]stripe, n), nGroups: nGroups}
 	for i := range r.stripes {
-		r.stripes[i].cells = make([]Metrics, len(plans.PhaseNames)*nGroups)
-		r.stripes[i].sec.latency = NewHistogram()
+		r.stripes[i].cells = make([]stats.Metrics, phase.Count*nGroups)
+		r.stripes[i].sec.latency = stats.NewHistogram()
 	}
 	return r
 }
@@ -50,22 +51,22 @@ func newRecorder(nGroups int) *recorder {
 func (r *recorder) stripeFor(client int) *stripe { return &r.stripes[client%len(r.stripes)] }
 
 // cell returns the metrics of a phase and group; the stripe must be locked.
-func (s *stripe) cell(nGroups, phase, group int) *Metrics {
-	return &s.cells[phase*nGroups+group]
+func (s *stripe) cell(nGroups int, ph phase.Phase, group int) *stats.Metrics {
+	return &s.cells[int(ph)*nGroups+group]
 }
 
 // record adds v (µs) to *h, allocating the histogram on first use only, and
 // counts values beyond its range instead of dropping them silently.
 func record(h **hdrhistogram.Histogram, v int64, over *int64) {
 	if *h == nil {
-		*h = NewHistogram()
+		*h = stats.NewHistogram()
 	}
-	if v < histMin {
-		v = histMin
+	if v < stats.HistogramMin {
+		v = stats.HistogramMin
 	}
-	if v > histMax {
+	if v > stats.HistogramMax {
 		*over++
-		v = histMax
+		v = stats.HistogramMax
 	}
 	_ = (*h).RecordValue(v)
 }
@@ -74,11 +75,12 @@ func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
 // sendRecord is what a publisher records for one message.
 type sendRecord struct {
-	phase, group int
-	bytes        int64
-	expected     int64
-	expectedBy   []int // deliveries by receiving group
-	lag          time.Duration
+	phase      phase.Phase
+	group      int
+	bytes      int64
+	expected   int64
+	expectedBy []int // deliveries by receiving group
+	lag        time.Duration
 }
 
 // recordSend counts one PUBLISH written.
@@ -96,7 +98,7 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 	}
 	lag := micros(s.lag)
 	record(&m.Lag, lag, &m.OverRange)
-	if s.lag > LateThreshold {
+	if s.lag > stats.LateThreshold {
 		m.Late++
 	}
 	st.sec.sent++
@@ -110,19 +112,19 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 // for in phase and that were never sent, and the deliveries they imply
 // (by receiving group) as expected and lost: a message that never left
 // is a delivery that never arrived, whatever the reason.
-func (r *recorder) recordUnsent(client int, phase, group int, n int64, expected int64, expectedBy []int) {
+func (r *recorder) recordUnsent(client int, ph phase.Phase, group int, n int64, expected int64, expectedBy []int) {
 	if n <= 0 {
 		return
 	}
 	st := r.stripeFor(client)
 	st.mu.Lock()
-	m := st.cell(r.nGroups, phase, group)
+	m := st.cell(r.nGroups, ph, group)
 	m.Unsent += n
 	m.ExpectedOwn += n * expected
 	m.LostUnsentOwn += n * expected
 	for g, k := range expectedBy {
 		if k != 0 {
-			c := st.cell(r.nGroups, phase, g)
+			c := st.cell(r.nGroups, ph, g)
 			c.Expected += n * int64(k)
 			c.LostUnsent += n * int64(k)
 		}
@@ -133,21 +135,21 @@ func (r *recorder) recordUnsent(client int, phase, group int, n int64, expected 
 // recordLostUnacked counts n deliveries to group recv of publisher group
 // pub's messages of phase that were sent, never acknowledged and never
 // delivered. It runs once, when the run is over.
-func (r *recorder) recordLostUnacked(phase, pub, recv int, n int64) {
+func (r *recorder) recordLostUnacked(ph phase.Phase, pub, recv int, n int64) {
 	st := &r.stripes[0]
 	st.mu.Lock()
-	st.cell(r.nGroups, phase, recv).LostUnacked += n
-	st.cell(r.nGroups, phase, pub).LostUnackedOwn += n
+	st.cell(r.nGroups, ph, recv).LostUnacked += n
+	st.cell(r.nGroups, ph, pub).LostUnackedOwn += n
 	st.mu.Unlock()
 }
 
 // recordMisjudgedCopies counts again, as duplicates received, n repeats
 // of payload size bytes first taken for overlap copies (see
 // stream.misjudged). It runs once, when the run is over.
-func (r *recorder) recordMisjudgedCopies(phase, group int, n, size int64) {
+func (r *recorder) recordMisjudgedCopies(ph phase.Phase, group int, n, size int64) {
 	st := &r.stripes[0]
 	st.mu.Lock()
-	m := st.cell(r.nGroups, phase, group)
+	m := st.cell(r.nGroups, ph, group)
 	m.OverlapCopies -= n
 	m.Duplicates += n
 	m.Received += n
@@ -157,13 +159,13 @@ func (r *recorder) recordMisjudgedCopies(phase, group int, n, size int64) {
 
 // recordAck counts one PUBACK/PUBCOMP and its latency; a refused publish
 // counts as an error through run.fail, not here.
-func (r *recorder) recordAck(client, phase, group int, d time.Duration, failed bool) {
+func (r *recorder) recordAck(client int, ph phase.Phase, group int, d time.Duration, failed bool) {
 	if failed {
 		return
 	}
 	st := r.stripeFor(client)
 	st.mu.Lock()
-	m := st.cell(r.nGroups, phase, group)
+	m := st.cell(r.nGroups, ph, group)
 	m.Acked++
 	record(&m.Ack, micros(d), &m.OverRange)
 	st.mu.Unlock()
@@ -171,19 +173,19 @@ func (r *recorder) recordAck(client, phase, group int, d time.Duration, failed b
 
 // recordError counts one error (every error the report lists counts once,
 // so that its "N in all" is the errors metric).
-func (r *recorder) recordError(client, phase, group int) {
+func (r *recorder) recordError(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
-	st.cell(r.nGroups, phase, group).Errors++
+	st.cell(r.nGroups, ph, group).Errors++
 	st.sec.errors++
 	st.mu.Unlock()
 }
 
 // recvRecord is what a subscriber records for one delivery.
 type recvRecord struct {
-	phase    int // send phase of the message
-	group    int // receiving client's group
-	pubGroup int // publishing client's group
+	phase    phase.Phase // send phase of the message
+	group    int         // receiving client's group
+	pubGroup int         // publishing client's group
 	bytes    int64
 	latency  time.Duration
 	kind     delivery
@@ -215,32 +217,32 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 	us := micros(d.latency)
 	record(&m.Latency, us, &m.OverRange)
 	st.sec.received++
-	_ = st.sec.latency.RecordValue(min(max(us, histMin), histMax))
+	_ = st.sec.latency.RecordValue(min(max(us, stats.HistogramMin), stats.HistogramMax))
 	st.mu.Unlock()
 }
 
 // recordCorrupt counts a delivery whose payload failed the content check.
-func (r *recorder) recordCorrupt(client, phase, group int) {
+func (r *recorder) recordCorrupt(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
-	st.cell(r.nGroups, phase, group).Corrupted++
+	st.cell(r.nGroups, ph, group).Corrupted++
 	st.mu.Unlock()
 }
 
 // recordForeign counts a delivery that is not one of this run's messages.
-func (r *recorder) recordForeign(client, phase, group int) {
+func (r *recorder) recordForeign(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
-	st.cell(r.nGroups, phase, group).Foreign++
+	st.cell(r.nGroups, ph, group).Foreign++
 	st.mu.Unlock()
 }
 
 // recordUnexpected counts a delivery of one of this run's messages that
 // the client's subscriptions do not imply, in the phase it was sent in.
-func (r *recorder) recordUnexpected(client, phase, group int) {
+func (r *recorder) recordUnexpected(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
-	st.cell(r.nGroups, phase, group).Unexpected++
+	st.cell(r.nGroups, ph, group).Unexpected++
 	st.mu.Unlock()
 }
 
@@ -259,10 +261,10 @@ const (
 
 // recordEvent counts a connection-level event in the current phase;
 // d is the CONNECT or SUBSCRIBE latency where it applies.
-func (r *recorder) recordEvent(client, phase, group int, ev event, d time.Duration) {
+func (r *recorder) recordEvent(client int, ph phase.Phase, group int, ev event, d time.Duration) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
-	m := st.cell(r.nGroups, phase, group)
+	m := st.cell(r.nGroups, ph, group)
 	switch ev {
 	case evConnectOK:
 		m.ConnectAttempts++
@@ -287,19 +289,19 @@ func (r *recorder) recordEvent(client, phase, group int, ev event, d time.Durati
 }
 
 // recordSubscribe records a SUBSCRIBE→SUBACK latency.
-func (r *recorder) recordSubscribe(client, phase, group int, d time.Duration) {
+func (r *recorder) recordSubscribe(client int, ph phase.Phase, group int, d time.Duration) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
-	m := st.cell(r.nGroups, phase, group)
+	m := st.cell(r.nGroups, ph, group)
 	record(&m.Subscribe, micros(d), &m.OverRange)
 	st.mu.Unlock()
 }
 
 // second takes and resets the current second's figures of every stripe.
 // scratch is a reusable histogram, so snapshots do not allocate.
-func (r *recorder) second(scratch *hdrhistogram.Histogram) Second {
+func (r *recorder) second(scratch *hdrhistogram.Histogram) stats.Second {
 	scratch.Reset()
-	var s Second
+	var s stats.Second
 	var lagMax int64
 	for i := range r.stripes {
 		st := &r.stripes[i]
@@ -343,16 +345,16 @@ func (r *recorder) totals() (expected, unique int64) {
 
 // merge builds the per-phase statistics: every stripe's cells summed, and
 // Lost fixed as expected minus first-time deliveries.
-func (r *recorder) merge() []PhaseStats {
-	out := make([]PhaseStats, len(plans.PhaseNames))
-	for p := range out {
-		out[p].Name = plans.PhaseNames[p]
-		out[p].Groups = make([]Metrics, r.nGroups)
+func (r *recorder) merge() []stats.PhaseStats {
+	out := make([]stats.PhaseStats, phase.Count)
+	for _, p := range phase.All {
+		out[p].Phase = p
+		out[p].Groups = make([]stats.Metrics, r.nGroups)
 	}
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()
-		for p := range out {
+		for _, p := range phase.All {
 			for g := 0; g < r.nGroups; g++ {
 				out[p].Groups[g].Merge(st.cell(r.nGroups, p, g))
 			}
@@ -381,7 +383,7 @@ func (r *recorder) merge() []PhaseStats {
 // merges every stripe's histograms, so it is for once-per-run decisions
 // (how long drain stays quiet), never for a hot path.
 func (r *recorder) latencyQuantile(q float64) time.Duration {
-	h := NewHistogram()
+	h := stats.NewHistogram()
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()

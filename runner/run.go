@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"net"
 	"slices"
 	"strings"
@@ -37,7 +39,7 @@ type Options struct {
 
 // Progress is the live view of a run, once a second.
 type Progress struct {
-	Phase     string
+	Phase     phase.Phase
 	Elapsed   time.Duration
 	Connected int
 	Clients   int
@@ -56,17 +58,6 @@ type Progress struct {
 	Sent, Received int64
 }
 
-// phase indexes into plans.PhaseNames.
-const (
-	phConnect = iota
-	phSubscribe
-	phWarmup
-	phRamp
-	phSteady
-	phDrain
-	phDisconnect
-)
-
 // run is the state of one execution.
 type run struct {
 	prog    *plans.Program
@@ -84,7 +75,7 @@ type run struct {
 	shares     []*shareState
 	timeout    time.Duration
 
-	phase     atomic.Int32
+	phase     atomic.Uint32
 	pubStart  atomic.Int64 // ns since epoch when warmup starts
 	connected atomic.Int64
 	// down counts clients whose connection dropped and is not back.
@@ -99,8 +90,8 @@ type run struct {
 
 	// phaseStart and phaseEnd are written by the orchestrating goroutine
 	// only, and read when the run is over.
-	phaseStart [phDisconnect + 1]time.Duration
-	phaseEnd   [phDisconnect + 1]time.Duration
+	phaseStart [phase.Count]time.Duration
+	phaseEnd   [phase.Count]time.Duration
 
 	errMu    sync.Mutex
 	errKinds []errorKind
@@ -112,7 +103,7 @@ type run struct {
 	drainQuiet    time.Duration
 
 	timelineMu sync.Mutex
-	timeline   []Second
+	timeline   []stats.Second
 	// ctx is the run's context, for reconnects started by connection losses.
 	ctx context.Context
 	// reconnects counts the reconnect goroutines; reconnecting is the
@@ -132,7 +123,7 @@ func (r *run) at() time.Duration { return time.Since(r.epoch) }
 // cannot complete (no client of a group connects, the context is
 // cancelled) still returns its Stats with Incomplete or Interrupted set;
 // the error is for runs that could not start at all.
-func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error) {
+func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, error) {
 	if err := checkSupported(prog, opts); err != nil {
 		return nil, err
 	}
@@ -146,7 +137,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 	if r.timeout <= 0 {
 		r.timeout = 10 * time.Second
 	}
-	stats := &Stats{Started: time.Now()}
+	st := &stats.Stats{Started: time.Now()}
 
 	var broker *Broker
 	urls := prog.Plan.Broker.URLs
@@ -162,7 +153,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 		defer b.Close(5 * time.Second)
 		urls = []string{b.URL()}
 	}
-	stats.BrokerURL = strings.Join(urls, ",")
+	st.BrokerURL = strings.Join(urls, ",")
 	targets, err := newTargets(urls, prog.Plan.Broker)
 	if err != nil {
 		return nil, err
@@ -207,24 +198,24 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*Stats, error)
 
 	close(snapStop)
 	<-snapDone
-	stats.Elapsed = r.at()
-	stats.Phases = r.rec.merge()
-	for i := range stats.Phases {
-		stats.Phases[i].Start, stats.Phases[i].End = r.phaseStart[i], r.phaseEnd[i]
+	st.Elapsed = r.at()
+	st.Phases = r.rec.merge()
+	for i := range st.Phases {
+		st.Phases[i].Start, st.Phases[i].End = r.phaseStart[i], r.phaseEnd[i]
 	}
-	stats.Groups = r.groupInfo()
-	stats.Timeline = r.timeline
-	stats.Interrupted = ctx.Err() != nil
-	stats.Incomplete = incomplete
-	stats.ErrorSamples = r.errorSamples()
-	stats.InFlightAtEnd = r.inflightAtEnd
-	stats.DrainQuiet = r.drainQuiet
-	stats.Notices = r.notices()
+	st.Groups = r.groupInfo()
+	st.Timeline = r.timeline
+	st.Interrupted = ctx.Err() != nil
+	st.Incomplete = incomplete
+	st.ErrorSamples = r.errorSamples()
+	st.InFlightAtEnd = r.inflightAtEnd
+	st.DrainQuiet = r.drainQuiet
+	st.Notices = r.notices()
 	if broker != nil {
 		bs := broker.Stats()
-		stats.Broker = &bs
+		st.Broker = &bs
 	}
-	return stats, nil
+	return st, nil
 }
 
 // checkSupported refuses, before anything connects, what this runner
@@ -267,10 +258,13 @@ func (r *run) shareFor(pc *plans.Client) *shareState {
 	return r.shares[key]
 }
 
+// current returns the phase the run is in.
+func (r *run) current() phase.Phase { return phase.Phase(r.phase.Load()) }
+
 // setPhase starts phase p now, ending the previous one.
-func (r *run) setPhase(p int) {
+func (r *run) setPhase(p phase.Phase) {
 	now := r.at()
-	cur := int(r.phase.Load())
+	cur := r.current()
 	if p <= cur {
 		return
 	}
@@ -282,7 +276,7 @@ func (r *run) setPhase(p int) {
 			r.phaseStart[i+1] = now
 		}
 	}
-	r.phase.Store(int32(p))
+	r.phase.Store(uint32(p))
 }
 
 // maxErrorKinds bounds the kinds of error the report lists one by one.
@@ -305,7 +299,7 @@ func (r *run) fail(pc *plans.Client, err error) {
 	if pc != nil {
 		client, group, id = pc.Index, pc.Group, pc.ID
 	}
-	r.rec.recordError(client, int(r.phase.Load()), group)
+	r.rec.recordError(client, r.current(), group)
 	msg := err.Error()
 	key := msg
 	if id != "" {
@@ -351,17 +345,20 @@ func (r *run) errorSamples() []string {
 func (r *run) execute(ctx context.Context, targets []target) string {
 	incomplete := ""
 	r.ctx = ctx
-	r.phaseStart[phConnect] = 0
+	r.phaseStart[phase.Connect] = 0
 
 	pingStop := make(chan struct{})
 	pingDone := make(chan struct{})
 	go r.pinger(pingStop, pingDone)
 	defer func() { close(pingStop); <-pingDone }()
 
-	// connect: subscribing groups (stage 0) first, then the rest, so that
+	// connect: subscribing groups first, then the rest, so that
 	// subscribers are never the ones still connecting when a plan's
 	// connection budget runs out.
-	for stage := 0; stage < 2 && ctx.Err() == nil; stage++ {
+	for _, stage := range plans.ConnectStages {
+		if ctx.Err() != nil {
+			break
+		}
 		r.connectStage(ctx, stage, targets)
 		if msg := r.failedGroups(stage); msg != "" {
 			incomplete = msg
@@ -370,7 +367,7 @@ func (r *run) execute(ctx context.Context, targets []target) string {
 	}
 	// subscribe: every SUBACK in before the first publish.
 	if incomplete == "" && ctx.Err() == nil {
-		r.setPhase(phSubscribe)
+		r.setPhase(phase.Subscribe)
 		r.subscribeAll(ctx)
 		if ctx.Err() == nil {
 			incomplete = r.unsubscribedGroups()
@@ -379,16 +376,16 @@ func (r *run) execute(ctx context.Context, targets []target) string {
 	if incomplete == "" && ctx.Err() == nil {
 		r.publishPhases(ctx)
 	} else {
-		r.setPhase(phDrain)
+		r.setPhase(phase.Drain)
 	}
-	r.setPhase(phDisconnect)
+	r.setPhase(phase.Disconnect)
 	r.disconnectAll()
-	r.phaseEnd[phDisconnect] = r.at()
+	r.phaseEnd[phase.Disconnect] = r.at()
 	return incomplete
 }
 
 // failedGroups names the groups of a stage of which no client connected.
-func (r *run) failedGroups(stage int) string {
+func (r *run) failedGroups(stage plans.ConnectStage) string {
 	var msgs []string
 	for _, gp := range r.prog.Groups {
 		if gp.Stage != stage || gp.Count == 0 {
@@ -410,7 +407,7 @@ func (r *run) failedGroups(stage int) string {
 // connectStage connects the clients of one stage, each group at its own
 // rate, and waits until every attempt has finished (each is bounded by the
 // connect timeout).
-func (r *run) connectStage(ctx context.Context, stage int, targets []target) {
+func (r *run) connectStage(ctx context.Context, stage plans.ConnectStage, targets []target) {
 	var order []*client
 	for _, gp := range r.prog.Groups {
 		if gp.Stage == stage {
@@ -503,11 +500,11 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 	t0 := r.at()
 	mc, err := dialMQTT(ctx, c.target, c.opts, r.now, c.handlers)
 	if err != nil {
-		r.rec.recordEvent(pc.Index, int(r.phase.Load()), pc.Group, evConnectFailed, 0)
+		r.rec.recordEvent(pc.Index, r.current(), pc.Group, evConnectFailed, 0)
 		r.fail(pc, fmt.Errorf("connect %s to %s: %w", pc.ID, c.target.url, cleanErr(err)))
 		return false
 	}
-	r.rec.recordEvent(pc.Index, int(r.phase.Load()), pc.Group, evConnectOK, r.at()-t0)
+	r.rec.recordEvent(pc.Index, r.current(), pc.Group, evConnectOK, r.at()-t0)
 	if old := c.live.Load(); old != nil {
 		// The old connection is closed; its reader returns at once, and
 		// must have before the new one touches the same receive state.
@@ -571,9 +568,9 @@ func (r *run) lost(c *client, err error) {
 	c.ready.Store(false)
 	r.connected.Add(-1)
 	r.down.Add(1)
-	phase := r.phase.Load()
-	c.lostPhase.Store(phase)
-	r.rec.recordEvent(c.plan.Index, int(phase), c.plan.Group, evDisconnect, 0)
+	ph := r.current()
+	c.lostPhase.Store(uint32(ph))
+	r.rec.recordEvent(c.plan.Index, ph, c.plan.Group, evDisconnect, 0)
 	r.fail(c.plan, fmt.Errorf("%s lost its connection: %w", c.plan.ID, cleanErr(err)))
 	if rc := r.prog.Plan.Groups[c.plan.Group].Reconnect; rc != nil && r.ctx != nil {
 		r.reconnects.Add(1)
@@ -605,7 +602,7 @@ func (r *run) reconnect(c *client, rc *plans.Reconnect) {
 			mc.disconnect()
 			return
 		}
-		r.rec.recordEvent(c.plan.Index, int(r.phase.Load()), c.plan.Group, evReconnect, 0)
+		r.rec.recordEvent(c.plan.Index, r.current(), c.plan.Group, evReconnect, 0)
 		if len(c.plan.Subscriptions) > 0 && !mc.sessionPresent {
 			r.subscribe(r.ctx, c)
 		}
@@ -660,13 +657,13 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 	defer cancel()
 	t0 := r.at()
 	reasons, err := c.live.Load().subscribe(ctx, subs)
-	phase := int(r.phase.Load())
+	ph := r.current()
 	if err != nil {
-		r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
+		r.rec.recordEvent(pc.Index, ph, pc.Group, evSubscribeFailed, 0)
 		r.fail(pc, fmt.Errorf("subscribe %s: %w", pc.ID, cleanErr(err)))
 		return
 	}
-	r.rec.recordSubscribe(pc.Index, phase, pc.Group, r.at()-t0)
+	r.rec.recordSubscribe(pc.Index, ph, pc.Group, r.at()-t0)
 	granted, downgraded := false, false
 	gg := &r.groups[pc.Group]
 	for i, code := range reasons {
@@ -676,7 +673,7 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 			f, asked = pc.Subscriptions[i].Filter, pc.Subscriptions[i].QoS
 		}
 		if code >= 0x80 {
-			r.rec.recordEvent(pc.Index, phase, pc.Group, evSubscribeFailed, 0)
+			r.rec.recordEvent(pc.Index, ph, pc.Group, evSubscribeFailed, 0)
 			r.fail(pc, fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, reasonName(code)))
 			continue
 		}
@@ -701,7 +698,7 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 	}
 	if downgraded {
 		gg.downgradedSubs.Add(1)
-		r.rec.recordEvent(pc.Index, phase, pc.Group, evQoSDowngrade, 0)
+		r.rec.recordEvent(pc.Index, ph, pc.Group, evQoSDowngrade, 0)
 	}
 	if granted && !c.subscribed.Swap(true) {
 		r.subscribed.Add(1)
@@ -830,7 +827,7 @@ func (r *run) publishPhases(ctx context.Context) {
 	defer stop()
 	start := r.now()
 	r.pubStart.Store(start)
-	r.setPhase(phWarmup)
+	r.setPhase(phase.Warmup)
 	var pubs []*client
 	for _, c := range r.clients {
 		if c.live.Load() != nil && c.plan.Publish != nil {
@@ -862,11 +859,11 @@ func (r *run) publishPhases(ctx context.Context) {
 	end := prog.Warmup + prog.Ramp + prog.Steady
 	bounds := []struct {
 		at    time.Duration
-		phase int
+		phase phase.Phase
 	}{
-		{prog.Warmup, phRamp},
-		{prog.Warmup + prog.Ramp, phSteady},
-		{end, phDrain},
+		{prog.Warmup, phase.Ramp},
+		{prog.Warmup + prog.Ramp, phase.Steady},
+		{end, phase.Drain},
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -894,9 +891,9 @@ func (r *run) publishPhases(ctx context.Context) {
 	}
 	stop()
 	r.releaseWriters(pubs, finished)
-	r.setPhase(phDrain)
+	r.setPhase(phase.Drain)
 	r.countUnsent(cutoff)
-	drain := prog.Drain - (r.at() - r.phaseStart[phDrain])
+	drain := prog.Drain - (r.at() - r.phaseStart[phase.Drain])
 	if ctx.Err() != nil {
 		drain = min(r.interruptDrain(), prog.Drain)
 	}
@@ -969,7 +966,7 @@ func (r *run) countUnsent(cutoff time.Duration) {
 		for i := 0; i < 3; i++ {
 			lo, hi := max(from, bounds[i]), min(cutoff, bounds[i+1])
 			n := int64(pub.Schedule.Messages(lo, hi))
-			r.rec.recordUnsent(c.plan.Index, phWarmup+i, c.plan.Group, n, int64(pub.Expected), pub.ExpectedByGroup)
+			r.rec.recordUnsent(c.plan.Index, phase.Warmup+phase.Phase(i), c.plan.Group, n, int64(pub.Expected), pub.ExpectedByGroup)
 		}
 	}
 }
@@ -1093,23 +1090,23 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		// schedule runs. What the connection then spends sending is part of the
 		// measured latency, which starts at the intended time anyway.
 		rec.lag = time.Duration(r.now() - intended)
-		phase := r.prog.PhaseOf(off)
+		ph := r.prog.PhaseOf(off)
 		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+intended)
-		m := inflightMsg{phase: phase, seq: uint32(k + 1), intended: r.epochWall + intended}
+		m := inflightMsg{phase: ph, seq: uint32(k + 1), intended: r.epochWall + intended}
 		if err := c.live.Load().publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, m); err != nil {
 			if ctx.Err() != nil {
 				return // stopped while waiting or writing: not sent
 			}
 			// This message is not sent; the schedule goes on.
 			c.next = k + 1
-			r.rec.recordUnsent(pc.Index, phase, pc.Group, 1, rec.expected, rec.expectedBy)
+			r.rec.recordUnsent(pc.Index, ph, pc.Group, 1, rec.expected, rec.expectedBy)
 			r.fail(pc, fmt.Errorf("publish %s: %w", pc.ID, cleanErr(err)))
 			if !c.ready.Load() && !r.awaitReconnect(ctx, c) {
 				return
 			}
 			continue
 		}
-		rec.phase = phase
+		rec.phase = ph
 		r.rec.recordSend(pc.Index, &rec)
 	}
 }
@@ -1152,7 +1149,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 	clients := r.prog.Clients
 	d := &c.recv
 	if retained && !c.retainAsPublished {
-		r.rec.recordForeign(pc.Index, int(r.phase.Load()), pc.Group)
+		r.rec.recordForeign(pc.Index, r.current(), pc.Group)
 		return
 	}
 	if !ok || h.seq == 0 || int(h.pub) >= len(clients) || clients[h.pub].Publish == nil || r.listenOnly || h.intended < r.epochWall {
@@ -1160,29 +1157,29 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 			// Another process's message (mqplan pub): there is nothing to
 			// expect, so only deliveries, duplicates, order and latency
 			// (from its wall-clock intended time) are measured.
-			d.phase, d.group, d.pubGroup = int(r.phase.Load()), pc.Group, pc.Group
+			d.phase, d.group, d.pubGroup = r.current(), pc.Group, pc.Group
 			d.kind = r.observe(c, h, d.phase)
 			d.bytes = int64(len(payload))
 			d.latency = max(0, time.Duration(r.epochWall+now-h.intended))
 			r.rec.recordReceive(pc.Index, d)
 			return
 		}
-		r.rec.recordForeign(pc.Index, int(r.phase.Load()), pc.Group)
+		r.rec.recordForeign(pc.Index, r.current(), pc.Group)
 		return
 	}
 	from := &clients[h.pub]
 	sent := h.intended - r.epochWall // monotonic ns since the epoch
-	phase := r.prog.PhaseOf(time.Duration(sent - r.pubStart.Load()))
+	ph := r.prog.PhaseOf(time.Duration(sent - r.pubStart.Load()))
 	if !paddingOK(payload, r.pattern, h, from.Publish.Size) {
-		r.rec.recordCorrupt(pc.Index, phase, pc.Group)
+		r.rec.recordCorrupt(pc.Index, ph, pc.Group)
 		return
 	}
-	d.phase, d.group, d.pubGroup = phase, pc.Group, from.Group
+	d.phase, d.group, d.pubGroup = ph, pc.Group, from.Group
 	d.bytes = int64(len(payload))
 	d.latency = time.Duration(now - sent)
-	d.kind = r.observe(c, h, phase)
+	d.kind = r.observe(c, h, ph)
 	if d.kind == deliveryUnexpected {
-		r.rec.recordUnexpected(pc.Index, phase, pc.Group)
+		r.rec.recordUnexpected(pc.Index, ph, pc.Group)
 		return
 	}
 	r.rec.recordReceive(pc.Index, d)
@@ -1194,7 +1191,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 // delivery the client's subscriptions do not imply is unexpected and
 // touches no stream: taken as received, it would stand in for a lost
 // delivery of another client of the same group.
-func (r *run) observe(c *client, h header, phase int) delivery {
+func (r *run) observe(c *client, h header, ph phase.Phase) delivery {
 	if sh := c.share; sh != nil {
 		expected, ok := c.expects[h.pub]
 		if !ok {
@@ -1225,7 +1222,7 @@ func (r *run) observe(c *client, h header, phase int) delivery {
 	if c.lastStream.unexpected {
 		return deliveryUnexpected
 	}
-	return c.lastStream.classify(c.lastStream.observe(h.seq), phase)
+	return c.lastStream.classify(c.lastStream.observe(h.seq), ph)
 }
 
 // matches counts c's filters that match the topic of publisher pub and
@@ -1299,7 +1296,7 @@ func (r *run) disconnectAll() {
 func (r *run) settle(readersDone bool) {
 	for _, c := range r.clients {
 		if c.live.Load() != nil && c.lost.Load() {
-			r.rec.recordEvent(c.plan.Index, int(c.lostPhase.Load()), c.plan.Group, evClientLost, 0)
+			r.rec.recordEvent(c.plan.Index, phase.Phase(c.lostPhase.Load()), c.plan.Group, evClientLost, 0)
 		}
 	}
 	if !readersDone {
@@ -1328,7 +1325,7 @@ func (r *run) settle(readersDone bool) {
 				size := int64(r.prog.Clients[pub].Publish.Size)
 				for i, n := range st.copiesBy {
 					if n > 0 {
-						r.rec.recordMisjudgedCopies(phWarmup+i, c.plan.Group, int64(n), size)
+						r.rec.recordMisjudgedCopies(phase.Warmup+phase.Phase(i), c.plan.Group, int64(n), size)
 					}
 				}
 			}
@@ -1406,10 +1403,10 @@ func (r *run) pinger(stop <-chan struct{}, done chan<- struct{}) {
 }
 
 // groupInfo summarises each group's connections.
-func (r *run) groupInfo() []GroupInfo {
-	out := make([]GroupInfo, len(r.prog.Groups))
+func (r *run) groupInfo() []stats.GroupInfo {
+	out := make([]stats.GroupInfo, len(r.prog.Groups))
 	for gi, gp := range r.prog.Groups {
-		out[gi] = GroupInfo{Name: gp.Name, Clients: gp.Count}
+		out[gi] = stats.GroupInfo{Name: gp.Name, Clients: gp.Count}
 		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
 			if c.live.Load() != nil {
 				out[gi].Connected++
@@ -1427,7 +1424,7 @@ func (r *run) groupInfo() []GroupInfo {
 // snapshots takes the per-second timeline until stop is closed.
 func (r *run) snapshots(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	scratch := NewHistogram()
+	scratch := stats.NewHistogram()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var errors int64
@@ -1447,7 +1444,7 @@ func (r *run) snapshot(scratch *hdrhistogram.Histogram, errs *int64, last *time.
 	s := r.rec.second(scratch)
 	now := r.at()
 	s.At = now
-	s.Phase = plans.PhaseNames[r.phase.Load()]
+	s.Phase = r.current()
 	s.Connected = int(r.connected.Load())
 	s.Lost = int(r.down.Load())
 	*errs += s.Errors

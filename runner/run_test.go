@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
 	"os"
 	"strings"
 	"sync"
@@ -49,7 +51,7 @@ func compile(t *testing.T, p *plans.Plan) *plans.Program {
 
 // runWith runs prog against a broker started with opts and returns the
 // stats and the broker, still open so that its counters can be read.
-func runWith(t *testing.T, prog *plans.Program, bo BrokerOptions, o Options, started ...func(*Broker)) (*Stats, *Broker) {
+func runWith(t *testing.T, prog *plans.Program, bo BrokerOptions, o Options, started ...func(*Broker)) (*stats.Stats, *Broker) {
 	t.Helper()
 	b, err := StartBroker(bo)
 	if err != nil {
@@ -71,7 +73,7 @@ func runWith(t *testing.T, prog *plans.Program, bo BrokerOptions, o Options, sta
 
 // runAt runs prog against the broker at url, bounded by a minute, and
 // returns the stats and every phase merged.
-func runAt(t *testing.T, prog *plans.Program, url string) (*Stats, Metrics) {
+func runAt(t *testing.T, prog *plans.Program, url string) (*stats.Stats, stats.Metrics) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -92,8 +94,8 @@ func planned(prog *plans.Program) int64 {
 }
 
 // all merges every phase.
-func all(st *Stats) Metrics {
-	var m Metrics
+func all(st *stats.Stats) stats.Metrics {
+	var m stats.Metrics
 	for i := range st.Phases {
 		m.Merge(&st.Phases[i].Total)
 	}
@@ -141,7 +143,7 @@ func TestRunExactAccounting(t *testing.T) {
 			}
 			// The steady phase's messages are attributed to steady and to
 			// the right groups.
-			steady := st.Phase(plans.PhaseSteady)
+			steady := st.Phase(phase.Steady)
 			if steady.Total.Sent != prog.Phases[4].Messages {
 				t.Errorf("steady sent %d, planned %d", steady.Total.Sent, prog.Phases[4].Messages)
 			}
@@ -162,12 +164,12 @@ func TestRunFaults(t *testing.T) {
 	tests := []struct {
 		name   string
 		faults Faults
-		check  func(t *testing.T, m Metrics, fc FaultCounts)
+		check  func(t *testing.T, m stats.Metrics, fc FaultCounts)
 	}{
 		{
 			name:   "one delivery in 100 dropped is exactly lost",
 			faults: Faults{DropEvery: 100},
-			check: func(t *testing.T, m Metrics, fc FaultCounts) {
+			check: func(t *testing.T, m stats.Metrics, fc FaultCounts) {
 				if fc.Dropped == 0 || m.Lost != int64(fc.Dropped) {
 					t.Errorf("lost %d, broker dropped %d", m.Lost, fc.Dropped)
 				}
@@ -179,7 +181,7 @@ func TestRunFaults(t *testing.T) {
 		{
 			name:   "duplicated deliveries are exactly duplicates",
 			faults: Faults{DuplicateEvery: 50},
-			check: func(t *testing.T, m Metrics, fc FaultCounts) {
+			check: func(t *testing.T, m stats.Metrics, fc FaultCounts) {
 				if fc.Duplicated == 0 || m.Duplicates != int64(fc.Duplicated) {
 					t.Errorf("duplicates %d, broker duplicated %d", m.Duplicates, fc.Duplicated)
 				}
@@ -222,7 +224,7 @@ func TestRunDelayMovesLatency(t *testing.T) {
 	measure := func(f Faults) (latency, held dist) {
 		prog := compile(t, e2ePlan(2, 1, 2*time.Second))
 		st, b := runWith(t, prog, BrokerOptions{Faults: f}, Options{})
-		h := st.Phase(plans.PhaseSteady).Total.Latency
+		h := st.Phase(phase.Steady).Total.Latency
 		if h == nil || h.TotalCount() == 0 {
 			t.Fatal("no latency samples")
 		}
@@ -316,7 +318,7 @@ func (k *kicker) started(b *Broker) { k.b = b }
 
 // progress kicks the clients at the first steady-phase progress report.
 func (k *kicker) progress(p Progress) {
-	if p.Phase != plans.PhaseSteady {
+	if p.Phase != phase.Steady {
 		return
 	}
 	k.once.Do(func() {
@@ -367,7 +369,7 @@ func TestRunInterrupted(t *testing.T) {
 	defer b.Close(5 * time.Second)
 	start := time.Now()
 	st, err := Run(ctx, prog, Options{BrokerURL: b.URL(), Progress: func(p Progress) {
-		if p.Phase == plans.PhaseSteady {
+		if p.Phase == phase.Steady {
 			cancel()
 		}
 	}})
@@ -470,11 +472,11 @@ func TestListenOnlyMeasuresOtherRuns(t *testing.T) {
 
 	ready := make(chan struct{})
 	var once sync.Once
-	var subStats *Stats
+	var subStats *stats.Stats
 	done := make(chan error, 1)
 	go func() {
 		st, err := Run(context.Background(), subProg, Options{BrokerURL: b.URL(), Progress: func(p Progress) {
-			if p.Phase == plans.PhaseSteady || p.Phase == plans.PhaseWarmup {
+			if p.Phase == phase.Steady || p.Phase == phase.Warmup {
 				once.Do(func() { close(ready) })
 			}
 		}})
@@ -586,7 +588,7 @@ func TestReconnect(t *testing.T) {
 				}
 			}
 			prog := compile(t, p)
-			var st *Stats
+			var st *stats.Stats
 			truth := newDeliveryTruth()
 			switch {
 			case tt.mosquitto:
@@ -597,7 +599,7 @@ func TestReconnect(t *testing.T) {
 				defer cancel()
 				var err error
 				st, err = Run(ctx, prog, Options{BrokerURL: px.URL(), Progress: func(pr Progress) {
-					if pr.Phase == plans.PhaseSteady {
+					if pr.Phase == phase.Steady {
 						once.Do(func() { kicked = px.kick(tt.kick) })
 					}
 				}})

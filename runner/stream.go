@@ -1,5 +1,7 @@
 package runner
 
+import "github.com/mqplan/mqplan/phase"
+
 // streamWindow is how many sequences behind the highest one a stream can
 // still classify exactly as duplicate or late first delivery. Anything
 // older is counted as out of order (it cannot be told from a duplicate
@@ -28,7 +30,7 @@ type stream struct {
 	copiesBy [3]uint32
 	// unexpected: none of the subscriber's filters matches the
 	// publisher's topic, so the plan implies no delivery on this stream
-	// and none is counted as received (see Metrics.Unexpected).
+	// and none is counted as received (see stats.Metrics.Unexpected).
 	unexpected bool
 }
 
@@ -121,14 +123,14 @@ func (s *stream) has(seq uint32) bool {
 // none, and its repeats are duplicates. So the copies are provisional and
 // settle counts them as duplicates after all on a stream where fewer than
 // half the messages came with their copies (misjudged).
-func (s *stream) classify(kind delivery, phase int) delivery {
+func (s *stream) classify(kind delivery, ph phase.Phase) delivery {
 	if kind != deliveryDuplicate {
 		s.firsts++
 		return kind
 	}
 	if s.extra > 0 && uint64(s.copies) < uint64(s.extra)*uint64(s.firsts) {
 		s.copies++
-		if i := phase - phWarmup; i >= 0 && i < len(s.copiesBy) {
+		if i := int(ph) - int(phase.Warmup); i >= 0 && i < len(s.copiesBy) {
 			s.copiesBy[i]++
 		}
 		return deliveryOverlap

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/mqplan/mqplan/stats"
 	"io"
 	"os"
 	"testing"
@@ -34,7 +35,7 @@ func optionBrokers(t *testing.T) map[string]string {
 
 // complete runs p against url and fails the test if the run did not
 // complete.
-func complete(t *testing.T, p *plans.Plan, url string) Metrics {
+func complete(t *testing.T, p *plans.Plan, url string) stats.Metrics {
 	t.Helper()
 	st, m := runAt(t, compile(t, p), url)
 	if st.Incomplete != "" {

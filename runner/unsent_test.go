@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/mqplan/mqplan/phase"
 	"sync"
 	"testing"
 	"time"
@@ -9,15 +10,15 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 
 	"github.com/mqplan/mqplan/internal/mosquittotest"
-	"github.com/mqplan/mqplan/plans"
 )
 
 // phaseKicker makes the broker drop every client whose id contains match
 // at the first progress report of phase.
 type phaseKicker struct {
-	phase, match string
-	b            *Broker
-	once         sync.Once
+	phase phase.Phase
+	match string
+	b     *Broker
+	once  sync.Once
 }
 
 func (k *phaseKicker) started(b *Broker) { k.b = b }
@@ -45,7 +46,7 @@ func TestUnsentInEveryPhase(t *testing.T) {
 			p := e2ePlan(4, 1, time.Second)
 			p.Warmup, p.Ramp, p.Drain = 1500*time.Millisecond, time.Second, time.Second
 			prog := compile(t, p)
-			k := &phaseKicker{phase: plans.PhaseWarmup, match: "-pub-"}
+			k := &phaseKicker{phase: phase.Warmup, match: "-pub-"}
 			var o Options
 			var hooks []func(*Broker)
 			if tt.kick {
@@ -53,13 +54,8 @@ func TestUnsentInEveryPhase(t *testing.T) {
 				hooks = append(hooks, k.started)
 			}
 			st, _ := runWith(t, prog, BrokerOptions{}, o, hooks...)
-			for _, name := range []string{plans.PhaseWarmup, plans.PhaseRamp, plans.PhaseSteady} {
-				var want int64
-				for _, ph := range prog.Phases {
-					if ph.Name == name {
-						want = ph.Messages
-					}
-				}
+			for _, name := range []phase.Phase{phase.Warmup, phase.Ramp, phase.Steady} {
+				want := prog.Phases[name].Messages
 				m := st.Phase(name).Total
 				if m.Sent+m.Unsent != want {
 					t.Errorf("%s: sent %d + unsent %d = %d, the schedule called for %d", name, m.Sent, m.Unsent, m.Sent+m.Unsent, want)
@@ -70,7 +66,7 @@ func TestUnsentInEveryPhase(t *testing.T) {
 				if !tt.kick && (m.Unsent != 0 || m.Lost != 0) {
 					t.Errorf("%s: unsent %d lost %d on a clean run", name, m.Unsent, m.Lost)
 				}
-				if tt.kick && name != plans.PhaseWarmup && m.Sent != 0 {
+				if tt.kick && name != phase.Warmup && m.Sent != 0 {
 					t.Errorf("%s: %d sent by publishers kicked in warmup", name, m.Sent)
 				}
 			}
@@ -120,7 +116,7 @@ func TestInterruptDuringDrain(t *testing.T) {
 	var cancelledAt time.Time
 	var once sync.Once
 	st, err := Run(ctx, prog, Options{BrokerURL: b.URL(), InterruptDrain: 500 * time.Millisecond, Progress: func(pr Progress) {
-		if pr.Phase == plans.PhaseDrain {
+		if pr.Phase == phase.Drain {
 			once.Do(func() { cancelledAt = time.Now(); cancel() })
 		}
 	}})
@@ -155,7 +151,7 @@ func TestStuckWriteReleased(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := Run(ctx, prog, Options{BrokerURL: m.MQTT, Progress: func(pr Progress) {
-		if pr.Phase == plans.PhaseSteady {
+		if pr.Phase == phase.Steady {
 			once.Do(m.Pause)
 		}
 	}})
@@ -165,7 +161,7 @@ func TestStuckWriteReleased(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatal("the run did not end by itself within a minute")
 	}
-	steady := st.Phase(plans.PhaseSteady).Total
+	steady := st.Phase(phase.Steady).Total
 	want := prog.Phases[4].Messages
 	if steady.Unsent == 0 || steady.Sent+steady.Unsent != want {
 		t.Errorf("steady sent %d + unsent %d, the schedule called for %d, want some unsent", steady.Sent, steady.Unsent, want)

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
 	"io"
 	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
 
-	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/report"
 	"github.com/mqplan/mqplan/runner"
 )
@@ -102,7 +102,7 @@ type emqttProgress struct {
 }
 
 func (p *emqttProgress) update(pr runner.Progress) {
-	if !p.ready && p.notices != nil && pr.Phase != plans.PhaseConnect && pr.Phase != plans.PhaseSubscribe {
+	if !p.ready && p.notices != nil && pr.Phase != phase.Connect && pr.Phase != phase.Subscribe {
 		p.ready = true
 		what := map[emqttKind]string{emqttConn: "connected", emqttSub: "connected and subscribed", emqttPub: "connected and publishing"}[p.kind]
 		n := pr.Connected

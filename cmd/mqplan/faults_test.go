@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mqplan/mqplan/phase"
 	"net"
 	"os"
 	"path/filepath"
@@ -204,13 +205,7 @@ func plannedSteady(t *testing.T) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ph := range prog.Phases {
-		if ph.Name == plans.PhaseSteady {
-			return ph.Messages
-		}
-	}
-	t.Fatal("no steady phase")
-	return 0
+	return prog.Phases[phase.Steady].Messages
 }
 
 // mosquittoReceived reads Mosquitto's own count of PUBLISH packets
@@ -532,7 +527,7 @@ func TestFaults(t *testing.T) {
 			}
 			// The accounting every fault must keep: the schedule is the
 			// truth, and lost adds up by cause.
-			steady := r.Metrics.Phases[plans.PhaseSteady]
+			steady := r.Metrics.Phases[phase.Steady.String()]
 			if s, u := count(steady, "sent"), count(steady, "unsent"); s+u != planned {
 				t.Errorf("steady sent %d + unsent %d = %d, the schedule called for %d", s, u, s+u, planned)
 			}

@@ -1,25 +1,16 @@
-package runner
+// Package stats holds what a run measured: counts and latency histograms
+// per phase and group (Metrics), the per-second timeline, the clients'
+// fates and the embedded broker's own counters, and the exact merge of
+// those. The runner produces it, the report reads it, and a sharded run
+// merges it across processes; so it holds data and arithmetic only: no
+// clocks, sockets, plans or verdicts.
+package stats
 
 import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
-
-// Histogram bounds: 1 µs to 60 s at 3 significant digits (design.md).
-// Values are recorded in microseconds; larger values are counted in
-// Metrics.OverRange instead of being lost silently.
-const (
-	histMin    = 1
-	histMax    = 60_000_000
-	histDigits = 3
-)
-
-// NewHistogram returns an empty latency histogram in microseconds with the
-// bounds every mqplan histogram shares, so that they can be merged.
-func NewHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(histMin, histMax, histDigits)
-}
 
 // Metrics is what was measured for one scope: a phase, a group within a
 // phase, or a merge of those. Message counts are attributed to the phase in
@@ -162,115 +153,4 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.Connect = mergeHist(m.Connect, o.Connect)
 	m.Subscribe = mergeHist(m.Subscribe, o.Subscribe)
 	m.Lag = mergeHist(m.Lag, o.Lag)
-}
-
-func mergeHist(dst, src *hdrhistogram.Histogram) *hdrhistogram.Histogram {
-	if src == nil {
-		return dst
-	}
-	if dst == nil {
-		dst = NewHistogram()
-	}
-	dst.Merge(src)
-	return dst
-}
-
-// PhaseStats is one phase of the run as it happened.
-type PhaseStats struct {
-	// Name is one of plans.PhaseNames.
-	Name string
-	// Start and End are offsets from the run's start. A phase that the plan
-	// does not have (no warmup, say) has Start == End.
-	Start, End time.Duration
-	// Total merges every group.
-	Total Metrics
-	// Groups holds one Metrics per plan group, in plan order.
-	Groups []Metrics
-}
-
-// Duration is how long the phase lasted.
-func (p *PhaseStats) Duration() time.Duration { return p.End - p.Start }
-
-// GroupInfo describes one group's clients at the end of the run.
-type GroupInfo struct {
-	Name string
-	// Clients is the group's planned count; Connected the number that
-	// completed CONNECT at least once; ConnectedAtEnd the number still
-	// connected when the run ended; Lost the number whose connection
-	// dropped and did not come back (Connected - ConnectedAtEnd).
-	Clients, Connected, ConnectedAtEnd, Lost int
-}
-
-// Second is one entry of the per-second timeline: figures for the second
-// that ended At after the run's start. It holds summaries, never a whole
-// histogram, so a run of any length keeps flat memory.
-type Second struct {
-	At        time.Duration
-	Phase     string
-	Connected int
-	// Lost is the number of clients whose connection was down at that
-	// moment (dropped and not yet back).
-	Lost                   int
-	Sent, Received, Errors int64
-	Disconnects            int64
-	P50, P99, Max          time.Duration // latency of deliveries received in that second
-	LagMax                 time.Duration
-}
-
-// BrokerStats are the embedded broker's own counters, so that broker drops
-// are never mistaken for mqplan's losses. Nil for an external broker.
-type BrokerStats struct {
-	MessagesReceived int64 // PUBLISH packets the broker received
-	MessagesSent     int64 // PUBLISH packets the broker sent
-	MessagesDropped  int64 // dropped because a client's outbound queue was full
-	InflightDropped  int64 // dropped because a client's inflight store was full
-	ClientsMaximum   int64
-}
-
-// Stats is everything one run measured.
-type Stats struct {
-	// Started is the wall-clock start, for reports.
-	Started time.Time
-	// Elapsed is the whole run's length.
-	Elapsed time.Duration
-	// Broker is the URL used (the embedded broker's real address included).
-	BrokerURL string
-	// Phases holds every phase in plans.PhaseNames order.
-	Phases []PhaseStats
-	// Groups describes each plan group's clients, in plan order.
-	Groups []GroupInfo
-	// Timeline is the per-second history.
-	Timeline []Second
-	// Broker holds the embedded broker's counters (nil when external).
-	Broker *BrokerStats
-	// Interrupted is set when a signal or context cancelled the run.
-	Interrupted bool
-	// Incomplete, when non-empty, says why the run could not complete
-	// (exit code 3), for example "group sub: no client could connect".
-	Incomplete string
-	// ErrorSamples holds the first distinct error messages, for the report,
-	// each with how often errors of its kind occurred ("(and 29 more like
-	// it)"); Errors counts them all (the errors metric, over the whole run).
-	ErrorSamples []string
-	// InFlightAtEnd counts the QoS 1/2 publishes still awaiting their
-	// acknowledgement when drain ended: non-zero means drain was too short
-	// for what the broker had in hand (or the broker stalled).
-	InFlightAtEnd int64
-	// DrainQuiet is how long drain kept listening after the last expected
-	// delivery, to catch duplicates that follow it.
-	DrainQuiet time.Duration
-	// Notices say where the broker did otherwise than the plan asked (QoS
-	// downgrades, no shared subscriptions, a copy per overlapping
-	// subscription), for the report's warnings.
-	Notices []string
-}
-
-// Phase returns the named phase, or nil.
-func (s *Stats) Phase(name string) *PhaseStats {
-	for i := range s.Phases {
-		if s.Phases[i].Name == name {
-			return &s.Phases[i]
-		}
-	}
-	return nil
 }

@@ -1,0 +1,69 @@
+package stats
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// TestMergeAddsEveryField checks that Merge adds every count and merges
+// every histogram, so that a field added to Metrics and forgotten in Merge
+// fails here rather than vanishing from merged phases (and, later, from
+// merged shards).
+func TestMergeAddsEveryField(t *testing.T) {
+	a, b := filled(1), filled(10)
+	a.Merge(&b)
+	v := reflect.ValueOf(a)
+	for i := 0; i < v.NumField(); i++ {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch f.Kind() {
+		case reflect.Int64:
+			if want := int64(11 * (i + 1)); f.Int() != want {
+				t.Errorf("%s = %d after merge, want %d", name, f.Int(), want)
+			}
+		case reflect.Pointer:
+			h := f.Interface().(*hdrhistogram.Histogram)
+			if h.TotalCount() != 2 || h.Max() < 1000 {
+				t.Errorf("%s: %d samples (max %d) after merge, want both sides' 2", name, h.TotalCount(), h.Max())
+			}
+		default:
+			t.Errorf("%s: field of kind %s that this test (and Merge?) does not know", name, f.Kind())
+		}
+	}
+}
+
+// TestMergeNil checks the nil cases: merging nil is a no-op, and a nil
+// histogram on either side neither panics nor is shared.
+func TestMergeNil(t *testing.T) {
+	var m Metrics
+	m.Merge(nil)
+	o := Metrics{Sent: 3, Latency: NewHistogram()}
+	_ = o.Latency.RecordValue(7)
+	m.Merge(&o)
+	if m.Sent != 3 || m.Latency == nil || m.Latency == o.Latency || m.Latency.TotalCount() != 1 {
+		t.Errorf("merge into zero Metrics: sent %d, latency %p (source %p)", m.Sent, m.Latency, o.Latency)
+	}
+	if m.Ack != nil {
+		t.Error("a histogram neither side has was allocated")
+	}
+}
+
+// filled returns Metrics whose i-th count is k×(i+1) and whose histograms
+// hold one sample each (k µs and 1000k µs alternately on the two sides).
+func filled(k int64) Metrics {
+	var m Metrics
+	v := reflect.ValueOf(&m).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Int64:
+			f.SetInt(k * int64(i+1))
+		case reflect.Pointer:
+			h := NewHistogram()
+			_ = h.RecordValue(k * 100)
+			f.Set(reflect.ValueOf(h))
+		}
+	}
+	return m
+}

@@ -1,0 +1,106 @@
+package stats
+
+import (
+	"time"
+
+	"github.com/mqplan/mqplan/phase"
+)
+
+// PhaseStats is one phase of the run as it happened.
+type PhaseStats struct {
+	// Phase says which phase this is; Stats.Phases is indexed by it.
+	Phase phase.Phase
+	// Start and End are offsets from the run's start. A phase that the plan
+	// does not have (no warmup, say) has Start == End.
+	Start, End time.Duration
+	// Total merges every group.
+	Total Metrics
+	// Groups holds one Metrics per plan group, in plan order.
+	Groups []Metrics
+}
+
+// Duration is how long the phase lasted.
+func (p *PhaseStats) Duration() time.Duration { return p.End - p.Start }
+
+// GroupInfo describes one group's clients at the end of the run.
+type GroupInfo struct {
+	Name string
+	// Clients is the group's planned count; Connected the number that
+	// completed CONNECT at least once; ConnectedAtEnd the number still
+	// connected when the run ended; Lost the number whose connection
+	// dropped and did not come back (Connected - ConnectedAtEnd).
+	Clients, Connected, ConnectedAtEnd, Lost int
+}
+
+// Second is one entry of the per-second timeline: figures for the second
+// that ended At after the run's start. It holds summaries, never a whole
+// histogram, so a run of any length keeps flat memory.
+type Second struct {
+	At        time.Duration
+	Phase     phase.Phase
+	Connected int
+	// Lost is the number of clients whose connection was down at that
+	// moment (dropped and not yet back).
+	Lost                   int
+	Sent, Received, Errors int64
+	Disconnects            int64
+	P50, P99, Max          time.Duration // latency of deliveries received in that second
+	LagMax                 time.Duration
+}
+
+// Broker holds the embedded broker's own counters, so that broker drops
+// are never mistaken for mqplan's losses. Nil for an external broker.
+type Broker struct {
+	MessagesReceived int64 // PUBLISH packets the broker received
+	MessagesSent     int64 // PUBLISH packets the broker sent
+	MessagesDropped  int64 // dropped because a client's outbound queue was full
+	InflightDropped  int64 // dropped because a client's inflight store was full
+	ClientsMaximum   int64
+}
+
+// Stats is everything one run measured.
+type Stats struct {
+	// Started is the wall-clock start, for reports.
+	Started time.Time
+	// Elapsed is the whole run's length.
+	Elapsed time.Duration
+	// Broker is the URL used (the embedded broker's real address included).
+	BrokerURL string
+	// Phases holds every phase, indexed by phase.Phase.
+	Phases []PhaseStats
+	// Groups describes each plan group's clients, in plan order.
+	Groups []GroupInfo
+	// Timeline is the per-second history.
+	Timeline []Second
+	// Broker holds the embedded broker's counters (nil when external).
+	Broker *Broker
+	// Interrupted is set when a signal or context cancelled the run.
+	Interrupted bool
+	// Incomplete, when non-empty, says why the run could not complete
+	// (exit code 3), for example "group sub: no client could connect".
+	Incomplete string
+	// ErrorSamples holds the first distinct error messages, for the report,
+	// each with how often errors of its kind occurred ("(and 29 more like
+	// it)"); Errors counts them all (the errors metric, over the whole run).
+	ErrorSamples []string
+	// InFlightAtEnd counts the QoS 1/2 publishes still awaiting their
+	// acknowledgement when drain ended: non-zero means drain was too short
+	// for what the broker had in hand (or the broker stalled).
+	InFlightAtEnd int64
+	// DrainQuiet is how long drain kept listening after the last expected
+	// delivery, to catch duplicates that follow it.
+	DrainQuiet time.Duration
+	// Notices say where the broker did otherwise than the plan asked (QoS
+	// downgrades, no shared subscriptions, a copy per overlapping
+	// subscription), for the report's warnings.
+	Notices []string
+}
+
+// Phase returns phase p's figures, or nil when the run recorded no
+// phases (it could not start).
+func (s *Stats) Phase(p phase.Phase) *PhaseStats {
+	if int(p) < len(s.Phases) {
+		return &s.Phases[p]
+	}
+	return nil
+}
