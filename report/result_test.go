@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
 	"os"
 	"path/filepath"
@@ -509,5 +510,38 @@ func TestJSONTimelineEmptySecond(t *testing.T) {
 	}
 	if len(doc.Timeline) != 2 || doc.Timeline[0]["p50"] != nil || doc.Timeline[1]["p50"] != "1ms" || doc.Timeline[1]["max"] != "3ms" {
 		t.Errorf("timeline %v", doc.Timeline)
+	}
+}
+
+// TestJSONPlanMirrorsPlan keeps the plan echo's document types in step
+// with the plan's: every field the plan marshals has its mirror, with the
+// same JSON key and options, in the same order, so that a new plan field
+// cannot silently go missing from the JSON report.
+func TestJSONPlanMirrorsPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		plan, mirror reflect.Type
+	}{
+		{"plan", reflect.TypeFor[plans.Plan](), reflect.TypeFor[jsonPlan]()},
+		{"broker", reflect.TypeFor[plans.Broker](), reflect.TypeFor[jsonPlanBroker]()},
+		{"group", reflect.TypeFor[plans.Group](), reflect.TypeFor[jsonPlanGroup]()},
+		{"reconnect", reflect.TypeFor[plans.Reconnect](), reflect.TypeFor[jsonPlanReconnect]()},
+		{"publish", reflect.TypeFor[plans.Publish](), reflect.TypeFor[jsonPlanPublish]()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want, got []string
+			for i := range tc.plan.NumField() {
+				if f := tc.plan.Field(i); f.IsExported() && f.Tag.Get("json") != "-" {
+					want = append(want, f.Name+" "+f.Tag.Get("json"))
+				}
+			}
+			for i := range tc.mirror.NumField() {
+				f := tc.mirror.Field(i)
+				got = append(got, f.Name+" "+f.Tag.Get("json"))
+			}
+			if strings.Join(got, ", ") != strings.Join(want, ", ") {
+				t.Errorf("mirror fields\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
+			}
+		})
 	}
 }

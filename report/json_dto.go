@@ -1,0 +1,186 @@
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/mqplan/mqplan/plans"
+)
+
+// The JSON report's document types. The conventions WriteJSON documents
+// (durations as strings, NaN and ±Inf as null, lists never null) are kept
+// here, at the boundary, by the types themselves, so that the standard
+// encoder writes the document as it is.
+
+// jsonDuration is a duration written as its Go string ("1.5ms", "0s"), the
+// syntax thresholds are written in, exact to the nanosecond and readable by
+// time.ParseDuration.
+type jsonDuration time.Duration
+
+// MarshalJSON writes d as a quoted Go duration string.
+func (d jsonDuration) MarshalJSON() ([]byte, error) {
+	return strconv.AppendQuote(nil, time.Duration(d).String()), nil
+}
+
+// optDuration is a duration, or null when absent (no samples).
+func optDuration(d *time.Duration) *jsonDuration {
+	if d == nil {
+		return nil
+	}
+	j := jsonDuration(*d)
+	return &j
+}
+
+// list returns s, or an empty slice for nil, so that a list is [] rather
+// than null and its type never changes between runs.
+func list[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// jsonMetricSet is a metric set with each value in its JSON form: a
+// duration as a string, a non-finite rate as null.
+type jsonMetricSet map[string]any
+
+// metricSetJSON converts a set the thresholds read to its JSON form; a
+// nil set becomes {}.
+func metricSetJSON(m plans.MetricSet) jsonMetricSet {
+	out := make(jsonMetricSet, len(m))
+	for k, v := range m {
+		out[k] = valueJSON(v)
+	}
+	return out
+}
+
+// metricSetsJSON converts a map of named metric sets; nil becomes {}.
+func metricSetsJSON(m map[string]plans.MetricSet) map[string]jsonMetricSet {
+	out := make(map[string]jsonMetricSet, len(m))
+	for k, v := range m {
+		out[k] = metricSetJSON(v)
+	}
+	return out
+}
+
+// valueJSON converts one metric value (an int, a float64 or a
+// time.Duration, see plans.MetricKind) to its JSON form.
+func valueJSON(v any) any {
+	switch x := v.(type) {
+	case time.Duration:
+		return jsonDuration(x)
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	}
+	return v
+}
+
+// The plan echo: the plan as run, with its durations as strings. Types
+// without durations (TLS, Will, Subscription, ThresholdSource) are written
+// as they are; TestJSONPlanMirrorsPlan keeps these mirrors complete.
+
+type jsonPlan struct {
+	File        string                  `json:"file"`
+	Name        string                  `json:"name"`
+	Description string                  `json:"description,omitempty"`
+	Broker      jsonPlanBroker          `json:"broker"`
+	Groups      []jsonPlanGroup         `json:"groups"`
+	Warmup      jsonDuration            `json:"warmup"`
+	Ramp        jsonDuration            `json:"ramp"`
+	Duration    jsonDuration            `json:"duration"`
+	Drain       jsonDuration            `json:"drain"`
+	Thresholds  []plans.ThresholdSource `json:"thresholds,omitempty"`
+}
+
+type jsonPlanBroker struct {
+	URLs            []string     `json:"urls"`
+	Protocol        int          `json:"protocol"`
+	ConnectTimeout  jsonDuration `json:"connect_timeout"`
+	TLS             *plans.TLS   `json:"tls,omitempty"`
+	SourceAddresses []string     `json:"source_addresses,omitempty"`
+}
+
+type jsonPlanGroup struct {
+	Name          string               `json:"name"`
+	Count         int                  `json:"count"`
+	Start         int                  `json:"start"`
+	ClientID      plans.Template       `json:"client_id"`
+	Username      plans.Template       `json:"username,omitempty"`
+	Password      plans.Secret         `json:"password,omitempty"`
+	Keepalive     jsonDuration         `json:"keepalive"`
+	CleanStart    bool                 `json:"clean_start"`
+	SessionExpiry jsonDuration         `json:"session_expiry"`
+	ConnectRate   float64              `json:"connect_rate"`
+	Reconnect     *jsonPlanReconnect   `json:"reconnect,omitempty"`
+	Will          *plans.Will          `json:"will,omitempty"`
+	Protocol      int                  `json:"protocol"`
+	Subscribe     []plans.Subscription `json:"subscribe,omitempty"`
+	Publish       *jsonPlanPublish     `json:"publish,omitempty"`
+}
+
+type jsonPlanReconnect struct {
+	After jsonDuration `json:"after"`
+	Max   int          `json:"max"`
+}
+
+type jsonPlanPublish struct {
+	Topic  plans.Template `json:"topic"`
+	QoS    byte           `json:"qos"`
+	Size   int            `json:"size"`
+	Every  jsonDuration   `json:"every,omitempty"`
+	Rate   float64        `json:"rate,omitempty"`
+	Retain bool           `json:"retain"`
+	Count  int            `json:"count,omitempty"`
+}
+
+// planJSON converts the plan for the echo, with credentials in its broker
+// URLs hidden. Passwords need nothing: plans.Secret marshals masked.
+func planJSON(p *plans.Plan) *jsonPlan {
+	if p == nil {
+		return nil
+	}
+	jp := &jsonPlan{
+		File: p.File, Name: p.Name, Description: p.Description,
+		Broker: jsonPlanBroker{
+			URLs:            make([]string, len(p.Broker.URLs)),
+			Protocol:        p.Broker.Protocol,
+			ConnectTimeout:  jsonDuration(p.Broker.ConnectTimeout),
+			TLS:             p.Broker.TLS,
+			SourceAddresses: p.Broker.SourceAddresses,
+		},
+		Groups: make([]jsonPlanGroup, len(p.Groups)),
+		Warmup: jsonDuration(p.Warmup), Ramp: jsonDuration(p.Ramp),
+		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain),
+		Thresholds: p.Thresholds,
+	}
+	for i, u := range p.Broker.URLs {
+		jp.Broker.URLs[i] = redactURL(u)
+	}
+	for i := range p.Groups {
+		g := &p.Groups[i]
+		jg := jsonPlanGroup{
+			Name: g.Name, Count: g.Count, Start: g.Start,
+			ClientID: g.ClientID, Username: g.Username, Password: g.Password,
+			Keepalive: jsonDuration(g.Keepalive), CleanStart: g.CleanStart,
+			SessionExpiry: jsonDuration(g.SessionExpiry), ConnectRate: g.ConnectRate,
+			Will: g.Will, Protocol: g.Protocol, Subscribe: g.Subscribe,
+		}
+		if rc := g.Reconnect; rc != nil {
+			jg.Reconnect = &jsonPlanReconnect{After: jsonDuration(rc.After), Max: rc.Max}
+		}
+		if pub := g.Publish; pub != nil {
+			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
+				Every: jsonDuration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count}
+		}
+		jp.Groups[i] = jg
+	}
+	return jp
+}
+
+// The encoder must be the standard one: a compile-time reminder that the
+// document types above are all it needs.
+var _ json.Marshaler = jsonDuration(0)
