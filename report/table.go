@@ -10,10 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -22,9 +18,8 @@ import (
 // errors and thresholds sections, and a final verdict line (Result.Summary).
 //
 // The output is meant for terminals and CI logs alike: plain ASCII borders,
-// no colour codes, headers exactly as written (tablewriter v1 upper-cases
-// them unless told not to). Metrics with no samples show as "-", never as
-// 0. The whole report is built in memory and written at once, so a write
+// no colour codes, headers exactly as written (see asciiTable). Metrics
+// with no samples show as "-", never as 0. The whole report is built in memory and written at once, so a write
 // error is returned rather than leaving half a table behind silently.
 func WriteTable(w io.Writer, r *Result) error {
 	var b bytes.Buffer
@@ -47,58 +42,6 @@ func WriteTable(w io.Writer, r *Result) error {
 	b.WriteByte('\n')
 	_, err := w.Write(b.Bytes())
 	return err
-}
-
-// newTable makes a table in the report's one style. The first column is a
-// name and left-aligned; numbers are right-aligned so that digits line up.
-func newTable(w io.Writer, header ...string) *tablewriter.Table {
-	aligns := make([]tw.Align, len(header))
-	for i := range aligns {
-		aligns[i] = tw.AlignRight
-	}
-	aligns[0] = tw.AlignLeft
-	return newTableAligned(w, aligns, header...)
-}
-
-// newTableAligned makes a table whose first columns take the given
-// alignments; the rest are right-aligned.
-func newTableAligned(w io.Writer, aligns []tw.Align, header ...string) *tablewriter.Table {
-	full := make([]tw.Align, len(header))
-	for i := range full {
-		full[i] = tw.AlignRight
-		if i < len(aligns) {
-			full[i] = aligns[i]
-		}
-	}
-	aligns = full
-	t := tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: aligns}),
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: aligns}),
-	)
-	t.Header(toAny(header)...)
-	return t
-}
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
-
-// render appends the rows and renders, returning the first error.
-func render(t *tablewriter.Table, rows [][]string) error {
-	for _, row := range rows {
-		if err := t.Append(row); err != nil {
-			return err
-		}
-	}
-	return t.Render()
 }
 
 // section writes a blank line and a section title.
@@ -185,7 +128,7 @@ func (g Group) role() string {
 
 func writeGroups(b *bytes.Buffer, r *Result) error {
 	section(b, "Groups (messages: steady phase"+r.steadyLength()+"; clients and disconnects: whole run; per client = total / clients)")
-	t := newTableAligned(b, []tw.Align{tw.AlignLeft, tw.AlignLeft},
+	t := newTableAligned(b, []align{alignLeft, alignLeft},
 		"group", "role", "clients", "connected", "lost", "disconnects", "sent", "unsent", "received",
 		"send/s total", "send/s per client", "recv/s total", "recv/s per client")
 	var rows [][]string
@@ -302,7 +245,7 @@ func writeThresholds(b *bytes.Buffer, r *Result) error {
 		return nil
 	}
 	section(b, "Thresholds")
-	t := newTableAligned(b, []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignLeft}, "threshold", "measured", "result")
+	t := newTableAligned(b, []align{alignLeft, alignLeft, alignLeft}, "threshold", "measured", "result")
 	var rows [][]string
 	for _, th := range r.Thresholds {
 		res := "PASS"
