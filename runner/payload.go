@@ -7,7 +7,8 @@ import (
 	"github.com/mqplan/mqplan/plans"
 )
 
-// Payload layout: the 16-byte measurement header (design.md §2) followed by
+// Payload layout: the 16-byte measurement header (docs/plan-format.md,
+// "Latency is measured without coordinated omission") followed by
 // deterministic padding up to the publish size.
 //
 //	offset 0  uint32  publisher number (index in Program.Clients)
