@@ -13,6 +13,7 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -94,7 +95,7 @@ func TestUnexpectedDeliveriesHideNoLoss(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prog := compile(t, tt.plan())
-			st, _ := runWith(t, prog, BrokerOptions{Hooks: []mqtt.Hook{tt.hook}}, Options{})
+			st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{tt.hook}}, Options{})
 			if st.Incomplete != "" || st.Interrupted {
 				t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
 			}
@@ -215,7 +216,7 @@ func TestUnacknowledgedPublishesFail(t *testing.T) {
 			if tt.silent {
 				st, _ = runAt(t, prog, silentBroker(t))
 			} else {
-				st, _ = runWith(t, prog, BrokerOptions{}, Options{})
+				st, _ = runWith(t, prog, broker.Options{}, Options{})
 			}
 			if st.Incomplete != "" || st.Interrupted {
 				t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)

@@ -10,6 +10,7 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/internal/natstest"
 	"github.com/mqplan/mqplan/plans"
@@ -104,7 +105,7 @@ func TestOverlapOneCopy(t *testing.T) {
 			prog := compile(t, overlapping(e2ePlan(3, 1, time.Second)))
 			var st *stats.Stats
 			if tc.url == nil {
-				st, _ = runWith(t, prog, BrokerOptions{}, Options{})
+				st, _ = runWith(t, prog, broker.Options{}, Options{})
 			} else {
 				st, _ = runAt(t, prog, tc.url(t))
 			}
@@ -124,7 +125,7 @@ func TestOverlapOneCopy(t *testing.T) {
 func TestQoSDowngrade(t *testing.T) {
 	one := byte(1)
 	prog := compile(t, onProtocol(e2ePlan(3, 2, time.Second), 4))
-	st, _ := runWith(t, prog, BrokerOptions{MaximumQoS: &one}, Options{})
+	st, _ := runWith(t, prog, broker.Options{MaximumQoS: &one}, Options{})
 	m := all(st)
 	if !hasNotice(st, "group sub: asked QoS 2, the broker granted QoS 1 (3 of 3 clients)") {
 		t.Errorf("no notice of the subscription downgrade: %v", st.Notices)
@@ -161,7 +162,7 @@ func TestNoSubscriptionGranted(t *testing.T) {
 	for _, v := range []int{4, 5} {
 		t.Run("MQTT "+strconv.Itoa(v), func(t *testing.T) {
 			prog := compile(t, onProtocol(e2ePlan(3, 1, time.Second), v))
-			st, _ := runWith(t, prog, BrokerOptions{Hooks: []mqtt.Hook{&refuseSubscriptions{}}}, Options{})
+			st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{&refuseSubscriptions{}}}, Options{})
 			if !strings.Contains(st.Incomplete, "group sub: none of its 3 clients could subscribe") || !strings.Contains(st.Incomplete, "refused") {
 				t.Errorf("incomplete = %q", st.Incomplete)
 			}
@@ -179,7 +180,7 @@ func TestNoSubscriptionGranted(t *testing.T) {
 // `dup_rate == 0` with subscribers whose filters overlap.
 func TestDuplicatesWithOverlappingFilters(t *testing.T) {
 	prog := compile(t, overlapping(e2ePlan(3, 1, time.Second)))
-	st, b := runWith(t, prog, BrokerOptions{Faults: Faults{DuplicateEvery: 10}}, Options{})
+	st, b := runWith(t, prog, broker.Options{Faults: broker.Faults{DuplicateEvery: 10}}, Options{})
 	m := all(st)
 	fc := b.FaultCounts()
 	if fc.Duplicated == 0 || m.Duplicates != int64(fc.Duplicated) || m.OverlapCopies != 0 {

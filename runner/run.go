@@ -27,8 +27,12 @@ import (
 type Options struct {
 	// BrokerURL, when set, replaces the plan's broker URLs (--broker).
 	BrokerURL string
-	// Broker configures the embedded broker when the plan uses it.
-	Broker BrokerOptions
+	// Embedded starts the in-process broker a plan whose broker URL is
+	// "embedded" runs against (cmd/mqplan starts package broker's). The run
+	// closes it when it ends and reports its counters in stats.Stats.Broker. It
+	// is injected so that the runner, which measures any broker, does not
+	// link one in; nil makes such a plan an error.
+	Embedded func() (EmbeddedBroker, error)
 	// Progress, when set, is called about once a second with live figures.
 	// It runs on the snapshot goroutine and must return quickly.
 	Progress func(Progress)
@@ -36,6 +40,21 @@ type Options struct {
 	// a user who pressed Ctrl-C wants the report soon.
 	InterruptDrain time.Duration
 }
+
+// EmbeddedBroker is what a run needs of an in-process broker: where to
+// connect, its own counters for the report, and a bounded stop.
+type EmbeddedBroker interface {
+	// URL is the address clients connect to, mqtt://host:port.
+	URL() string
+	// Stats returns the broker's counters, read once the run has ended.
+	Stats() stats.Broker
+	// Close stops the broker within timeout.
+	Close(timeout time.Duration) error
+}
+
+// errNoEmbedded is Run's error for a plan that needs the embedded broker
+// when Options.Embedded was not set.
+var errNoEmbedded = errors.New(`the plan's broker is "embedded" but no embedded broker was provided (runner.Options.Embedded is nil)`)
 
 // Progress is the live view of a run, once a second.
 type Progress struct {
@@ -139,13 +158,16 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	}
 	st := &stats.Stats{Started: time.Now()}
 
-	var broker *Broker
+	var broker EmbeddedBroker
 	urls := prog.Plan.Broker.URLs
 	if opts.BrokerURL != "" {
 		urls = []string{opts.BrokerURL}
 	}
 	if len(urls) == 1 && urls[0] == plans.Embedded {
-		b, err := StartBroker(opts.Broker)
+		if opts.Embedded == nil {
+			return nil, errNoEmbedded
+		}
+		b, err := opts.Embedded()
 		if err != nil {
 			return nil, fmt.Errorf("start embedded broker: %w", err)
 		}

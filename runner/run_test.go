@@ -17,6 +17,7 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
@@ -51,9 +52,9 @@ func compile(t *testing.T, p *plans.Plan) *plans.Program {
 
 // runWith runs prog against a broker started with opts and returns the
 // stats and the broker, still open so that its counters can be read.
-func runWith(t *testing.T, prog *plans.Program, bo BrokerOptions, o Options, started ...func(*Broker)) (*stats.Stats, *Broker) {
+func runWith(t *testing.T, prog *plans.Program, bo broker.Options, o Options, started ...func(*broker.Broker)) (*stats.Stats, *broker.Broker) {
 	t.Helper()
-	b, err := StartBroker(bo)
+	b, err := broker.Start(bo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestRunExactAccounting(t *testing.T) {
 	for _, qos := range []byte{0, 1, 2} {
 		t.Run("qos"+string('0'+qos), func(t *testing.T) {
 			prog := compile(t, e2ePlan(5, qos, time.Second))
-			st, b := runWith(t, prog, BrokerOptions{}, Options{})
+			st, b := runWith(t, prog, broker.Options{}, Options{})
 			if st.Incomplete != "" || st.Interrupted {
 				t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
 			}
@@ -163,13 +164,13 @@ func TestRunExactAccounting(t *testing.T) {
 func TestRunFaults(t *testing.T) {
 	tests := []struct {
 		name   string
-		faults Faults
-		check  func(t *testing.T, m stats.Metrics, fc FaultCounts)
+		faults broker.Faults
+		check  func(t *testing.T, m stats.Metrics, fc broker.FaultCounts)
 	}{
 		{
 			name:   "one delivery in 100 dropped is exactly lost",
-			faults: Faults{DropEvery: 100},
-			check: func(t *testing.T, m stats.Metrics, fc FaultCounts) {
+			faults: broker.Faults{DropEvery: 100},
+			check: func(t *testing.T, m stats.Metrics, fc broker.FaultCounts) {
 				if fc.Dropped == 0 || m.Lost != int64(fc.Dropped) {
 					t.Errorf("lost %d, broker dropped %d", m.Lost, fc.Dropped)
 				}
@@ -180,8 +181,8 @@ func TestRunFaults(t *testing.T) {
 		},
 		{
 			name:   "duplicated deliveries are exactly duplicates",
-			faults: Faults{DuplicateEvery: 50},
-			check: func(t *testing.T, m stats.Metrics, fc FaultCounts) {
+			faults: broker.Faults{DuplicateEvery: 50},
+			check: func(t *testing.T, m stats.Metrics, fc broker.FaultCounts) {
 				if fc.Duplicated == 0 || m.Duplicates != int64(fc.Duplicated) {
 					t.Errorf("duplicates %d, broker duplicated %d", m.Duplicates, fc.Duplicated)
 				}
@@ -195,7 +196,7 @@ func TestRunFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			prog := compile(t, e2ePlan(5, 0, 2*time.Second))
 			prog.Drain = time.Second
-			st, b := runWith(t, prog, BrokerOptions{Faults: tt.faults}, Options{})
+			st, b := runWith(t, prog, broker.Options{Faults: tt.faults}, Options{})
 			tt.check(t, all(st), b.FaultCounts())
 		})
 	}
@@ -221,9 +222,9 @@ func TestRunDelayMovesLatency(t *testing.T) {
 		at := func(q float64) time.Duration { return time.Duration(h.ValueAtQuantile(q)) * time.Microsecond }
 		return dist{min: time.Duration(h.Min()) * time.Microsecond, p10: at(10), p50: at(50), p90: at(90)}
 	}
-	measure := func(f Faults) (latency, held dist) {
+	measure := func(f broker.Faults) (latency, held dist) {
 		prog := compile(t, e2ePlan(2, 1, 2*time.Second))
-		st, b := runWith(t, prog, BrokerOptions{Faults: f}, Options{})
+		st, b := runWith(t, prog, broker.Options{Faults: f}, Options{})
 		h := st.Phase(phase.Steady).Total.Latency
 		if h == nil || h.TotalCount() == 0 {
 			t.Fatal("no latency samples")
@@ -236,8 +237,8 @@ func TestRunDelayMovesLatency(t *testing.T) {
 		}
 		return quantiles(h), held
 	}
-	base, _ := measure(Faults{})
-	delayed, held := measure(Faults{Delay: delay})
+	base, _ := measure(broker.Faults{})
+	delayed, held := measure(broker.Faults{Delay: delay})
 	tol := time.Millisecond + (base.p90 - base.p10)
 	t.Logf("latency without delay %+v, with %+v; held %+v; tolerance %v", base, delayed, held, tol)
 
@@ -287,7 +288,7 @@ func TestRunBrokerDropsConnections(t *testing.T) {
 	prog := compile(t, e2ePlan(4, 1, 2*time.Second))
 	prog.Drain = time.Second
 	kick := &kicker{match: "-pub-"}
-	st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: kick.progress}, kick.started)
+	st, _ := runWith(t, prog, broker.Options{}, Options{Progress: kick.progress}, kick.started)
 	m := all(st)
 	if m.Disconnects != 4 {
 		t.Errorf("disconnects = %d, want 4 (errors %v)", m.Disconnects, st.ErrorSamples)
@@ -309,25 +310,19 @@ var errKicked = errors.New("kicked by the test")
 // client whose id contains match.
 type kicker struct {
 	match string
-	b     *Broker
+	b     *broker.Broker
 	once  sync.Once
 }
 
 // started records the broker (runWith's hook).
-func (k *kicker) started(b *Broker) { k.b = b }
+func (k *kicker) started(b *broker.Broker) { k.b = b }
 
 // progress kicks the clients at the first steady-phase progress report.
 func (k *kicker) progress(p Progress) {
 	if p.Phase != phase.Steady {
 		return
 	}
-	k.once.Do(func() {
-		for _, cl := range k.b.srv.Clients.GetAll() {
-			if strings.Contains(cl.ID, k.match) {
-				cl.Stop(errKicked)
-			}
-		}
-	})
+	k.once.Do(func() { k.b.Kick(k.match) })
 }
 
 // swallowHook drops the at-th PUBLISH of each client whose id contains
@@ -362,7 +357,7 @@ func (h *swallowHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Pac
 func TestRunInterrupted(t *testing.T) {
 	prog := compile(t, e2ePlan(2, 1, time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
-	b, err := StartBroker(BrokerOptions{})
+	b, err := broker.Start(broker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +412,7 @@ func TestRunAgainstMosquitto(t *testing.T) {
 // must be the same on every protocol.
 func TestProtocols(t *testing.T) {
 	brokers := map[string]string{}
-	b, err := StartBroker(BrokerOptions{})
+	b, err := broker.Start(broker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +452,7 @@ func TestProtocols(t *testing.T) {
 // pub` in two terminals): the subscriber counts every message, with
 // latency from the publisher's wall-clock header.
 func TestListenOnlyMeasuresOtherRuns(t *testing.T) {
-	b, err := StartBroker(BrokerOptions{})
+	b, err := broker.Start(broker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,10 +606,10 @@ func TestReconnect(t *testing.T) {
 				}
 			case tt.swallow:
 				sw := &swallowHook{match: tt.kick, at: 30, seen: map[string]int{}}
-				st, _ = runWith(t, prog, BrokerOptions{Hooks: []mqtt.Hook{sw, truth}}, Options{})
+				st, _ = runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{sw, truth}}, Options{})
 			default:
 				kick := &kicker{match: tt.kick}
-				st, _ = runWith(t, prog, BrokerOptions{Hooks: []mqtt.Hook{truth}}, Options{Progress: kick.progress}, kick.started)
+				st, _ = runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{Progress: kick.progress}, kick.started)
 			}
 			m := all(st)
 			if tt.swallow && tt.wantLoss && m.Lost < 3 {
@@ -670,7 +665,7 @@ func TestKeepalive(t *testing.T) {
 	p.Groups[0].Subscribe = nil
 	p.Groups[0].Keepalive = time.Second
 	p.Warmup = 0
-	st, _ := runWith(t, compile(t, p), BrokerOptions{}, Options{})
+	st, _ := runWith(t, compile(t, p), broker.Options{}, Options{})
 	if m := all(st); m.Disconnects != 0 || m.ConnectOK != 3 || st.Groups[0].ConnectedAtEnd != 3 {
 		t.Fatalf("disconnects %d, connected %d, at end %d (errors %v)", m.Disconnects, m.ConnectOK, st.Groups[0].ConnectedAtEnd, st.ErrorSamples)
 	}
@@ -689,7 +684,7 @@ func TestWillsAreForeign(t *testing.T) {
 	)
 	prog := compile(t, p)
 	kick := &kicker{match: "-watched-"}
-	st, _ := runWith(t, prog, BrokerOptions{}, Options{Progress: kick.progress}, kick.started)
+	st, _ := runWith(t, prog, broker.Options{}, Options{Progress: kick.progress}, kick.started)
 	m := all(st)
 	if m.Foreign != 3 || m.Corrupted != 0 || m.Lost != 0 || m.Disconnects != 3 {
 		t.Fatalf("foreign %d corrupted %d lost %d disconnects %d (errors %v)", m.Foreign, m.Corrupted, m.Lost, m.Disconnects, st.ErrorSamples)

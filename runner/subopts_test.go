@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/packets"
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
 )
@@ -19,7 +20,7 @@ import (
 // option rather than what mqplan sends.
 func optionBrokers(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := StartBroker(BrokerOptions{})
+	b, err := broker.Start(broker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

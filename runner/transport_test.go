@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/certtest"
 	"github.com/mqplan/mqplan/internal/loopback"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
@@ -39,7 +40,7 @@ func TestTransports(t *testing.T) {
 	tests := []struct {
 		name    string
 		broker  brokerKind
-		url     func(b *Broker) string
+		url     func(b *broker.Broker) string
 		tls     *plans.TLS
 		source  string
 		user    string
@@ -47,30 +48,30 @@ func TestTransports(t *testing.T) {
 		runErr  string // Run refuses to start with this
 		connErr string // every client fails to connect with this
 	}{
-		{name: "mqtts with the CA", broker: withTLS, url: (*Broker).URL, tls: &plans.TLS{CA: certs.CA}},
-		{name: "mutual TLS", broker: mutualTLS, url: (*Broker).URL, tls: &plans.TLS{CA: certs.CA, Cert: certs.ClientCert, Key: certs.ClientKey}},
-		{name: "ws", broker: webSocket, url: (*Broker).WebSocketURL},
-		{name: "wss with the CA", broker: webSocketTLS, url: (*Broker).WebSocketURL, tls: &plans.TLS{CA: certs.CA}},
-		{name: "source address 127.0.0.2", broker: plain, url: (*Broker).URL, source: "127.0.0.2"},
-		{name: "user and password", broker: withUsers, url: (*Broker).URL, user: "alice", pass: "s3cret"},
-		{name: "unknown authority", broker: withTLS, url: (*Broker).URL, tls: &plans.TLS{CA: certs.OtherCA},
+		{name: "mqtts with the CA", broker: withTLS, url: (*broker.Broker).URL, tls: &plans.TLS{CA: certs.CA}},
+		{name: "mutual TLS", broker: mutualTLS, url: (*broker.Broker).URL, tls: &plans.TLS{CA: certs.CA, Cert: certs.ClientCert, Key: certs.ClientKey}},
+		{name: "ws", broker: webSocket, url: (*broker.Broker).WebSocketURL},
+		{name: "wss with the CA", broker: webSocketTLS, url: (*broker.Broker).WebSocketURL, tls: &plans.TLS{CA: certs.CA}},
+		{name: "source address 127.0.0.2", broker: plain, url: (*broker.Broker).URL, source: "127.0.0.2"},
+		{name: "user and password", broker: withUsers, url: (*broker.Broker).URL, user: "alice", pass: "s3cret"},
+		{name: "unknown authority", broker: withTLS, url: (*broker.Broker).URL, tls: &plans.TLS{CA: certs.OtherCA},
 			connErr: "signed by an unknown authority"},
-		{name: "no client certificate for mutual TLS", broker: mutualTLS, url: (*Broker).URL, tls: &plans.TLS{CA: certs.CA},
+		{name: "no client certificate for mutual TLS", broker: mutualTLS, url: (*broker.Broker).URL, tls: &plans.TLS{CA: certs.CA},
 			connErr: "certificate"},
-		{name: "missing CA file", broker: withTLS, url: (*Broker).URL, tls: &plans.TLS{CA: filepath.Join(certs.Dir, "nope.pem")},
+		{name: "missing CA file", broker: withTLS, url: (*broker.Broker).URL, tls: &plans.TLS{CA: filepath.Join(certs.Dir, "nope.pem")},
 			runErr: "broker.tls.ca: cannot read " + filepath.Join(certs.Dir, "nope.pem") + ": no such file or directory"},
-		{name: "CA file not PEM", broker: withTLS, url: (*Broker).URL, tls: &plans.TLS{CA: notPEM},
+		{name: "CA file not PEM", broker: withTLS, url: (*broker.Broker).URL, tls: &plans.TLS{CA: notPEM},
 			runErr: "broker.tls.ca: " + notPEM + " is not a PEM file with a CERTIFICATE"},
-		{name: "wrong password", broker: withUsers, url: (*Broker).URL, user: "alice", pass: "wrong",
+		{name: "wrong password", broker: withUsers, url: (*broker.Broker).URL, user: "alice", pass: "wrong",
 			connErr: "CONNACK refused: bad user name or password"},
-		{name: "WebSocket path that 404s", broker: plain, url: func(*Broker) string { return "ws" + strings.TrimPrefix(notFound.URL, "http") + "/mqtt" },
+		{name: "WebSocket path that 404s", broker: plain, url: func(*broker.Broker) string { return "ws" + strings.TrimPrefix(notFound.URL, "http") + "/mqtt" },
 			connErr: "HTTP 404 Not Found"},
-		{name: "source address not on this machine", broker: plain, url: (*Broker).URL, source: "192.0.2.1",
+		{name: "source address not on this machine", broker: plain, url: (*broker.Broker).URL, source: "192.0.2.1",
 			connErr: "cannot assign requested address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var bo BrokerOptions
+			var bo broker.Options
 			switch tt.broker {
 			case withTLS:
 				bo.TLS = certs.ServerConfig(false)
@@ -83,7 +84,7 @@ func TestTransports(t *testing.T) {
 			case withUsers:
 				bo.Users = map[string]string{"alice": "s3cret"}
 			}
-			b, err := StartBroker(bo)
+			b, err := broker.Start(bo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,12 +187,11 @@ func TestMosquittoTransports(t *testing.T) {
 func TestProtocolRefused(t *testing.T) {
 	for _, proto := range []int{3, 4} {
 		t.Run(fmt.Sprintf("v%d", proto), func(t *testing.T) {
-			b, err := StartBroker(BrokerOptions{})
+			b, err := broker.Start(broker.Options{MinimumProtocol: 5})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close(5 * time.Second)
-			b.srv.Options.Capabilities.MinimumProtocolVersion = 5
 			p := e2ePlan(2, 1, 500*time.Millisecond)
 			for i := range p.Groups {
 				p.Groups[i].Protocol = proto

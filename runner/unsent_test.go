@@ -9,6 +9,7 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 )
 
@@ -17,11 +18,11 @@ import (
 type phaseKicker struct {
 	phase phase.Phase
 	match string
-	b     *Broker
+	b     *broker.Broker
 	once  sync.Once
 }
 
-func (k *phaseKicker) started(b *Broker) { k.b = b }
+func (k *phaseKicker) started(b *broker.Broker) { k.b = b }
 
 func (k *phaseKicker) progress(p Progress) {
 	if p.Phase == k.phase {
@@ -48,12 +49,12 @@ func TestUnsentInEveryPhase(t *testing.T) {
 			prog := compile(t, p)
 			k := &phaseKicker{phase: phase.Warmup, match: "-pub-"}
 			var o Options
-			var hooks []func(*Broker)
+			var hooks []func(*broker.Broker)
 			if tt.kick {
 				o.Progress = k.progress
 				hooks = append(hooks, k.started)
 			}
-			st, _ := runWith(t, prog, BrokerOptions{}, o, hooks...)
+			st, _ := runWith(t, prog, broker.Options{}, o, hooks...)
 			for _, name := range []phase.Phase{phase.Warmup, phase.Ramp, phase.Steady} {
 				want := prog.Phases[name].Messages
 				m := st.Phase(name).Total
@@ -86,7 +87,7 @@ func TestLostUnacked(t *testing.T) {
 	prog := compile(t, e2ePlan(4, 1, 2*time.Second))
 	prog.Drain = time.Second
 	h := &swallowHook{match: "-pub-", at: 10, seen: map[string]int{}}
-	st, _ := runWith(t, prog, BrokerOptions{Hooks: []mqtt.Hook{h}}, Options{})
+	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{h}}, Options{})
 	m := all(st)
 	if m.LostUnacked < 4 {
 		t.Errorf("lost unacked %d, want at least the 4 swallowed messages", m.LostUnacked)
@@ -108,7 +109,7 @@ func TestInterruptDuringDrain(t *testing.T) {
 	prog := compile(t, p)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b, err := StartBroker(BrokerOptions{Faults: Faults{Delay: 30 * time.Second}})
+	b, err := broker.Start(broker.Options{Faults: broker.Faults{Delay: 30 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

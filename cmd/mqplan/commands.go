@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/outfile"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/report"
@@ -183,7 +184,7 @@ func cmdRun(e *env, args []string) (code int, retErr error) {
 	ctx, stop := onSignals(e, "interrupted: stopping and reporting what was measured", nil)
 	defer stop()
 
-	opts := runner.Options{}
+	opts := runner.Options{Embedded: startEmbedded}
 	var prog_ *progressPrinter
 	if !*quiet {
 		prog_ = newProgressPrinter(e.stderr, prog)
@@ -421,9 +422,9 @@ func cmdBroker(e *env, args []string) (int, error) {
 	if *dropEvery < 0 || *dupEvery < 0 || *delay < 0 {
 		return exitInvalid, invalid(errors.New("fault options must not be negative"))
 	}
-	opts := runner.BrokerOptions{
+	opts := broker.Options{
 		Listen:    *listen,
-		Faults:    runner.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
+		Faults:    broker.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
 		WebSocket: *wsAddr,
 	}
 	if opts.TLS, err = brokerTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
@@ -444,7 +445,7 @@ func cmdBroker(e *env, args []string) (int, error) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, stopSignals...)
 	defer signal.Stop(sigs)
-	b, err := runner.StartBroker(opts)
+	b, err := broker.Start(opts)
 	if err != nil {
 		// It fails on what the options say: an address that does not
 		// parse or cannot be listened on (taken, privileged).
@@ -463,6 +464,16 @@ func cmdBroker(e *env, args []string) (int, error) {
 		return exitIncomplete, incomplete(err)
 	}
 	return exitPass, nil
+}
+
+// startEmbedded starts the in-process broker of a plan whose broker is
+// "embedded": on a free loopback port, with no faults.
+func startEmbedded() (runner.EmbeddedBroker, error) {
+	b, err := broker.Start(broker.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // brokerTLS loads the embedded broker's certificate, and the client CA

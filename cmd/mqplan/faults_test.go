@@ -17,9 +17,9 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/runner"
 )
 
 // faultPlan is the plan every fault case runs: ten publishers, each with
@@ -363,7 +363,7 @@ func TestFaults(t *testing.T) {
 		{
 			name: "publishers kicked by the broker: lost for good, the rest of their schedule unsent",
 			run: func(t *testing.T) (int, *faultReport) {
-				b := embedded(t, runner.BrokerOptions{})
+				b := embedded(t, broker.Options{})
 				fr := startFaultRun(t, b.URL(), "", "")
 				fr.waitSteady()
 				if n := b.Kick("fpub-"); n != 10 {
@@ -398,7 +398,7 @@ func TestFaults(t *testing.T) {
 		{
 			name: "session takeover by a second run with the same client ids, on the embedded broker",
 			run: func(t *testing.T) (int, *faultReport) {
-				b := embedded(t, runner.BrokerOptions{})
+				b := embedded(t, broker.Options{})
 				return takeover(t, b.URL())
 			},
 			want:  exitFail,
@@ -407,7 +407,7 @@ func TestFaults(t *testing.T) {
 		{
 			name: "embedded broker dropping 1 delivery in 50: exactly its drops lost, by the broker",
 			run: func(t *testing.T) (int, *faultReport) {
-				return withFaults(t, runner.Faults{DropEvery: 50}, func(t *testing.T, r *faultReport, fc runner.FaultCounts) {
+				return withFaults(t, broker.Faults{DropEvery: 50}, func(t *testing.T, r *faultReport, fc broker.FaultCounts) {
 					if fc.Dropped == 0 || r.n("lost_broker") != int64(fc.Dropped) || r.n("lost") != int64(fc.Dropped) {
 						t.Errorf("lost %d (by broker %d), the broker dropped %d", r.n("lost"), r.n("lost_broker"), fc.Dropped)
 					}
@@ -419,7 +419,7 @@ func TestFaults(t *testing.T) {
 		{
 			name: "embedded broker duplicating 1 delivery in 50: exactly its copies duplicates",
 			run: func(t *testing.T) (int, *faultReport) {
-				return withFaults(t, runner.Faults{DuplicateEvery: 50}, func(t *testing.T, r *faultReport, fc runner.FaultCounts) {
+				return withFaults(t, broker.Faults{DuplicateEvery: 50}, func(t *testing.T, r *faultReport, fc broker.FaultCounts) {
 					if fc.Duplicated == 0 || r.n("duplicates") != int64(fc.Duplicated) {
 						t.Errorf("duplicates %d, the broker duplicated %d", r.n("duplicates"), fc.Duplicated)
 					}
@@ -435,7 +435,7 @@ func TestFaults(t *testing.T) {
 		{
 			name: "embedded broker delaying every delivery 600ms: the delay in the latency",
 			run: func(t *testing.T) (int, *faultReport) {
-				return withFaults(t, runner.Faults{Delay: 600 * time.Millisecond}, func(*testing.T, *faultReport, runner.FaultCounts) {})
+				return withFaults(t, broker.Faults{Delay: 600 * time.Millisecond}, func(*testing.T, *faultReport, broker.FaultCounts) {})
 			},
 			want: exitFail,
 			check: func(t *testing.T, r *faultReport) {
@@ -457,7 +457,7 @@ func TestFaults(t *testing.T) {
 				for i := 1; i <= 8; i++ {
 					users[fmt.Sprintf("p%d", i)] = "pw"
 				}
-				b := embedded(t, runner.BrokerOptions{Users: users})
+				b := embedded(t, broker.Options{Users: users})
 				fr := startFaultRun(t, b.URL(), `    username: "s%i"
     password: pw`, `    username: "p%i"
     password: pw`)
@@ -549,9 +549,9 @@ func TestFaults(t *testing.T) {
 
 // withFaults runs the fault plan against an embedded broker that injects
 // f, and hands the report and the broker's exact fault counts to check.
-func withFaults(t *testing.T, f runner.Faults, check func(*testing.T, *faultReport, runner.FaultCounts)) (int, *faultReport) {
+func withFaults(t *testing.T, f broker.Faults, check func(*testing.T, *faultReport, broker.FaultCounts)) (int, *faultReport) {
 	t.Helper()
-	b := embedded(t, runner.BrokerOptions{Faults: f})
+	b := embedded(t, broker.Options{Faults: f})
 	code, r := startFaultRun(t, b.URL(), "", "").finish()
 	check(t, r, b.FaultCounts())
 	return code, r
@@ -570,9 +570,9 @@ func atSteady(fault func(*mosquittotest.Process)) func(*testing.T) (int, *faultR
 }
 
 // embedded starts an embedded broker with opts until the test ends.
-func embedded(t *testing.T, opts runner.BrokerOptions) *runner.Broker {
+func embedded(t *testing.T, opts broker.Options) *broker.Broker {
 	t.Helper()
-	b, err := runner.StartBroker(opts)
+	b, err := broker.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,9 @@
-package runner
+package broker
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/mqplan/mqplan/stats"
 	"log/slog"
 	"net"
 	"strings"
@@ -16,15 +15,17 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/mqplan/mqplan/stats"
 )
 
 // btTimeout bounds every wait in these tests.
 const btTimeout = 10 * time.Second
 
 // btStart starts a broker for one test and closes it when the test ends.
-func btStart(t *testing.T, opts BrokerOptions, quotaWorkaround bool) *Broker {
+func btStart(t *testing.T, opts Options, quotaWorkaround bool) *Broker {
 	t.Helper()
-	b, err := startBroker(opts, quotaWorkaround)
+	b, err := start(opts, quotaWorkaround)
 	if err != nil {
 		t.Fatalf("start broker: %v", err)
 	}
@@ -288,7 +289,7 @@ func TestBrokerStartClose(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := StartBroker(BrokerOptions{})
+			b, err := Start(Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,20 +330,22 @@ func TestBrokerStartClose(t *testing.T) {
 func TestBrokerOptionsValidation(t *testing.T) {
 	cases := []struct {
 		name   string
-		opts   BrokerOptions
+		opts   Options
 		errHas string
 	}{
-		{"negative DropEvery", BrokerOptions{Faults: Faults{DropEvery: -1}}, "DropEvery"},
-		{"negative DuplicateEvery", BrokerOptions{Faults: Faults{DuplicateEvery: -2}}, "DuplicateEvery"},
-		{"negative Delay", BrokerOptions{Faults: Faults{Delay: -time.Second}}, "Delay"},
-		{"unusable address", BrokerOptions{Listen: "127.0.0.1:notaport"}, "listen"},
+		{"negative DropEvery", Options{Faults: Faults{DropEvery: -1}}, "DropEvery"},
+		{"negative DuplicateEvery", Options{Faults: Faults{DuplicateEvery: -2}}, "DuplicateEvery"},
+		{"negative Delay", Options{Faults: Faults{Delay: -time.Second}}, "Delay"},
+		{"unusable address", Options{Listen: "127.0.0.1:notaport"}, "listen"},
+		{"minimum protocol 2", Options{MinimumProtocol: 2}, "minimum protocol 2: must be 3, 4 or 5"},
+		{"minimum protocol 6", Options{MinimumProtocol: 6}, "minimum protocol 6: must be 3, 4 or 5"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := StartBroker(tc.opts)
+			b, err := Start(tc.opts)
 			if err == nil {
 				b.Close(time.Second)
-				t.Fatal("StartBroker succeeded")
+				t.Fatal("Start succeeded")
 			}
 			if !strings.Contains(err.Error(), tc.errHas) {
 				t.Errorf("error %q does not mention %q", err, tc.errHas)
@@ -357,7 +360,7 @@ func TestBrokerRoundTrip(t *testing.T) {
 	const n = 200
 	for _, qos := range []byte{0, 1, 2} {
 		t.Run(fmt.Sprintf("qos%d", qos), func(t *testing.T) {
-			b := btStart(t, BrokerOptions{}, true)
+			b := btStart(t, Options{}, true)
 			inbox := newBTInbox()
 			sub := btConnect(t, b, "sub", 64, inbox)
 			btSubscribe(t, sub, "rt/+", qos)
@@ -403,7 +406,7 @@ func TestBrokerSendQuotaWorkaround(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := btStart(t, BrokerOptions{}, tc.workaround)
+			b := btStart(t, Options{}, tc.workaround)
 			release := make(chan struct{})
 			var once sync.Once
 			unblock := func() { once.Do(func() { close(release) }) }
@@ -490,7 +493,7 @@ func TestBrokerFaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := btStart(t, BrokerOptions{Faults: tc.faults}, true)
+			b := btStart(t, Options{Faults: tc.faults}, true)
 			inbox := newBTInbox()
 			sub := btConnect(t, b, "sub", 64, inbox)
 			btSubscribe(t, sub, "f/x", tc.qos)
@@ -556,10 +559,10 @@ func TestBrokerFaults(t *testing.T) {
 // the deliveries before it still arrive. mochi coalesces writes while a
 // client's queue is non-empty and flushes at the next successful write;
 // a dropped delivery is a failed write, so without unbuffered writes (see
-// startBroker) the tail of the burst would sit in mochi's buffer.
+// start) the tail of the burst would sit in mochi's buffer.
 func TestBrokerFaultDropLast(t *testing.T) {
 	const n = 2000
-	b := btStart(t, BrokerOptions{Faults: Faults{DropEvery: 2}}, true)
+	b := btStart(t, Options{Faults: Faults{DropEvery: 2}}, true)
 	inbox := newBTInbox()
 	sub := btConnect(t, b, "sub", 64, inbox)
 	btSubscribe(t, sub, "s/x", 0)
@@ -588,7 +591,7 @@ func TestBrokerFaultDelay(t *testing.T) {
 	)
 	for _, qos := range []byte{0, 1} {
 		t.Run(fmt.Sprintf("qos%d", qos), func(t *testing.T) {
-			b := btStart(t, BrokerOptions{Faults: Faults{Delay: delay}}, true)
+			b := btStart(t, Options{Faults: Faults{Delay: delay}}, true)
 			inbox := newBTInbox()
 			sub := btConnect(t, b, "sub", 64, inbox)
 			btSubscribe(t, sub, "d/x", qos)
@@ -630,7 +633,7 @@ func TestBrokerFaultDelay(t *testing.T) {
 // TestBrokerFanOut: a burst of QoS 1 messages published without waiting
 // for acknowledgements, fanned out to 100 MQTT 5 subscribers with Receive
 // Maximum 64: every subscriber gets every message, the broker drops
-// nothing, and an extra hook (BrokerOptions.Hooks) sees every write.
+// nothing, and an extra hook (Options.Hooks) sees every write.
 func TestBrokerFanOut(t *testing.T) {
 	const (
 		subs = 100
@@ -639,7 +642,7 @@ func TestBrokerFanOut(t *testing.T) {
 	var received atomic.Int64
 	done := make(chan struct{})
 	counter := &btCountHook{}
-	b := btStart(t, BrokerOptions{Hooks: []mqtt.Hook{counter}}, true)
+	b := btStart(t, Options{Hooks: []mqtt.Hook{counter}}, true)
 	for i := range subs {
 		inbox := newBTInbox()
 		inbox.handler = func(*paho.Publish) {
@@ -673,7 +676,7 @@ func TestBrokerFanOut(t *testing.T) {
 	}
 }
 
-// btCountHook is an extra hook (BrokerOptions.Hooks) counting PUBLISH
+// btCountHook is an extra hook (Options.Hooks) counting PUBLISH
 // packets written.
 type btCountHook struct {
 	mqtt.HookBase
@@ -708,8 +711,8 @@ func TestBrokerCloseDoesNotDeadlock(t *testing.T) {
 		disconnect   func(srv *mqtt.Server)
 		wantDeadlock bool
 	}{
-		{"mochi bug: Clients.GetByListener deadlocks", func(srv *mqtt.Server) { srv.Clients.GetByListener(brokerListenerID) }, true},
-		{"Broker.disconnectClients does not", func(srv *mqtt.Server) { (&Broker{srv: srv}).disconnectClients(brokerListenerID) }, false},
+		{"mochi bug: Clients.GetByListener deadlocks", func(srv *mqtt.Server) { srv.Clients.GetByListener(tcpListenerID) }, true},
+		{"Broker.disconnectClients does not", func(srv *mqtt.Server) { (&Broker{srv: srv}).disconnectClients(tcpListenerID) }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -768,7 +771,7 @@ func TestBrokerCloseDoesNotDeadlock(t *testing.T) {
 // calls from the connection's goroutine, and Close waits for it in vain.
 func TestBrokerCloseTimeoutNamesTheHolder(t *testing.T) {
 	hold := &holdHook{release: make(chan struct{})}
-	b, err := StartBroker(BrokerOptions{Hooks: []mqtt.Hook{hold}})
+	b, err := Start(Options{Hooks: []mqtt.Hook{hold}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,28 @@
-package runner
+// Package broker is mqplan's embedded MQTT broker: mochi-mqtt v2.7.9 run
+// in-process for self-tests, demos (mqplan broker) and plans whose broker
+// URL is "embedded". It owns the broker's configuration for load tests
+// (capabilities raised so that the broker itself drops nothing), its TCP
+// listener, its workarounds for mochi v2.7.9 defects (the send quota that
+// stalls a subscriber, see sendQuotaHook; the Close that deadlocks or
+// hangs, see Broker.Close; the race on retained messages, see
+// retainLockHook), and fault injection (Faults: dropped, duplicated and
+// delayed deliveries with exact counts) that lets mqplan's accounting be
+// tested against known truth.
+//
+// It must not know about plans, schedules or the runner: it is started with
+// Options and read through Stats, FaultCounts and DelayHeld, and whoever
+// runs a plan against it (runner.Run, through runner.Options.Embedded)
+// only sees its URL and counters. Outside tests, it is the only package of
+// mqplan that imports mochi.
+package broker
 
 import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/mqplan/mqplan/stats"
 	"log/slog"
 	"math"
 	"net"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,20 +32,21 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
-	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/mqplan/mqplan/stats"
 )
 
-// defaultBrokerListen is the address the embedded broker binds when
-// BrokerOptions.Listen is empty: loopback, with a port chosen by the kernel,
+// defaultListen is the address the embedded broker binds when
+// Options.Listen is empty: loopback, with a port chosen by the kernel,
 // so that a self-test never exposes a broker that accepts every client
 // (auth.AllowHook) to the network by accident.
-const defaultBrokerListen = "127.0.0.1:0"
+const defaultListen = "127.0.0.1:0"
 
-// brokerListenerID names the embedded broker's only listener inside mochi.
-const brokerListenerID = "mqplan-tcp"
+// tcpListenerID names the embedded broker's only listener inside mochi.
+const tcpListenerID = "mqplan-tcp"
 
-// BrokerOptions configures the embedded broker.
-type BrokerOptions struct {
+// Options configures the embedded broker.
+type Options struct {
 	// Listen is the TCP address to bind, host:port. Empty means
 	// 127.0.0.1:0, a free loopback port. Any host is
 	// allowed, but remember the broker lets every client in: bind a public
@@ -59,6 +74,11 @@ type BrokerOptions struct {
 	// with QoS 2. Nil means 2, no cap. Tests use it to see mqplan report
 	// the downgrades.
 	MaximumQoS *byte
+	// MinimumProtocol, when set (3, 4 or 5: MQTT 3.1, 3.1.1, 5), refuses
+	// clients speaking an older version with CONNACK "unsupported protocol
+	// version". Zero accepts all three. Tests use it to see mqplan report a
+	// broker that refuses the plan's protocol.
+	MinimumProtocol byte
 	// Hooks are extra mochi hooks (tests, instrumentation), added after the
 	// built-in ones (allow-all auth, the send-quota workaround, faults), so
 	// they see packets as the fault hook left them.
@@ -70,10 +90,10 @@ type BrokerOptions struct {
 // has queues and inflight stores large enough that it does not drop
 // messages under the loads mqplan generates on one machine, and works
 // around mochi v2.7.9's send-quota bug (see sendQuotaHook). Create it with
-// StartBroker and stop it with Close.
+// Start and stop it with Close.
 type Broker struct {
 	srv    *mqtt.Server
-	ln     *brokerListener
+	ln     *listener
 	faults *faultHook // nil when Faults is zero
 	ws     string     // WebSocket listen address, "" for none
 	stop   chan struct{}
@@ -82,34 +102,40 @@ type Broker struct {
 	closeErr  error
 }
 
-// StartBroker starts an embedded broker and returns once it is accepting
+// Start starts an embedded broker and returns once it is accepting
 // connections: mochi binds the socket when the listener is added, so Addr
 // reports the real port even for "127.0.0.1:0".
-func StartBroker(opts BrokerOptions) (*Broker, error) {
-	return startBroker(opts, true)
+func Start(opts Options) (*Broker, error) {
+	return start(opts, true)
 }
 
-// startBroker is StartBroker with the send-quota workaround optional, so
-// that a test can show the mochi bug it works around still exists.
-func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
+// start is Start with the send-quota workaround optional, so that a test
+// can show the mochi bug it works around still exists.
+func start(opts Options, quotaWorkaround bool) (*Broker, error) {
 	if err := opts.Faults.validate(); err != nil {
 		return nil, err
 	}
 	addr := opts.Listen
 	if addr == "" {
-		addr = defaultBrokerListen
+		addr = defaultListen
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 
-	caps := brokerCapabilities()
+	caps := capabilities()
 	if q := opts.MaximumQoS; q != nil {
 		if *q > 2 {
 			return nil, fmt.Errorf("maximum QoS %d: must be 0, 1 or 2", *q)
 		}
 		caps.MaximumQos = *q
+	}
+	if p := opts.MinimumProtocol; p != 0 {
+		if p < 3 || p > 5 {
+			return nil, fmt.Errorf("minimum protocol %d: must be 3, 4 or 5", p)
+		}
+		caps.MinimumProtocolVersion = p
 	}
 	mo := &mqtt.Options{
 		Capabilities: caps,
@@ -137,7 +163,7 @@ func startBroker(opts BrokerOptions, quotaWorkaround bool) (*Broker, error) {
 
 	b := &Broker{
 		srv:  mqtt.New(mo),
-		ln:   &brokerListener{id: brokerListenerID, address: addr, tls: opts.TLS, conns: map[net.Conn]struct{}{}},
+		ln:   &listener{id: tcpListenerID, address: addr, tls: opts.TLS, conns: map[net.Conn]struct{}{}},
 		stop: make(chan struct{}),
 	}
 	b.ln.disconnectClients = b.disconnectClients
@@ -231,12 +257,12 @@ func concretePort(addr string) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// brokerCapabilities returns mochi's capabilities raised for load tests. The
+// capabilities returns mochi's capabilities raised for load tests. The
 // targets are a 1-to-1 QoS 1 run of 200 publisher/subscriber pairs at
 // 20,000 msg/s in total and a fan-out to 1,000 subscribers, with nothing
 // dropped by the broker: every broker drop would look like mqplan losing
 // messages (Stats reports them separately so that it never does).
-func brokerCapabilities() *mqtt.Capabilities {
+func capabilities() *mqtt.Capabilities {
 	c := mqtt.NewDefaultServerCapabilities()
 
 	// The per-client outbound queue (a buffered channel of packet pointers).
@@ -311,7 +337,7 @@ func (b *Broker) WebSocketURL() string {
 // InflightDropped are deliveries the broker discarded because a client's
 // outbound queue or inflight store was full; a run must report them, or the
 // broker's losses look like mqplan's. Deliveries removed on purpose by
-// BrokerOptions.Faults are not in these counters (see FaultCounts):
+// Options.Faults are not in these counters (see FaultCounts):
 // MessagesSent counts PUBLISH packets actually written, so with faults it is
 // FaultCounts.Deliveries - Dropped + Duplicated once everything is flushed.
 func (b *Broker) Stats() stats.Broker {
@@ -326,7 +352,7 @@ func (b *Broker) Stats() stats.Broker {
 }
 
 // FaultCounts returns the fault hook's exact counters. They are all zero
-// when BrokerOptions.Faults is zero, since no hook is installed then.
+// when Options.Faults is zero, since no hook is installed then.
 func (b *Broker) FaultCounts() FaultCounts {
 	if b.faults == nil {
 		return FaultCounts{}
@@ -342,291 +368,6 @@ func (b *Broker) DelayHeld() *hdrhistogram.Histogram {
 		return nil
 	}
 	return b.faults.heldTimes()
-}
-
-// Close stops the broker within timeout and is safe to call more than once
-// (later calls return the first call's result). mochi's own Close can hang
-// (mochi-mqtt/server#424): it waits for every connection goroutine, and one
-// that never sent CONNECT, or whose socket is full while mochi writes the
-// DISCONNECT, never ends. The broker's listener closes the connections that
-// never sent CONNECT itself (see brokerListener.Close), and disconnects the
-// others without mochi's lock-order deadlock (see disconnectClients); for
-// the rest, Close gives mochi half the timeout, then closes every accepted
-// socket, which unblocks any read or write stuck on it, and waits the other
-// half. It returns an error only if mochi still has not returned, with
-// every goroutine's stack; mochi's goroutines are then abandoned. A timeout
-// <= 0 means 5 s.
-func (b *Broker) Close(timeout time.Duration) error {
-	b.closeOnce.Do(func() { b.closeErr = b.shutdown(timeout) })
-	return b.closeErr
-}
-
-func (b *Broker) shutdown(timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	close(b.stop) // abandons deliveries still held by the Delay fault
-
-	done := make(chan struct{})
-	go func() {
-		_ = b.srv.Close()
-		close(done)
-	}()
-
-	grace := timeout / 2
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
-	}
-	b.ln.closeConns()
-	t.Reset(timeout - grace)
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
-		// Say who holds it: without the stacks, a hang seen once in a CI
-		// log cannot be diagnosed.
-		return fmt.Errorf("embedded broker: not stopped after %v; goroutines:\n%s", timeout, goroutineStacks())
-	}
-}
-
-// goroutineStacks returns every goroutine's stack, as a panic prints them.
-func goroutineStacks() string {
-	var sb strings.Builder
-	if err := pprof.Lookup("goroutine").WriteTo(&sb, 2); err != nil {
-		return "(no stacks: " + err.Error() + ")"
-	}
-	return sb.String()
-}
-
-// disconnectClients sends DISCONNECT (server shutting down) to every client
-// of one listener and stops it, as mochi's closeListenerClients does, but
-// without its deadlock. mochi v2.7.9's Clients.GetByListener takes the
-// client map's read lock and, holding it, calls Clients.Len, which takes the
-// read lock again. sync.RWMutex forbids that: once a writer is waiting (a
-// client connecting, Clients.Add, or one disconnecting, Clients.Delete),
-// the second RLock waits for the writer and the writer for the first RLock,
-// for ever. Close then hangs no matter which sockets are closed: this was
-// the "not stopped after 30s" seen when clients disconnected just as a test
-// closed the broker (TestBrokerCloseDoesNotDeadlock shows it). GetAll takes
-// the read lock once and copies the map.
-func (b *Broker) disconnectClients(listener string) {
-	for _, cl := range b.srv.Clients.GetAll() {
-		if cl.Net.Listener == listener && !cl.Closed() {
-			_ = b.srv.DisconnectClient(cl, packets.ErrServerShuttingDown)
-		}
-	}
-}
-
-// safeCloseListener is a mochi listener whose Close disconnects its clients
-// with Broker.disconnectClients instead of the CloseFn mochi passes (which
-// can deadlock, see disconnectClients).
-type safeCloseListener struct {
-	listeners.Listener
-	disconnectClients listeners.CloseFn
-}
-
-// Close implements listeners.Listener.
-func (l safeCloseListener) Close(listeners.CloseFn) { l.Listener.Close(l.disconnectClients) }
-
-// sendQuotaHook works around a bug in mochi v2.7.9's outbound flow control.
-//
-// ParseConnect sets a client's send quota to the Receive Maximum N it sent
-// in CONNECT. Once N QoS 1/2 deliveries are unacknowledged, publishToClient
-// parks further deliveries in the inflight store marked "send when quota
-// frees" (Expiry -1). After each packet from the client, processPacket
-// writes one parked delivery and then *deletes* it from the inflight store
-// while spending a quota unit; that delivery's PUBACK then finds no inflight
-// entry, so processPuback never gives the unit back. N parked deliveries
-// later the quota is 0 for good: a subscriber with a backlog larger than N
-// receives about 2N messages and then nothing (and the parked ones come
-// out in arbitrary order, sorted by a uint16 of their creation second).
-//
-// ResetSendQuota(0) sets both the quota and its maximum to 0, exactly as for
-// an MQTT 3.1.1 client (which sends no Receive Maximum): the parking branch
-// requires maximumSendQuota > 0 and the release branch sendQuota > 0, so
-// neither runs and every delivery goes straight to the client's outbound
-// queue. A non-zero value (say 65535) would not do: the release branch would
-// still scan and sort the whole inflight store after every PUBACK. The cost
-// is that the broker ignores the subscriber's Receive Maximum
-// ([MQTT-3.3.4-9]); mqplan's client tolerates that (it reads and
-// acknowledges as fast as packets arrive), and any backlog waits in TCP
-// buffers and in mochi's outbound queue (MaximumClientWritesPending).
-//
-// The quota is reset twice. OnSessionEstablish runs after ParseConnect and
-// before the client is registered, so no delivery can be parked before it.
-// But a session taken over from an earlier connection gets a cloned
-// inflight store with the quota reset to N again (inheritClientSession), so
-// OnSessionEstablished, after the takeover, resets it once more. A delivery
-// parked in the short window between the resend of the inherited inflight
-// messages and OnSessionEstablished would stay parked; mqplan's clients use
-// clean sessions, which never take that path.
-type sendQuotaHook struct {
-	mqtt.HookBase
-}
-
-// ID names the hook in mochi's logs.
-func (h *sendQuotaHook) ID() string { return "mqplan-send-quota" }
-
-// Provides selects the two session hooks: the workaround costs nothing per
-// message.
-func (h *sendQuotaHook) Provides(b byte) bool {
-	return b == mqtt.OnSessionEstablish || b == mqtt.OnSessionEstablished
-}
-
-// OnSessionEstablish disables the send quota of a new session before the
-// client can receive anything.
-func (h *sendQuotaHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
-	cl.State.Inflight.ResetSendQuota(0)
-}
-
-// OnSessionEstablished disables it again after a session takeover replaced
-// the inflight store.
-func (h *sendQuotaHook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
-	cl.State.Inflight.ResetSendQuota(0)
-}
-
-// brokerListener is mochi's TCP listener with four changes. It remembers
-// every accepted connection, so that connections mochi does not know about
-// (no CONNECT yet) can be closed at shutdown and any connection can be
-// forced shut when the shutdown hangs. It closes the listening socket before
-// disconnecting clients, so no connection is accepted after the clients
-// were told to go (mochi's listener does it the other way round). And a
-// temporary Accept error (EMFILE at 20,000 files) pauses accepting instead
-// of stopping it for good. And it disconnects its clients with
-// Broker.disconnectClients, not with mochi's deadlock-prone CloseFn.
-type brokerListener struct {
-	id      string
-	address string
-	tls     *tls.Config
-	ln      net.Listener
-	log     *slog.Logger
-	// disconnectClients replaces the CloseFn mochi passes to Close.
-	disconnectClients listeners.CloseFn
-
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup // one per tracked connection; Add under mu
-}
-
-// ID implements listeners.Listener.
-func (l *brokerListener) ID() string { return l.id }
-
-// Protocol implements listeners.Listener.
-func (l *brokerListener) Protocol() string { return "tcp" }
-
-// Address returns the bound address once Init has run.
-func (l *brokerListener) Address() string {
-	if l.ln != nil {
-		return l.ln.Addr().String()
-	}
-	return l.address
-}
-
-// Init binds the socket; mochi calls it from AddListener.
-func (l *brokerListener) Init(log *slog.Logger) error {
-	l.log = log
-	ln, err := net.Listen("tcp", l.address)
-	if err != nil {
-		return err
-	}
-	if l.tls != nil {
-		ln = tls.NewListener(ln, l.tls)
-	}
-	l.ln = ln
-	return nil
-}
-
-// Serve accepts connections until Close and hands each to mochi.
-func (l *brokerListener) Serve(establish listeners.EstablishFn) {
-	var backoff time.Duration
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) || l.isClosed() {
-				return
-			}
-			// Out of descriptors or similar: wait and retry, as net/http does.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			l.log.Warn("accept failed, retrying", "error", err, "in", backoff)
-			time.Sleep(backoff)
-			continue
-		}
-		backoff = 0
-		if !l.track(c) {
-			_ = c.Close()
-			return
-		}
-		go func() {
-			defer l.untrack(c)
-			if err := establish(l.id, c); err != nil {
-				l.log.Debug("connection ended", "error", err, "remote", c.RemoteAddr())
-			}
-		}()
-	}
-}
-
-// Close stops accepting, disconnects the clients mochi knows (those that
-// completed CONNECT; with disconnectClients, not mochi's CloseFn), closes
-// the connections it does not know, and waits for every connection
-// goroutine to return. mochi's Close calls it
-// and then waits for its own count of connections (Listeners.ClientsWg);
-// waiting here first means that wait cannot hang on a connection that never
-// sent CONNECT, and that every connection's ClientsWg.Add happens before
-// mochi's Wait (an Add racing with Wait is a misuse the race detector
-// reports, and one mochi's own TCP listener allows).
-func (l *brokerListener) Close(listeners.CloseFn) {
-	l.mu.Lock()
-	already := l.closed
-	l.closed = true
-	l.mu.Unlock()
-	if already {
-		return
-	}
-	if l.ln != nil {
-		_ = l.ln.Close()
-	}
-	l.disconnectClients(l.id)
-	l.closeConns()
-	l.wg.Wait()
-}
-
-func (l *brokerListener) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
-}
-
-func (l *brokerListener) track(c net.Conn) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.conns[c] = struct{}{}
-	l.wg.Add(1)
-	return true
-}
-
-func (l *brokerListener) untrack(c net.Conn) {
-	l.mu.Lock()
-	delete(l.conns, c)
-	l.mu.Unlock()
-	l.wg.Done()
-}
-
-// closeConns closes every connection still open, which makes mochi's
-// blocked reads and writes on them return.
-func (l *brokerListener) closeConns() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for c := range l.conns {
-		_ = c.Close()
-	}
 }
 
 // errKickedByAdmin is why Kick drops a client.

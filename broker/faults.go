@@ -1,4 +1,4 @@
-package runner
+package broker
 
 import (
 	"errors"
@@ -54,7 +54,7 @@ func (f Faults) enabled() bool {
 }
 
 // needsUnbufferedWrites reports whether the hook will make writes fail on
-// purpose (dropping or deferring a delivery), see startBroker.
+// purpose (dropping or deferring a delivery), see start.
 func (f Faults) needsUnbufferedWrites() bool {
 	return f.DropEvery != 0 || f.Delay != 0
 }
