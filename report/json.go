@@ -191,7 +191,7 @@ func (r *Result) doc() jsonDoc {
 	return d
 }
 
-// A compile-time check that the JSON mirror of BrokerStats still has the
+// A compile-time check that the JSON mirror of stats.Broker still has the
 // same fields: the conversion fails to compile when they drift apart, so a
 // new field cannot silently go missing from the report. (jsonSecond
 // differs in its latency fields' types; TestJSONSecondMirrorsSecond checks it.)
