@@ -1,58 +1,76 @@
 package plans
 
+import (
+	"sync"
+
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/threshold"
+)
+
 // builtinChecks are the integrity checks every run must pass, whatever its
 // thresholds say: a run that did not do what its plan said (messages the
 // schedule called for never sent, connections refused, clients lost and
 // never back, deliveries lost, duplicated or corrupted, a QoS downgraded,
 // publishes or subscriptions the broker refused) must not pass because
-// nobody thought of writing a threshold for it. A plan that writes its own
-// threshold on one of a check's metrics, in any scope, decides for itself
-// instead: a fault-injection plan can say `unsent < 100`, a QoS 0 plan
-// `loss_rate < 0.001`, which then replaces `lost == 0`.
-var builtinChecks = []struct {
-	expr string
-	// metrics are those whose threshold in the plan replaces the check:
-	// its own, and the others that judge the same thing (loss_rate for
-	// lost).
-	metrics []string
-}{
-	{"unsent == 0", []string{"unsent"}},
-	{"connect.failed == 0", []string{"connect.failed"}},
-	{"clients.lost == 0", []string{"clients.lost"}},
-	{"lost == 0", []string{"lost", "loss_rate", "lost_unsent", "lost_unacked", "lost_broker"}},
-	{"duplicates == 0", []string{"duplicates", "dup_rate"}},
-	{"corrupted == 0", []string{"corrupted"}},
-	{"unexpected == 0", []string{"unexpected"}},
-	{"qos_downgrades == 0", []string{"qos_downgrades"}},
-	{"errors == 0", []string{"errors"}},
+// nobody thought of writing a threshold for it.
+//
+// Each check is `m == 0` for the first metric m of its list. A plan that
+// writes its own threshold on any metric of the list, in any scope,
+// decides for itself instead: a fault-injection plan can say
+// `unsent < 100`, a QoS 0 plan `loss_rate < 0.001`, which then replaces
+// `lost == 0` (the rest of a list are the metrics that judge the same
+// thing as the first).
+var builtinChecks = [][]metric.Name{
+	{metric.Unsent},
+	{metric.ConnectFailed},
+	{metric.ClientsLost},
+	{metric.Lost, metric.LossRate, metric.LostUnsent, metric.LostUnacked, metric.LostBroker},
+	{metric.Duplicates, metric.DupRate},
+	{metric.Corrupted},
+	{metric.Unexpected},
+	{metric.QoSDowngrades},
+	{metric.Errors},
 }
 
-// BuiltinThresholds compiles the built-in integrity checks that the
-// plan's own thresholds (user, as compiled) leave to mqplan: each check
-// none of whose metrics a user threshold reads. They are marked Builtin so
-// that reports can say why a run failed without the plan asking.
-func BuiltinThresholds(p *Plan, user []*Threshold) []*Threshold {
-	read := map[string]bool{}
+// builtinExpr is the expression of builtinChecks[i]: its metric == 0.
+func builtinExpr(i int) string { return string(builtinChecks[i][0]) + " == 0" }
+
+// compiledBuiltins are the built-in checks compiled, once per process:
+// they read only top-level metrics, so one compilation serves every plan.
+// An entry is nil if its check did not compile, which cannot happen for a
+// catalogue metric (TestBuiltinThresholdsJudge pins it).
+var compiledBuiltins = sync.OnceValue(func() []*threshold.Threshold {
+	env := threshold.NewEnv(threshold.Scopes{Phases: phase.Names()})
+	out := make([]*threshold.Threshold, len(builtinChecks))
+	for i := range builtinChecks {
+		out[i], _ = env.Compile(builtinExpr(i))
+	}
+	return out
+})
+
+// BuiltinThresholds returns the built-in integrity checks that the plan's
+// own thresholds (user, as compiled) leave to mqplan: each check none of
+// whose metrics a user threshold reads. They are marked Builtin so that
+// reports can say why a run failed without the plan asking.
+func BuiltinThresholds(user []*Threshold) []*Threshold {
+	read := map[metric.Name]bool{}
 	for _, t := range user {
 		for _, ref := range t.Reads {
 			read[ref.Metric] = true
 		}
 	}
-	env := newThresholdEnv(p)
 	var out []*Threshold
 checks:
-	for _, c := range builtinChecks {
-		for _, m := range c.metrics {
+	for i, metrics := range builtinChecks {
+		for _, m := range metrics {
 			if read[m] {
 				continue checks
 			}
 		}
-		t, err := env.compile(ThresholdSource{Expr: c.expr})
-		if err != nil {
-			continue // a catalogue metric always compiles; the test pins it
+		if t := compiledBuiltins()[i]; t != nil {
+			out = append(out, &Threshold{Threshold: t, Source: ThresholdSource{Expr: builtinExpr(i)}, Builtin: true})
 		}
-		t.Builtin = true
-		out = append(out, t)
 	}
 	return out
 }

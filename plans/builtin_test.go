@@ -3,6 +3,9 @@ package plans
 import (
 	"slices"
 	"testing"
+
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/threshold"
 )
 
 // TestBuiltinThresholds checks which built-in integrity checks a plan gets:
@@ -44,7 +47,7 @@ func TestBuiltinThresholds(t *testing.T) {
 				t.Fatal(errs)
 			}
 			var got []string
-			for _, b := range BuiltinThresholds(p, user) {
+			for _, b := range BuiltinThresholds(user) {
 				if !b.Builtin || len(b.Reads) != 1 {
 					t.Errorf("%q: builtin %v, reads %v", b.Source.Expr, b.Builtin, b.Reads)
 				}
@@ -60,24 +63,23 @@ func TestBuiltinThresholds(t *testing.T) {
 // TestBuiltinThresholdsJudge checks that each built-in check fails on its
 // fault and passes on a clean run.
 func TestBuiltinThresholdsJudge(t *testing.T) {
-	p := thTestPlan()
-	ths := BuiltinThresholds(p, nil)
+	ths := BuiltinThresholds(nil)
 	if len(ths) != len(builtinChecks) {
 		t.Fatalf("%d checks compiled, want %d: a built-in expression no longer compiles", len(ths), len(builtinChecks))
 	}
-	clean := MetricSet{"unsent": 0, "connect.failed": 0, "clients.lost": 0, "lost": 0, "duplicates": 0,
+	clean := metric.Set{"unsent": 0, "connect.failed": 0, "clients.lost": 0, "lost": 0, "duplicates": 0,
 		"corrupted": 0, "unexpected": 0, "qos_downgrades": 0, "errors": 0}
 	for _, th := range ths {
-		m := Measured{Top: clean}
+		m := threshold.Measured{Top: clean}
 		if r := th.Eval(m); !r.Pass {
 			t.Errorf("%s fails on a clean run: %s", th.Source.Expr, r.Reason)
 		}
-		faulty := MetricSet{}
+		faulty := metric.Set{}
 		for k, v := range clean {
 			faulty[k] = v
 		}
 		faulty[th.Reads[0].Metric] = 3
-		if r := th.Eval(Measured{Top: faulty}); r.Pass {
+		if r := th.Eval(threshold.Measured{Top: faulty}); r.Pass {
 			t.Errorf("%s passes with %s = 3", th.Source.Expr, th.Reads[0].Metric)
 		}
 	}

@@ -188,7 +188,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	ths = append(ths, BuiltinThresholds(p, ths)...)
+	ths = append(ths, BuiltinThresholds(ths)...)
 	runID := opts.RunID
 	if runID == "" {
 		runID = "run"

@@ -100,12 +100,13 @@ func LoadBytes(file string, data []byte, opts LoadOptions) (*Plan, error) {
 		// threshold compiler, Compile) does it.
 		l.errs = append(l.errs, checkWork(p)...)
 	}
-	if p != nil {
+	if p != nil && len(p.Thresholds) > 0 {
 		// Threshold problems are plan problems too, reported with the
-		// others in one pass (Compile checks them again, cheaply).
-		if _, errs := CompileThresholds(p); len(errs) > 0 {
-			l.errs = append(l.errs, errs...)
-		}
+		// others in one pass; the compiled thresholds stay with the plan,
+		// for Compile.
+		ths, errs := compileThresholds(p)
+		l.errs = append(l.errs, errs...)
+		keepCompiled(p, ths)
 	}
 	if len(l.errs) > 0 {
 		return nil, l.sorted()

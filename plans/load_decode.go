@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/mqplan/mqplan/internal/suggest"
 )
 
 // The keys of each section, in the order the messages list them.
@@ -1093,7 +1095,9 @@ func (l *loader) exprPos(n *yaml.Node) Pos {
 
 // suggestKey returns the known key a user most likely meant by key: the same
 // key up to case and -/_ , or one within a small edit distance; "" if
-// none is close enough to be a useful guess.
+// none is close enough to be a useful guess. Keys are short, so the limit
+// stays at 2 edits however long the key; among equally near keys the one
+// listed first wins (the lists follow the docs).
 func suggestKey(key string, known []string) string {
 	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
 	for _, k := range known {
@@ -1101,48 +1105,5 @@ func suggestKey(key string, known []string) string {
 			return k
 		}
 	}
-	best, bestD := "", 3
-	limit := 2
-	if utf8.RuneCountInString(key) <= 4 {
-		limit = 1
-	}
-	for _, k := range known {
-		if d := keyDistance(norm(key), k); d <= limit && d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// keyDistance is the edit distance between a and b in runes, counting
-// an insertion, a deletion, a substitution or a swap of two neighbours
-// (the commonest typo: nmae) as one edit. Keys are short, so the
-// quadratic table is cheap; long inputs are cut off, since no known key
-// is long.
-func keyDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 64
-	}
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
+	return suggest.Closest(norm(key), known, suggest.Limit(key, 2), suggest.First)
 }

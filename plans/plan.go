@@ -111,6 +111,10 @@ type Plan struct {
 	Drain time.Duration `json:"drain"`
 	// Thresholds are the pass conditions, each an expression.
 	Thresholds []ThresholdSource `json:"thresholds,omitempty"`
+
+	// compiled are the thresholds as Load compiled them, which
+	// CompileThresholds hands out again rather than compiling twice.
+	compiled *compiledThresholds
 }
 
 // Broker is the plan's `broker:` section.

@@ -4,12 +4,13 @@ import (
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/threshold"
 )
 
 // Environment turns what a run measured into the metric environment that
@@ -26,10 +27,10 @@ import (
 //     phase.All, even a phase the run never reached (its counts are 0).
 //
 // A metric with no samples (an empty histogram, a rate over zero time, a
-// ratio with a zero denominator) is absent from its MetricSet, so that a
+// ratio with a zero denominator) is absent from its metric.Set, so that a
 // threshold reading it fails instead of comparing against a made-up zero.
 // Counts are always present: a zero count is a real measurement.
-func Environment(p *plans.Plan, st *stats.Stats) plans.Measured {
+func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 	if st == nil {
 		st = &stats.Stats{}
 	}
@@ -59,10 +60,10 @@ func Environment(p *plans.Plan, st *stats.Stats) plans.Measured {
 		}
 	}
 
-	m := plans.Measured{
+	m := threshold.Measured{
 		Top:    metricSet(view{msg: &steadyTotal, conn: &runConn, dur: steadyDur, subscriberView: true}),
-		Groups: make(map[string]plans.MetricSet, len(groups)),
-		Phases: make(map[string]plans.MetricSet, phase.Count),
+		Groups: make(map[string]metric.Set, len(groups)),
+		Phases: make(map[string]metric.Set, phase.Count),
 	}
 	for gi, g := range groups {
 		var gm stats.Metrics
@@ -119,9 +120,10 @@ type view struct {
 
 // metricSet fills every catalogue metric that has a value in v, converted to
 // the Go type its kind promises (int, float64 or time.Duration).
-func metricSet(v view) plans.MetricSet {
-	set := make(plans.MetricSet, len(plans.Metrics))
-	for _, md := range plans.Metrics {
+func metricSet(v view) metric.Set {
+	all := metric.All()
+	set := make(metric.Set, len(all))
+	for _, md := range all {
 		val, ok := v.value(md.Name)
 		if !ok {
 			continue
@@ -136,17 +138,17 @@ func metricSet(v view) plans.MetricSet {
 // conform converts a raw figure to the Go type of kind. It refuses a value it
 // cannot convert (leaving the metric absent, so a threshold on it fails
 // loudly) rather than guess; the catalogue test makes sure that never happens.
-func conform(kind plans.MetricKind, v any) (any, bool) {
+func conform(kind metric.Kind, v any) (any, bool) {
 	switch kind {
-	case plans.Count:
+	case metric.Count:
 		if n, ok := v.(int64); ok {
 			return int(n), true
 		}
-	case plans.Rate, plans.Fraction:
+	case metric.Rate, metric.Fraction:
 		if f, ok := v.(float64); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
 			return f, true
 		}
-	case plans.Duration:
+	case metric.Duration:
 		if d, ok := v.(time.Duration); ok {
 			return d, true
 		}
@@ -157,7 +159,7 @@ func conform(kind plans.MetricKind, v any) (any, bool) {
 // value computes one metric by its canonical name: int64 for counts,
 // float64 for rates and fractions, time.Duration for durations. ok is false
 // when the metric has no samples in this scope.
-func (v view) value(name string) (any, bool) {
+func (v view) value(name metric.Name) (any, bool) {
 	m, c := v.msg, v.conn
 	expected, received, lost := m.Expected, m.Received, m.Lost
 	lostUnsent, lostUnacked := m.LostUnsent, m.LostUnacked
@@ -169,72 +171,72 @@ func (v view) value(name string) (any, bool) {
 	// not deliver.
 	lostBroker := max(0, lost-lostUnsent-lostUnacked)
 	switch name {
-	case "sent":
+	case metric.Sent:
 		return m.Sent, true
-	case "unsent":
+	case metric.Unsent:
 		return m.Unsent, true
-	case "lost_unsent":
+	case metric.LostUnsent:
 		return lostUnsent, true
-	case "lost_unacked":
+	case metric.LostUnacked:
 		return lostUnacked, true
-	case "lost_broker":
+	case metric.LostBroker:
 		return lostBroker, true
-	case "acked":
+	case metric.Acked:
 		return m.Acked, true
-	case "expected":
+	case metric.Expected:
 		return expected, true
-	case "received":
+	case metric.Received:
 		return received, true
-	case "lost":
+	case metric.Lost:
 		return lost, true
-	case "loss_rate":
+	case metric.LossRate:
 		return ratio(lost, expected)
-	case "duplicates":
+	case metric.Duplicates:
 		return m.Duplicates, true
-	case "dup_rate":
+	case metric.DupRate:
 		// Duplicates and out-of-order are seen by the receiving clients, so
 		// they are measured against the deliveries to them (m.Received), not
 		// against the deliveries of a publishing group's messages: for a
 		// pure publisher the rate is absent rather than a misleading 0.
 		return ratio(m.Duplicates, m.Received)
-	case "out_of_order":
+	case metric.OutOfOrder:
 		return m.OutOfOrder, true
-	case "overlap_copies":
+	case metric.OverlapCopies:
 		return m.OverlapCopies, true
-	case "unexpected":
+	case metric.Unexpected:
 		return m.Unexpected, true
-	case "ooo_rate":
+	case metric.OOORate:
 		return ratio(m.OutOfOrder, m.Received)
-	case "corrupted":
+	case metric.Corrupted:
 		return m.Corrupted, true
-	case "send_rate":
+	case metric.SendRate:
 		return perSecond(m.Sent, v.dur)
-	case "recv_rate":
+	case metric.RecvRate:
 		return perSecond(received, v.dur)
-	case "sent_bytes":
+	case metric.SentBytes:
 		return m.SentBytes, true
-	case "received_bytes":
+	case metric.ReceivedBytes:
 		return m.ReceivedBytes, true
-	case "late_rate":
+	case metric.LateRate:
 		return ratio(m.Late, m.Sent)
-	case "errors":
+	case metric.Errors:
 		return c.Errors, true
-	case "disconnects":
+	case metric.Disconnects:
 		return c.Disconnects, true
-	case "reconnects":
+	case metric.Reconnects:
 		return c.Reconnects, true
-	case "clients.lost":
+	case metric.ClientsLost:
 		return c.ClientsLost, true
-	case "qos_downgrades":
+	case metric.QoSDowngrades:
 		return c.QoSDowngrades, true
-	case "connect.attempts":
+	case metric.ConnectAttempts:
 		return c.ConnectAttempts, true
-	case "connect.ok":
+	case metric.ConnectOK:
 		return c.ConnectOK, true
-	case "connect.failed":
+	case metric.ConnectFailed:
 		return c.ConnectFailed, true
 	}
-	family, stat, ok := strings.Cut(name, ".")
+	family, stat, ok := name.Split()
 	if !ok {
 		return nil, false
 	}

@@ -9,33 +9,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/threshold"
 )
 
-// kindType is the Go type each metric kind promises (plans.MetricKind).
-var kindType = map[plans.MetricKind]reflect.Type{
-	plans.Count:    reflect.TypeFor[int](),
-	plans.Rate:     reflect.TypeFor[float64](),
-	plans.Fraction: reflect.TypeFor[float64](),
-	plans.Duration: reflect.TypeFor[time.Duration](),
+// kindType is the Go type each metric kind promises (metric.Kind).
+var kindType = map[metric.Kind]reflect.Type{
+	metric.Count:    reflect.TypeFor[int](),
+	metric.Rate:     reflect.TypeFor[float64](),
+	metric.Fraction: reflect.TypeFor[float64](),
+	metric.Duration: reflect.TypeFor[time.Duration](),
 }
 
 // TestEnvironmentCatalogue checks that a fully populated run produces every
 // catalogue metric at the top level and in the steady phase, each with its
-// kind's Go type, so that a metric added to plans.Metrics cannot be
+// kind's Go type, so that a metric added to the catalogue cannot be
 // forgotten here (a threshold on it would fail as "no samples" forever).
 func TestEnvironmentCatalogue(t *testing.T) {
 	m := Environment(testPlan(), fullStats(t))
 	scopes := []struct {
 		name string
-		set  plans.MetricSet
+		set  metric.Set
 	}{
 		{"top", m.Top},
 		{"phases.steady+connect", mergeSets(m.Phases["steady"], m.Phases["connect"], m.Phases["subscribe"])},
 	}
 	for _, sc := range scopes {
 		t.Run(sc.name, func(t *testing.T) {
-			for _, md := range plans.Metrics {
+			for _, md := range metric.All() {
 				v, ok := sc.set[md.Name]
 				if !ok {
 					t.Errorf("%s: missing", md.Name)
@@ -49,7 +51,7 @@ func TestEnvironmentCatalogue(t *testing.T) {
 	}
 	// Every set, of every scope, holds only catalogue names with the right
 	// types, even when sparse.
-	all := map[string]plans.MetricSet{"top": m.Top}
+	all := map[string]metric.Set{"top": m.Top}
 	for n, s := range m.Groups {
 		all["groups."+n] = s
 	}
@@ -58,7 +60,7 @@ func TestEnvironmentCatalogue(t *testing.T) {
 	}
 	for scope, set := range all {
 		for name, v := range set {
-			md, ok := plans.LookupMetric(name)
+			md, ok := metric.Lookup(string(name))
 			if !ok || md.Name != name {
 				t.Errorf("%s.%s: not a canonical catalogue name", scope, name)
 				continue
@@ -75,8 +77,8 @@ func TestEnvironmentCatalogue(t *testing.T) {
 
 // mergeSets overlays sets; the phase test needs connect figures (from the
 // connect phase) and message figures (from steady) to see every name.
-func mergeSets(sets ...plans.MetricSet) plans.MetricSet {
-	out := plans.MetricSet{}
+func mergeSets(sets ...metric.Set) metric.Set {
+	out := metric.Set{}
 	for _, s := range sets {
 		for k, v := range s {
 			if _, ok := out[k]; !ok {
@@ -88,8 +90,8 @@ func mergeSets(sets ...plans.MetricSet) plans.MetricSet {
 }
 
 // lookup reads scope.metric from m, the way a threshold names it.
-func lookup(m plans.Measured, scope, name, metric string) (any, bool) {
-	var set plans.MetricSet
+func lookup(m threshold.Measured, scope, name, metricName string) (any, bool) {
+	var set metric.Set
 	switch scope {
 	case "":
 		set = m.Top
@@ -98,7 +100,7 @@ func lookup(m plans.Measured, scope, name, metric string) (any, bool) {
 	case "phases":
 		set = m.Phases[name]
 	}
-	v, ok := set[metric]
+	v, ok := set[metric.Name(metricName)]
 	return v, ok
 }
 
@@ -202,7 +204,7 @@ func TestEnvironmentMissing(t *testing.T) {
 	empty := Environment(testPlan(), emptyStats(t))
 	tests := []struct {
 		name                 string
-		m                    plans.Measured
+		m                    threshold.Measured
 		scope, group, metric string
 		present              bool
 	}{

@@ -185,7 +185,7 @@ func compile(t testing.TB, p *plans.Plan) []*plans.Threshold {
 func withBuiltins(t testing.TB, p *plans.Plan) []*plans.Threshold {
 	t.Helper()
 	ths := compile(t, p)
-	return append(ths, plans.BuiltinThresholds(p, ths)...)
+	return append(ths, plans.BuiltinThresholds(ths)...)
 }
 
 // faultStats is the fixture run hit by faults: pub-3 was lost for good

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -48,16 +49,16 @@ type jsonMetricSet map[string]any
 
 // metricSetJSON converts a set the thresholds read to its JSON form; a
 // nil set becomes {}.
-func metricSetJSON(m plans.MetricSet) jsonMetricSet {
+func metricSetJSON(m metric.Set) jsonMetricSet {
 	out := make(jsonMetricSet, len(m))
 	for k, v := range m {
-		out[k] = valueJSON(v)
+		out[string(k)] = valueJSON(v)
 	}
 	return out
 }
 
 // metricSetsJSON converts a map of named metric sets; nil becomes {}.
-func metricSetsJSON(m map[string]plans.MetricSet) map[string]jsonMetricSet {
+func metricSetsJSON(m map[string]metric.Set) map[string]jsonMetricSet {
 	out := make(map[string]jsonMetricSet, len(m))
 	for k, v := range m {
 		out[k] = metricSetJSON(v)
@@ -66,7 +67,7 @@ func metricSetsJSON(m map[string]plans.MetricSet) map[string]jsonMetricSet {
 }
 
 // valueJSON converts one metric value (an int, a float64 or a
-// time.Duration, see plans.MetricKind) to its JSON form.
+// time.Duration, see metric.Kind) to its JSON form.
 func valueJSON(v any) any {
 	switch x := v.(type) {
 	case time.Duration:

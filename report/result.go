@@ -17,7 +17,9 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/threshold"
 )
 
 // Verdicts, as shown on the table's last line and in JSON's "verdict".
@@ -56,7 +58,7 @@ type Result struct {
 	Groups []Group
 	// Measured is the metric environment the thresholds were judged
 	// against (see Environment).
-	Measured plans.Measured
+	Measured threshold.Measured
 	// Latency summarises the run's latency histograms: end-to-end and ack
 	// over the steady phase, connect and subscribe over the whole run.
 	Latency []LatencyRow
@@ -138,7 +140,7 @@ type ThresholdOutcome struct {
 	// Pass, Values and Reason are the evaluation's result: the values are
 	// the metrics the expression read, Reason why it failed (empty on PASS).
 	Pass   bool
-	Values []plans.MetricValue
+	Values []threshold.Value
 	Reason string
 }
 
@@ -256,7 +258,7 @@ func warnings(r *Result, st *stats.Stats) []string {
 	if r.InFlightAtEnd > 0 {
 		ws = append(ws, fmt.Sprintf("drain ended with %d publishes still awaiting their acknowledgement: drain was too short for what was in flight, or the broker stalled; deliveries of theirs that did not arrive count as lost_unacked", r.InFlightAtEnd))
 	}
-	if lr, ok := r.Measured.Top["late_rate"].(float64); ok && lr > lateWarnRate {
+	if lr, ok := r.Measured.Top[metric.LateRate].(float64); ok && lr > lateWarnRate {
 		ws = append(ws, fmt.Sprintf("generator fell behind its schedule: %d sends (%s) more than %s late",
 			r.Late, fmtPercent(lr), fmtDuration(stats.LateThreshold)))
 	}

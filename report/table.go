@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/threshold"
 )
 
 // WriteTable writes the human summary: a header line, warnings, then the
@@ -139,19 +140,19 @@ func writeGroups(b *bytes.Buffer, r *Result) error {
 		connected += g.Connected
 		lost += g.Lost
 		rows = append(rows, []string{
-			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected), itoa(g.Lost), count(m, "disconnects"),
-			count(m, "sent"), count(m, "unsent"), count(m, "received"),
-			rate(m, "send_rate", 1), rate(m, "send_rate", g.Clients),
-			rate(m, "recv_rate", 1), rate(m, "recv_rate", g.Clients),
+			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected), itoa(g.Lost), count(m, metric.Disconnects),
+			count(m, metric.Sent), count(m, metric.Unsent), count(m, metric.Received),
+			rate(m, metric.SendRate, 1), rate(m, metric.SendRate, g.Clients),
+			rate(m, metric.RecvRate, 1), rate(m, metric.RecvRate, g.Clients),
 		})
 	}
 	// The total's per-client rates would mix publishers and subscribers
 	// into one meaningless average, so they are left out.
 	top := r.Measured.Top
 	rows = append(rows, []string{
-		"total", "", itoa(clients), itoa(connected), itoa(lost), count(top, "disconnects"),
-		count(top, "sent"), count(top, "unsent"), count(top, "received"),
-		rate(top, "send_rate", 1), absent, rate(top, "recv_rate", 1), absent,
+		"total", "", itoa(clients), itoa(connected), itoa(lost), count(top, metric.Disconnects),
+		count(top, metric.Sent), count(top, metric.Unsent), count(top, metric.Received),
+		rate(top, metric.SendRate, 1), absent, rate(top, metric.RecvRate, 1), absent,
 	})
 	return render(t, rows)
 }
@@ -178,12 +179,12 @@ func writeDelivery(b *bytes.Buffer, r *Result) error {
 	section(b, "Delivery (steady-phase messages, deliveries during drain included)")
 	t := newTable(b, "group", "expected", "received", "lost", "unsent", "unacked", "by broker", "dup", "out-of-order", "corrupted", "loss rate", "dup rate")
 	var rows [][]string
-	row := func(name string, m plans.MetricSet) []string {
+	row := func(name string, m metric.Set) []string {
 		return []string{name,
-			count(m, "expected"), count(m, "received"), count(m, "lost"),
-			count(m, "lost_unsent"), count(m, "lost_unacked"), count(m, "lost_broker"),
-			count(m, "duplicates"), count(m, "out_of_order"), count(m, "corrupted"),
-			percent(m, "loss_rate"), percent(m, "dup_rate"),
+			count(m, metric.Expected), count(m, metric.Received), count(m, metric.Lost),
+			count(m, metric.LostUnsent), count(m, metric.LostUnacked), count(m, metric.LostBroker),
+			count(m, metric.Duplicates), count(m, metric.OutOfOrder), count(m, metric.Corrupted),
+			percent(m, metric.LossRate), percent(m, metric.DupRate),
 		}
 	}
 	for _, g := range r.Groups {
@@ -203,8 +204,8 @@ func writeHealth(b *bytes.Buffer, r *Result) error {
 	section(b, "Generator health (steady phase; lag = actual - intended send time; late = lag over "+fmtDuration(stats.LateThreshold)+")")
 	t := newTable(b, "group", "lag p99", "lag max", "late sends", "late %")
 	var rows [][]string
-	row := func(name string, m plans.MetricSet, late int64) []string {
-		return []string{name, duration(m, "lag.p99"), duration(m, "lag.max"), fmt.Sprint(late), percent(m, "late_rate")}
+	row := func(name string, m metric.Set, late int64) []string {
+		return []string{name, duration(m, metric.LagP99), duration(m, metric.LagMax), fmt.Sprint(late), percent(m, metric.LateRate)}
 	}
 	for _, g := range r.Groups {
 		if g.Publishes {
@@ -232,7 +233,7 @@ func writeErrors(b *bytes.Buffer, r *Result) error {
 	if len(r.ErrorSamples) == 0 {
 		return nil
 	}
-	section(b, fmt.Sprintf("Errors (%s in all, by kind, over the whole run)", count(r.Measured.Top, "errors")))
+	section(b, fmt.Sprintf("Errors (%s in all, by kind, over the whole run)", count(r.Measured.Top, metric.Errors)))
 	for _, e := range r.ErrorSamples {
 		fmt.Fprintf(b, "  %s\n", e)
 	}
@@ -269,7 +270,7 @@ func writeThresholds(b *bytes.Buffer, r *Result) error {
 
 // measuredValues shows what a threshold read, as `p99=1.2ms dup_rate=0`,
 // with "-" for a metric that had no samples.
-func measuredValues(vs []plans.MetricValue) string {
+func measuredValues(vs []threshold.Value) string {
 	parts := make([]string, 0, len(vs))
 	for _, v := range vs {
 		val := absent
@@ -285,7 +286,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // count shows a count metric; counts are always measured, but a scope that
 // is missing altogether (no such group) shows "-".
-func count(m plans.MetricSet, name string) string {
+func count(m metric.Set, name metric.Name) string {
 	if v, ok := m[name]; ok {
 		return fmtValue(v)
 	}
@@ -294,7 +295,7 @@ func count(m plans.MetricSet, name string) string {
 
 // rate shows a rate metric divided by n (the per-client figure when n is
 // the group's client count).
-func rate(m plans.MetricSet, name string, n int) string {
+func rate(m metric.Set, name metric.Name, n int) string {
 	f, ok := m[name].(float64)
 	if !ok || n <= 0 {
 		return absent
@@ -302,14 +303,14 @@ func rate(m plans.MetricSet, name string, n int) string {
 	return fmtRate(f / float64(n))
 }
 
-func percent(m plans.MetricSet, name string) string {
+func percent(m metric.Set, name metric.Name) string {
 	if f, ok := m[name].(float64); ok {
 		return fmtPercent(f)
 	}
 	return absent
 }
 
-func duration(m plans.MetricSet, name string) string {
+func duration(m metric.Set, name metric.Name) string {
 	if d, ok := m[name].(time.Duration); ok {
 		return fmtDuration(d)
 	}

@@ -1,4 +1,4 @@
-package plans
+package threshold
 
 import (
 	"regexp"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mqplan/mqplan/metric"
 )
 
 // thFuzzSeeds are expressions that exercise every branch of the rewriter.
@@ -45,11 +47,11 @@ func FuzzThresholdRewrite(f *testing.F) {
 				t.Fatalf("rewrote %q, which is not a duration literal, in %q", lit, src)
 			}
 			if lit[0] != '.' {
-				if prev, _ := utf8.DecodeLastRuneInString(src[:s.srcByte]); s.srcByte > 0 && prev != utf8.RuneError && thIsAlnum(prev) {
+				if prev, _ := utf8.DecodeLastRuneInString(src[:s.srcByte]); s.srcByte > 0 && prev != utf8.RuneError && isAlnum(prev) {
 					t.Fatalf("rewrote %q inside an identifier in %q", lit, src)
 				}
 			}
-			if next, _ := utf8.DecodeRuneInString(src[s.srcByteEnd:]); s.srcByteEnd < len(src) && next != utf8.RuneError && thIsAlnum(next) {
+			if next, _ := utf8.DecodeRuneInString(src[s.srcByteEnd:]); s.srcByteEnd < len(src) && next != utf8.RuneError && isAlnum(next) {
 				t.Fatalf("rewrote %q, which runs on into an identifier, in %q", lit, src)
 			}
 		}
@@ -74,32 +76,31 @@ func FuzzThresholdCompile(f *testing.F) {
 		f.Add(s)
 	}
 	m := Measured{
-		Top: MetricSet{"latency.p99": time.Millisecond, "latency.p50": time.Microsecond, "sent": 10, "received": 0,
+		Top: metric.Set{"latency.p99": time.Millisecond, "latency.p50": time.Microsecond, "sent": 10, "received": 0,
 			"loss_rate": 0.5, "recv_rate": 100.0, "ack.max": time.Second},
-		Groups: map[string]MetricSet{"sub": {"sent": 1, "latency.p99": time.Millisecond}},
+		Groups: map[string]metric.Set{"sub": {"sent": 1, "latency.p99": time.Millisecond}},
 	}
+	env := NewEnv(Scopes{Groups: []string{"sub", "my-group"}, Phases: testPhases})
 	f.Fuzz(func(t *testing.T, src string) {
-		p := &Plan{
-			Groups:     []Group{{Name: "sub"}, {Name: "my-group"}},
-			Thresholds: []ThresholdSource{{Expr: src, Pos: Pos{File: "f.yaml", Line: 3, Col: 7}}},
-		}
-		ths, errs := CompileThresholds(p)
-		if len(ths)+len(errs) != 1 {
-			t.Fatalf("%q gave %d thresholds and %d errors", src, len(ths), len(errs))
+		th, e := env.Compile(src)
+		if (th == nil) == (e == nil) {
+			t.Fatalf("%q gave threshold %v and error %v", src, th, e)
 		}
 		n := 0
 		for range src {
 			n++
 		}
-		for _, e := range errs {
-			if lines := strings.Count(src, "\n"); e.Pos.Line < 3 || e.Pos.Line > 3+lines || e.Pos.Col < 7 || e.Pos.Col > 7+n {
-				t.Fatalf("%q: error at %v, outside the expression (%d runes): %s", src, e.Pos, n, e.Msg)
+		if e != nil {
+			// Placed as a plan places it: at line 3, column 7 of f.yaml.
+			line, col := 3+e.Line, 7+e.Col
+			if lines := strings.Count(src, "\n"); line < 3 || line > 3+lines || col < 7 || col > 7+n || e.Offset < 0 || e.Offset > n {
+				t.Fatalf("%q: error at f.yaml:%d:%d (offset %d), outside the expression (%d runes): %s", src, line, col, e.Offset, n, e.Msg)
 			}
 			if strings.ContainsAny(e.Msg, "\n\r") || e.Msg == "" {
 				t.Fatalf("%q: bad message %q", src, e.Msg)
 			}
 		}
-		for _, th := range ths {
+		if th != nil {
 			res := th.Eval(m)
 			if !res.Pass && res.Reason == "" {
 				t.Fatalf("%q failed without a reason", src)

@@ -1,0 +1,354 @@
+// Package metric is the catalogue of every metric a threshold can name:
+// its canonical name (a typed constant, so that a misspelt name does not
+// compile), its kind (which fixes the Go type of its value) and a line of
+// help. The threshold checker, the report's environment and tables, the
+// built-in checks and docs/plan-format.md ("Metrics that thresholds can
+// use") all go by this one table, so a metric cannot exist in one of them
+// and be unknown to another.
+//
+// It owns names and kinds only: it does not measure (package stats does),
+// compute values (package report does) or judge them (package threshold
+// does), and it imports nothing of mqplan.
+package metric
+
+import (
+	"slices"
+	"strings"
+)
+
+// Name is a metric's canonical dotted name, such as "latency.p99". Use the
+// constants: a string converted to a Name is not checked against the
+// catalogue (Lookup does that).
+type Name string
+
+// The metric names, in catalogue order (the order of plan-format.md). The
+// part before a dot names a family (latency, ack, connect, ...): a
+// threshold names a member, never a family alone.
+const (
+	// Sent counts PUBLISH packets sent.
+	Sent Name = "sent"
+	// Unsent counts messages the schedule called for that were never sent.
+	Unsent Name = "unsent"
+	// Acked counts PUBACK/PUBCOMP received for sent packets.
+	Acked Name = "acked"
+	// Expected counts the deliveries the subscriptions imply.
+	Expected Name = "expected"
+	// Received counts deliveries received by subscribers.
+	Received Name = "received"
+	// Lost counts deliveries expected but never received.
+	Lost Name = "lost"
+	// LostUnsent counts the lost deliveries of messages never sent.
+	LostUnsent Name = "lost_unsent"
+	// LostUnacked counts the lost deliveries of messages sent but never
+	// acknowledged.
+	LostUnacked Name = "lost_unacked"
+	// LostBroker counts the lost deliveries of messages the broker
+	// acknowledged.
+	LostBroker Name = "lost_broker"
+	// LossRate is lost / expected.
+	LossRate Name = "loss_rate"
+	// Duplicates counts deliveries received again.
+	Duplicates Name = "duplicates"
+	// DupRate is duplicates / received.
+	DupRate Name = "dup_rate"
+	// Unexpected counts deliveries no subscription of their client implies.
+	Unexpected Name = "unexpected"
+	// OverlapCopies counts the extra copies sent for overlapping filters.
+	OverlapCopies Name = "overlap_copies"
+	// OutOfOrder counts deliveries behind one already seen on their stream.
+	OutOfOrder Name = "out_of_order"
+	// OOORate is out_of_order / received.
+	OOORate Name = "ooo_rate"
+	// Corrupted counts deliveries whose payload was not what was published.
+	Corrupted Name = "corrupted"
+	// SendRate is messages published per second.
+	SendRate Name = "send_rate"
+	// RecvRate is messages received per second.
+	RecvRate Name = "recv_rate"
+	// SentBytes counts payload bytes published.
+	SentBytes Name = "sent_bytes"
+	// ReceivedBytes counts payload bytes delivered.
+	ReceivedBytes Name = "received_bytes"
+
+	// LatencyMin is the least end-to-end latency.
+	LatencyMin Name = "latency.min"
+	// LatencyMean is the mean end-to-end latency.
+	LatencyMean Name = "latency.mean"
+	// LatencyP50 is the median end-to-end latency (alias p50).
+	LatencyP50 Name = "latency.p50"
+	// LatencyP90 is the 90th percentile of end-to-end latency (alias p90).
+	LatencyP90 Name = "latency.p90"
+	// LatencyP95 is the 95th percentile of end-to-end latency (alias p95).
+	LatencyP95 Name = "latency.p95"
+	// LatencyP99 is the 99th percentile of end-to-end latency (alias p99).
+	LatencyP99 Name = "latency.p99"
+	// LatencyP999 is the 99.9th percentile of end-to-end latency (alias
+	// p999).
+	LatencyP999 Name = "latency.p999"
+	// LatencyMax is the greatest end-to-end latency.
+	LatencyMax Name = "latency.max"
+	// LatencyStddev is the standard deviation of end-to-end latency.
+	LatencyStddev Name = "latency.stddev"
+
+	// AckMin is the least PUBLISH to PUBACK/PUBCOMP latency.
+	AckMin Name = "ack.min"
+	// AckMean is the mean PUBLISH to PUBACK/PUBCOMP latency.
+	AckMean Name = "ack.mean"
+	// AckP50 is the median PUBLISH to PUBACK/PUBCOMP latency.
+	AckP50 Name = "ack.p50"
+	// AckP90 is the 90th percentile of PUBLISH to PUBACK/PUBCOMP latency.
+	AckP90 Name = "ack.p90"
+	// AckP95 is the 95th percentile of PUBLISH to PUBACK/PUBCOMP latency.
+	AckP95 Name = "ack.p95"
+	// AckP99 is the 99th percentile of PUBLISH to PUBACK/PUBCOMP latency.
+	AckP99 Name = "ack.p99"
+	// AckP999 is the 99.9th percentile of PUBLISH to PUBACK/PUBCOMP latency.
+	AckP999 Name = "ack.p999"
+	// AckMax is the greatest PUBLISH to PUBACK/PUBCOMP latency.
+	AckMax Name = "ack.max"
+	// AckStddev is the standard deviation of PUBLISH to PUBACK/PUBCOMP
+	// latency.
+	AckStddev Name = "ack.stddev"
+
+	// ConnectAttempts counts CONNECT packets sent.
+	ConnectAttempts Name = "connect.attempts"
+	// ConnectOK counts successful CONNACKs.
+	ConnectOK Name = "connect.ok"
+	// ConnectFailed counts connections that failed.
+	ConnectFailed Name = "connect.failed"
+	// ConnectMean is the mean CONNECT to CONNACK time.
+	ConnectMean Name = "connect.mean"
+	// ConnectP50 is the median CONNECT to CONNACK time.
+	ConnectP50 Name = "connect.p50"
+	// ConnectP99 is the 99th percentile of CONNECT to CONNACK time.
+	ConnectP99 Name = "connect.p99"
+	// ConnectMax is the greatest CONNECT to CONNACK time.
+	ConnectMax Name = "connect.max"
+	// SubscribeMean is the mean SUBSCRIBE to SUBACK time.
+	SubscribeMean Name = "subscribe.mean"
+	// SubscribeP99 is the 99th percentile of SUBSCRIBE to SUBACK time.
+	SubscribeP99 Name = "subscribe.p99"
+	// SubscribeMax is the greatest SUBSCRIBE to SUBACK time.
+	SubscribeMax Name = "subscribe.max"
+
+	// Errors counts every error the report lists.
+	Errors Name = "errors"
+	// Disconnects counts unexpected disconnections.
+	Disconnects Name = "disconnects"
+	// Reconnects counts reconnections.
+	Reconnects Name = "reconnects"
+	// QoSDowngrades counts subscriptions and QoS 2 publishes granted a
+	// lower QoS than asked.
+	QoSDowngrades Name = "qos_downgrades"
+	// ClientsLost counts clients whose connection dropped for good.
+	ClientsLost Name = "clients.lost"
+	// LagP99 is the 99th percentile of how far sends fell behind their
+	// schedule.
+	LagP99 Name = "lag.p99"
+	// LagMax is the furthest a send fell behind its schedule.
+	LagMax Name = "lag.max"
+	// LateRate is the share of sends more than 1 ms behind their schedule.
+	LateRate Name = "late_rate"
+)
+
+// Split cuts a name at its first dot into its family and member
+// ("latency.p99" → "latency", "p99"); ok is false for a name without a
+// family ("sent").
+func (n Name) Split() (family, member string, ok bool) {
+	return strings.Cut(string(n), ".")
+}
+
+// Kind says what a metric measures, and so which Go type carries its value
+// in a Set and what a threshold may compare it with.
+type Kind int
+
+// The metric kinds. The Go type of each is fixed so that the threshold
+// compiler can type-check expressions before a run and the evaluator can
+// rely on it after: a count is an int, a rate and a fraction are float64,
+// a duration is a time.Duration (and is compared only with durations, so
+// that `p99 < 10` cannot silently mean 10 nanoseconds).
+const (
+	// Count is a number of events (Go int).
+	Count Kind = iota
+	// Rate is events per second over the measured window (float64).
+	Rate
+	// Fraction is a share between 0 and 1 (float64).
+	Fraction
+	// Duration is a length of time (time.Duration).
+	Duration
+)
+
+// String names the kind as the docs and error messages do.
+func (k Kind) String() string {
+	switch k {
+	case Count:
+		return "count"
+	case Rate:
+		return "rate"
+	case Fraction:
+		return "fraction"
+	case Duration:
+		return "duration"
+	}
+	return "unknown"
+}
+
+// Metric describes one metric that thresholds can read.
+type Metric struct {
+	// Name is the canonical dotted name.
+	Name Name
+	// Kind fixes the metric's Go type and what it compares with.
+	Kind Kind
+	// Help is a one-line description for docs, reports and error messages.
+	Help string
+}
+
+// Set holds measured values by canonical metric name, each in its kind's
+// Go type: int for Count, float64 for Rate and Fraction, time.Duration for
+// Duration. A name absent from the set had no samples.
+type Set map[Name]any
+
+// The help of the two latency families, which share their statistics.
+const (
+	e2eHelp = "end-to-end latency, publish intent to delivery, "
+	ackHelp = "PUBLISH to PUBACK/PUBCOMP latency, "
+)
+
+// catalogue is every metric, in the order of plan-format.md.
+var catalogue = []Metric{
+	{Sent, Count, "PUBLISH packets sent"},
+	{Unsent, Count, "messages the schedule called for that were never sent (connection down, generator or broker stalled, publishing stopped first)"},
+	{Acked, Count, "PUBACK/PUBCOMP received for sent packets (QoS 1 and 2)"},
+	{Expected, Count, "deliveries that the subscriptions imply for every message the schedule called for"},
+	{Received, Count, "deliveries received by subscribers"},
+	{Lost, Count, "deliveries expected but never received (after drain)"},
+	{LostUnsent, Count, "lost because the message was never sent"},
+	{LostUnacked, Count, "lost with the message sent but never acknowledged (still in flight when drain ended, or its connection dropped)"},
+	{LostBroker, Count, "lost with the message acknowledged by the broker (at QoS 0: written to it) and never delivered"},
+	{LossRate, Fraction, "lost / expected"},
+	{Duplicates, Count, "deliveries of a (publisher, sequence) already received by the same subscriber or share group"},
+	{DupRate, Fraction, "duplicates / received"},
+	{Unexpected, Count, "deliveries of the run's messages to a client none of whose subscriptions match their topic (no_local ignored, misrouting, a subscription left in a kept session): not received"},
+	{OverlapCopies, Count, "extra copies a broker sent a subscriber for its other matching subscriptions (one per matching filter): not duplicates"},
+	{OutOfOrder, Count, "deliveries with a lower sequence than one already seen on their stream"},
+	{OOORate, Fraction, "out_of_order / received"},
+	{Corrupted, Count, "deliveries whose payload differs from what was published"},
+	{SendRate, Rate, "messages published per second over the window"},
+	{RecvRate, Rate, "messages received per second over the window"},
+	{SentBytes, Count, "payload bytes published"},
+	{ReceivedBytes, Count, "payload bytes delivered"},
+
+	{LatencyMin, Duration, e2eHelp + "minimum"},
+	{LatencyMean, Duration, e2eHelp + "mean"},
+	{LatencyP50, Duration, e2eHelp + "median"},
+	{LatencyP90, Duration, e2eHelp + "90th percentile"},
+	{LatencyP95, Duration, e2eHelp + "95th percentile"},
+	{LatencyP99, Duration, e2eHelp + "99th percentile"},
+	{LatencyP999, Duration, e2eHelp + "99.9th percentile"},
+	{LatencyMax, Duration, e2eHelp + "maximum"},
+	{LatencyStddev, Duration, e2eHelp + "standard deviation"},
+
+	{AckMin, Duration, ackHelp + "minimum"},
+	{AckMean, Duration, ackHelp + "mean"},
+	{AckP50, Duration, ackHelp + "median"},
+	{AckP90, Duration, ackHelp + "90th percentile"},
+	{AckP95, Duration, ackHelp + "95th percentile"},
+	{AckP99, Duration, ackHelp + "99th percentile"},
+	{AckP999, Duration, ackHelp + "99.9th percentile"},
+	{AckMax, Duration, ackHelp + "maximum"},
+	{AckStddev, Duration, ackHelp + "standard deviation"},
+
+	{ConnectAttempts, Count, "CONNECT packets sent"},
+	{ConnectOK, Count, "successful CONNACKs"},
+	{ConnectFailed, Count, "connections that failed (refused, timed out or dropped)"},
+	{ConnectMean, Duration, "CONNECT to CONNACK, mean"},
+	{ConnectP50, Duration, "CONNECT to CONNACK, median"},
+	{ConnectP99, Duration, "CONNECT to CONNACK, 99th percentile"},
+	{ConnectMax, Duration, "CONNECT to CONNACK, maximum"},
+	{SubscribeMean, Duration, "SUBSCRIBE to SUBACK, mean"},
+	{SubscribeP99, Duration, "SUBSCRIBE to SUBACK, 99th percentile"},
+	{SubscribeMax, Duration, "SUBSCRIBE to SUBACK, maximum"},
+	{Errors, Count, "errors"},
+	{Disconnects, Count, "unexpected disconnections"},
+	{Reconnects, Count, "reconnections"},
+	{QoSDowngrades, Count, "subscriptions granted a lower QoS than asked (one per client) and QoS 2 publishes acknowledged as QoS 1"},
+	{ClientsLost, Count, "clients whose connection dropped and did not come back before the run ended"},
+	{LagP99, Duration, "how far sends fell behind their schedule, 99th percentile"},
+	{LagMax, Duration, "how far sends fell behind their schedule, maximum"},
+	{LateRate, Fraction, "share of sends more than 1 ms behind their schedule"},
+}
+
+// aliases are the percentile shortcuts, in alphabetical order: "p99" is
+// latency.p99, because end-to-end latency is what users mean by p99.
+var aliases = []struct {
+	alias string
+	name  Name
+}{
+	{"p50", LatencyP50},
+	{"p90", LatencyP90},
+	{"p95", LatencyP95},
+	{"p99", LatencyP99},
+	{"p999", LatencyP999},
+}
+
+// index finds a catalogue entry by canonical name.
+var index = func() map[Name]int {
+	idx := make(map[Name]int, len(catalogue))
+	for i, m := range catalogue {
+		idx[m.Name] = i
+	}
+	return idx
+}()
+
+// All lists every metric in catalogue order. The slice is the caller's
+// own: the catalogue itself cannot be edited.
+func All() []Metric { return slices.Clone(catalogue) }
+
+// Lookup finds a metric by its canonical name or an alias ("p99"). The
+// returned Metric always carries the canonical name.
+func Lookup(name string) (Metric, bool) {
+	for _, a := range aliases {
+		if a.alias == name {
+			name = string(a.name)
+			break
+		}
+	}
+	i, ok := index[Name(name)]
+	if !ok {
+		return Metric{}, false
+	}
+	return catalogue[i], true
+}
+
+// Aliases lists the shortcuts a threshold may write for a canonical name
+// (p50, p90, p95, p99, p999), in alphabetical order.
+func Aliases() []string {
+	out := make([]string, len(aliases))
+	for i, a := range aliases {
+		out[i] = a.alias
+	}
+	return out
+}
+
+// Alias returns the shortcut for a canonical name (latency.p99 → p99), if
+// it has one.
+func Alias(n Name) (string, bool) {
+	for _, a := range aliases {
+		if a.name == n {
+			return a.alias, true
+		}
+	}
+	return "", false
+}
+
+// Members lists the members of a family in catalogue order ("latency" →
+// min, mean, p50, ...), or nil when family is not one.
+func Members(family string) []string {
+	var out []string
+	for _, m := range catalogue {
+		if fam, member, ok := m.Name.Split(); ok && fam == family {
+			out = append(out, member)
+		}
+	}
+	return out
+}

@@ -1,0 +1,436 @@
+package threshold
+
+import (
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr/ast"
+
+	"github.com/mqplan/mqplan/metric"
+)
+
+// checker holds the state of compiling one expression: it walks expr's
+// syntax tree of the rewritten text, accepts only the subset described in
+// the package doc, resolves metric names (recording Reads in order of
+// first use) and type-checks with messages that say what to write.
+type checker struct {
+	env   *Env
+	src   string
+	rw    rewrite
+	reads []Ref
+	err   *Error
+}
+
+// typ is the static type of a sub-expression in the walk.
+type typ struct {
+	kind kind
+	// metric is the catalogue entry when the sub-expression is a bare
+	// metric name, for messages ("p99 is a duration").
+	metric *metric.Metric
+	// spelled is the metric as written, for messages.
+	spelled string
+}
+
+// kind is what a sub-expression evaluates to.
+type kind int
+
+const (
+	kindInvalid kind = iota
+	kindInt
+	kindFloat
+	kindDuration
+	kindBool
+)
+
+func (k kind) numeric() bool { return k == kindInt || k == kindFloat }
+
+// walk checks one node and returns its type; the first problem is kept in
+// c.err and every later call returns at once.
+func (c *checker) walk(n ast.Node) typ {
+	if c.err != nil {
+		return typ{}
+	}
+	switch n := n.(type) {
+	case *ast.IntegerNode:
+		return typ{kind: kindInt}
+	case *ast.FloatNode:
+		return typ{kind: kindFloat}
+	case *ast.BoolNode:
+		return typ{kind: kindBool}
+	case *ast.NilNode:
+		return c.fail(n.Location().From, "nil is not supported: a metric without samples already fails its threshold")
+	case *ast.StringNode:
+		if _, err := time.ParseDuration(n.Value); err == nil {
+			return c.fail(n.Location().From, "write a duration without quotes: %s", n.Value)
+		}
+		return c.fail(n.Location().From, "text %q cannot be compared; thresholds compare numbers and durations", n.Value)
+	case *ast.IdentifierNode, *ast.MemberNode, *ast.ChainNode:
+		return c.metric(n)
+	case *ast.UnaryNode:
+		return c.unary(n)
+	case *ast.BinaryNode:
+		return c.binary(n)
+	case *ast.ConditionalNode:
+		cond := c.walk(n.Cond)
+		if c.err == nil && cond.kind != kindBool {
+			return c.fail(start(n.Cond), "the condition of ? : must be true or false, not %s", cond.describe())
+		}
+		a, b := c.walk(n.Exp1), c.walk(n.Exp2)
+		if c.err != nil {
+			return typ{}
+		}
+		switch {
+		case a.kind.numeric() && b.kind.numeric():
+			if a.kind == kindFloat || b.kind == kindFloat {
+				return typ{kind: kindFloat}
+			}
+			return typ{kind: kindInt}
+		case a.kind == b.kind:
+			return typ{kind: a.kind}
+		}
+		return c.fail(start(n.Exp2), "both branches of ? : must have the same type, not %s and %s", a.describe(), b.describe())
+	case *ast.BuiltinNode:
+		if n.Name != "duration" {
+			return c.fail(n.Location().From, "function %s is not supported in thresholds", n.Name)
+		}
+		if len(n.Arguments) != 1 {
+			return c.fail(n.Location().From, "duration takes one argument, such as duration(\"10ms\")")
+		}
+		s, ok := n.Arguments[0].(*ast.StringNode)
+		if !ok {
+			return c.fail(start(n.Arguments[0]), "duration needs a quoted literal, such as duration(\"10ms\")")
+		}
+		if _, err := time.ParseDuration(s.Value); err != nil {
+			return c.fail(s.Location().From, "invalid duration %q", s.Value)
+		}
+		return typ{kind: kindDuration}
+	case *ast.CallNode:
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok {
+			return c.fail(n.Location().From, "unknown function %s", id.Value)
+		}
+		return c.fail(n.Location().From, "method calls are not supported in thresholds")
+	case *ast.ArrayNode:
+		return c.fail(n.Location().From, "lists are not supported in thresholds")
+	case *ast.MapNode, *ast.PairNode:
+		return c.fail(n.Location().From, "maps are not supported in thresholds")
+	case *ast.VariableDeclaratorNode:
+		return c.fail(n.Location().From, "let is not supported in thresholds")
+	case *ast.SequenceNode:
+		return c.fail(n.Location().From, "; is not supported: write one condition per threshold")
+	case *ast.PointerNode, *ast.PredicateNode:
+		return c.fail(n.Location().From, "predicates are not supported in thresholds")
+	case *ast.SliceNode:
+		return c.fail(n.Location().From, "slices are not supported in thresholds")
+	case *ast.BytesNode:
+		return c.fail(n.Location().From, "byte strings are not supported in thresholds")
+	case nil:
+		return c.fail(0, "empty expression")
+	default:
+		return c.fail(n.Location().From, "this expression is not supported in thresholds")
+	}
+}
+
+func (c *checker) unary(n *ast.UnaryNode) typ {
+	t := c.walk(n.Node)
+	if c.err != nil {
+		return typ{}
+	}
+	switch n.Operator {
+	case "not", "!":
+		if t.kind != kindBool {
+			return c.fail(start(n.Node), "%s needs a condition, not %s", n.Operator, t.describe())
+		}
+		return typ{kind: kindBool}
+	case "-", "+":
+		if t.kind.numeric() {
+			return typ{kind: t.kind}
+		}
+		return c.fail(n.Location().From, "unary %s needs a number, not %s", n.Operator, t.describe())
+	}
+	return c.fail(n.Location().From, "operator %s is not supported in thresholds", n.Operator)
+}
+
+// binaryOps are the binary operators thresholds accept; expr's others
+// (in, matches, contains, .., ??, |) work on strings, lists and nil.
+var binaryOps = map[string]bool{
+	"and": true, "&&": true, "or": true, "||": true,
+	"==": true, "!=": true, "<": true, "<=": true, ">": true, ">=": true,
+	"+": true, "-": true, "*": true, "/": true, "%": true, "**": true, "^": true,
+}
+
+func (c *checker) binary(n *ast.BinaryNode) typ {
+	if !binaryOps[n.Operator] {
+		return c.fail(n.Location().From, "operator %s is not supported in thresholds", n.Operator)
+	}
+	l := c.walk(n.Left)
+	r := c.walk(n.Right)
+	if c.err != nil {
+		return typ{}
+	}
+	op := n.Operator
+	numeric := l.kind.numeric() && r.kind.numeric()
+	promoted := typ{kind: kindInt}
+	if l.kind == kindFloat || r.kind == kindFloat {
+		promoted.kind = kindFloat
+	}
+	switch op {
+	case "and", "&&", "or", "||":
+		if l.kind != kindBool {
+			return c.fail(start(n.Left), "%s needs conditions on both sides, but the left is %s", op, l.describe())
+		}
+		if r.kind != kindBool {
+			return c.fail(start(n.Right), "%s needs conditions on both sides, but the right is %s", op, r.describe())
+		}
+		return typ{kind: kindBool}
+	case "==", "!=", "<", "<=", ">", ">=":
+		if numeric || l.kind == kindDuration && r.kind == kindDuration ||
+			(op == "==" || op == "!=") && l.kind == kindBool && r.kind == kindBool {
+			return typ{kind: kindBool}
+		}
+		return c.mismatch(n, l, r, "compare")
+	case "+", "-":
+		if numeric {
+			return promoted
+		}
+		if l.kind == kindDuration && r.kind == kindDuration {
+			return typ{kind: kindDuration}
+		}
+		return c.mismatch(n, l, r, map[string]string{"+": "add", "-": "subtract"}[op])
+	case "*":
+		if numeric {
+			return promoted
+		}
+		// expr multiplies a duration by an integer exactly; by a float it
+		// yields a float at run time while its checker says duration, so
+		// that case is refused here rather than failing after the run.
+		if l.kind == kindDuration && r.kind == kindInt || l.kind == kindInt && r.kind == kindDuration {
+			return typ{kind: kindDuration}
+		}
+		if l.kind == kindDuration || r.kind == kindDuration {
+			return c.fail(n.Location().From, "a duration can only be multiplied by a whole number")
+		}
+		return c.mismatch(n, l, r, "multiply")
+	case "/":
+		if numeric {
+			return typ{kind: kindFloat}
+		}
+		if l.kind == kindDuration || r.kind == kindDuration {
+			return c.fail(n.Location().From, "durations cannot be divided; compare against a scaled duration instead (p99 < 2 * p50)")
+		}
+		return c.mismatch(n, l, r, "divide")
+	case "%":
+		if l.kind == kindInt && r.kind == kindInt {
+			return typ{kind: kindInt}
+		}
+		return c.fail(n.Location().From, "%% needs two whole numbers, not %s and %s", l.describe(), r.describe())
+	case "**", "^":
+		if numeric {
+			return typ{kind: kindFloat}
+		}
+		return c.mismatch(n, l, r, "raise")
+	}
+	return c.fail(n.Location().From, "operator %s is not supported in thresholds", op) // unreachable: binaryOps
+}
+
+// mismatch reports operands that do not go together. A duration against a
+// number literal is the common slip (p99 < 10): the message points at the
+// number and suggests writing its unit.
+func (c *checker) mismatch(n *ast.BinaryNode, l, r typ, verb string) typ {
+	for _, side := range []struct {
+		dur, num  typ
+		numNode   ast.Node
+		durIsLeft bool
+	}{{l, r, n.Right, true}, {r, l, n.Left, false}} {
+		if side.dur.kind != kindDuration || !side.num.kind.numeric() {
+			continue
+		}
+		if lit, ok := numberLiteral(side.numNode); ok {
+			return c.fail(start(side.numNode), "cannot %s %s with the bare number %s; give it a unit, e.g. %sms",
+				verb, side.dur.describe(), lit, lit)
+		}
+	}
+	return c.fail(n.Location().From, "cannot %s %s with %s", verb, l.describe(), r.describe())
+}
+
+// start is the offset of a node's first token: the location expr gives a
+// binary node is its operator's, but a message about an operand should
+// point at the operand.
+func start(n ast.Node) int {
+	for {
+		switch m := n.(type) {
+		case *ast.BinaryNode:
+			n = m.Left
+		case *ast.MemberNode:
+			n = m.Node
+		case *ast.ChainNode:
+			n = m.Node
+		case *ast.ConditionalNode:
+			if !m.Ternary {
+				return m.Location().From
+			}
+			n = m.Cond
+		case nil:
+			return 0
+		default:
+			return n.Location().From
+		}
+	}
+}
+
+// part is one segment of a metric name as written: groups, sub, p99.
+type part struct {
+	name string
+	at   int // rune offset in the rewritten text
+}
+
+// metric resolves an identifier or member chain to a catalogue metric in a
+// scope, records it in Reads and returns its type.
+func (c *checker) metric(n ast.Node) typ {
+	parts, ok := c.chain(n)
+	if !ok {
+		return typ{}
+	}
+	ref := Ref{}
+	rest := parts
+	switch root := parts[0]; root.name {
+	case "$env":
+		return c.fail(root.at, "$env is not supported: name metrics directly")
+	case string(Groups), string(Phases):
+		what, known, list := "group", c.env.groupSet, c.env.groups
+		if root.name == string(Phases) {
+			what, known, list = "phase", c.env.phaseSet, c.env.phases
+		}
+		example := "sub"
+		if len(list) > 0 {
+			example = list[0]
+		}
+		if len(parts) == 1 {
+			return c.fail(root.at, "%s needs a %s name and a metric, e.g. %s%s.p99", root.name, what, root.name, memberSyntax(example))
+		}
+		name := parts[1]
+		if !known[name.name] {
+			return c.fail(name.at, "%s", unknownName(what, name.name, list))
+		}
+		if len(parts) == 2 {
+			return c.fail(name.at, "%s%s needs a metric, e.g. %s%s.p99", root.name, memberSyntax(name.name), root.name, memberSyntax(name.name))
+		}
+		ref.Scope, ref.Name = Scope(root.name), name.name
+		rest = parts[2:]
+	}
+	md, ok := c.resolve(rest, ref.Scope != Top)
+	if !ok {
+		return typ{}
+	}
+	ref.Metric = md.Name
+	found := false
+	for _, r := range c.reads {
+		if r == ref {
+			found = true
+			break
+		}
+	}
+	if !found {
+		c.reads = append(c.reads, ref)
+	}
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.name
+	}
+	var spelled string
+	if ref.Scope == Top {
+		spelled = strings.Join(names, ".")
+	} else {
+		spelled = string(ref.Scope) + memberSyntax(ref.Name) + "." + strings.Join(names[2:], ".")
+	}
+	t := typ{kind: kindInt, metric: &md, spelled: spelled}
+	switch md.Kind {
+	case metric.Rate, metric.Fraction:
+		t.kind = kindFloat
+	case metric.Duration:
+		t.kind = kindDuration
+	}
+	return t
+}
+
+// chain flattens groups.sub.p99 or groups["a-b"].p99 into its parts. Only
+// literal names are allowed: a computed index (groups[x]) would hide which
+// metric is read from Reads and from the checker.
+func (c *checker) chain(n ast.Node) ([]part, bool) {
+	switch n := n.(type) {
+	case *ast.IdentifierNode:
+		return []part{{name: n.Value, at: n.Location().From}}, true
+	case *ast.MemberNode:
+		if n.Optional {
+			c.fail(n.Location().From, "?. is not supported: a metric name either exists or is an error")
+			return nil, false
+		}
+		base, ok := c.chain(n.Node)
+		if !ok {
+			return nil, false
+		}
+		prop, ok := n.Property.(*ast.StringNode)
+		if !ok {
+			c.fail(start(n.Property), "a name in [...] must be a quoted literal, such as groups[\"my-group\"]")
+			return nil, false
+		}
+		return append(base, part{name: prop.Value, at: prop.Location().From}), true
+	case *ast.ChainNode:
+		return c.chain(n.Node)
+	}
+	if c.err == nil {
+		c.walk(n) // report what the base is, or why it is refused
+	}
+	c.fail(start(n), "only metric names have fields")
+	return nil, false
+}
+
+// resolve finds the metric named by parts (within a scope when scoped),
+// or fails with the closest name there is.
+func (c *checker) resolve(parts []part, scoped bool) (metric.Metric, bool) {
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.name
+	}
+	full := strings.Join(names, ".")
+	if md, ok := metric.Lookup(full); ok {
+		return md, true
+	}
+	first := parts[0]
+	if members := metric.Members(first.name); members != nil {
+		if len(parts) == 1 {
+			c.fail(first.at, "%s is a family of metrics; name one of %s.{%s}", first.name, first.name, strings.Join(members, ","))
+			return metric.Metric{}, false
+		}
+		member := first.name + "." + parts[1].name
+		if _, ok := metric.Lookup(member); ok {
+			c.fail(parts[2].at, "unknown metric %q: %s has no fields", full, member)
+			return metric.Metric{}, false
+		}
+		cands := make([]string, len(members))
+		for i, s := range members {
+			cands[i] = first.name + "." + s
+		}
+		if s := suggestName(member, cands); s != "" {
+			c.fail(parts[1].at, "unknown metric %q; did you mean %q?", member, s)
+		} else {
+			c.fail(parts[1].at, "unknown metric %q (%s.*: %s)", member, first.name, strings.Join(members, ", "))
+		}
+		return metric.Metric{}, false
+	}
+	if _, ok := metric.Lookup(first.name); ok && len(parts) > 1 {
+		c.fail(parts[1].at, "unknown metric %q: %s has no fields", full, first.name)
+		return metric.Metric{}, false
+	}
+	cands := allNames
+	if !scoped {
+		cands = append(cands[:len(cands):len(cands)], string(Groups), string(Phases))
+	}
+	if s := suggestName(full, cands); s != "" {
+		c.fail(first.at, "unknown metric %q; did you mean %q?", full, s)
+	} else if scoped {
+		c.fail(first.at, "unknown metric %q (metrics: %s)", full, topList)
+	} else {
+		c.fail(first.at, "unknown metric %q (metrics: %s, groups.<name>.*, phases.<name>.*)", full, topList)
+	}
+	return metric.Metric{}, false
+}
