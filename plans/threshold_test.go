@@ -161,4 +161,3 @@ func TestCompileThresholdWithoutPosition(t *testing.T) {
 		t.Errorf("got %q, want %q", errs[0].Error(), want)
 	}
 }
-
