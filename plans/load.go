@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/mqplan/mqplan/internal/yamlnode"
 )
 
 // LoadOptions controls Load.
@@ -124,13 +126,9 @@ type loader struct {
 	// origin maps a node made by a --set override to the key it was set
 	// with, so that problems in it are reported as "--set: <key>: ...".
 	origin map[*yaml.Node]string
-	// budget is the number of nodes alias expansion may still produce.
-	budget int
-	// overBudget is set once the alias budget is exhausted, so that the
-	// problem is reported once.
-	overBudget bool
-	// outerAlias is the outermost alias being expanded, if any.
-	outerAlias *yaml.Node
+	// expander expands aliases, in the file and in --set values, within
+	// one node budget.
+	expander *yamlnode.Expander
 	// groupIndex is the index of the group being decoded, and ids the
 	// explicit client ids seen, for checkClientIDs.
 	groupIndex int
@@ -149,7 +147,7 @@ func (l *loader) load(sets []string) *Plan {
 		return nil
 	}
 	root = l.expandAliases(root)
-	if l.overBudget || root.Kind != yaml.MappingNode {
+	if l.expander.OverBudget() || root.Kind != yaml.MappingNode {
 		// Past the node budget the tree is cut short, and decoding it
 		// would only add noise to the one problem that matters.
 		return nil

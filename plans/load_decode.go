@@ -19,6 +19,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/mqplan/mqplan/internal/suggest"
+	"github.com/mqplan/mqplan/internal/yamlnode"
 )
 
 // The keys of each section, in the order the messages list them.
@@ -92,7 +93,7 @@ type keySection struct {
 // with "x-" are ignored: a place for anchors that other keys alias.
 func (l *loader) section(path string, n *yaml.Node, known []string, extensions bool) *keySection {
 	s := &keySection{l: l, path: path, node: n, fields: map[string]keyEntry{}}
-	if isNullNode(n) {
+	if yamlnode.IsNull(n) {
 		return s
 	}
 	if n.Kind != yaml.MappingNode {
@@ -158,7 +159,7 @@ func (l *loader) text(e keyEntry, want string) (s string, null, ok bool) {
 		l.errorf(e.val, e.path, "must be %s, got %s", want, describeNode(e.val))
 		return "", false, false
 	}
-	if isNullNode(e.val) {
+	if yamlnode.IsNull(e.val) {
 		return "", true, true
 	}
 	s, err := expandEnvVars(e.val.Value, l.lookup)
@@ -204,7 +205,7 @@ func (s *keySection) secret(key string, dst *Secret) {
 		l.errorf(e.val, e.path, "must be %s, got %s", wantString, describeNode(e.val))
 		return
 	}
-	if isNullNode(e.val) {
+	if yamlnode.IsNull(e.val) {
 		return
 	}
 	v, err := expandEnvVars(e.val.Value, l.lookup)
@@ -525,7 +526,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 func (l *loader) broker(top *keySection) Broker {
 	b := Broker{URLs: []string{Embedded}, Protocol: defProtocol, ConnectTimeout: defConnectTimeout, Pos: l.pos(top.node)}
 	e, ok := top.get("broker")
-	if !ok || isNullNode(e.val) {
+	if !ok || yamlnode.IsNull(e.val) {
 		return b
 	}
 	b.Pos = l.pos(e.val)
@@ -552,10 +553,10 @@ func (l *loader) broker(top *keySection) Broker {
 	}
 	s.protocol("protocol", &b.Protocol)
 	s.duration("connect_timeout", &b.ConnectTimeout, durationOpts{positive: true})
-	if te, ok := s.get("tls"); ok && !isNullNode(te.val) {
+	if te, ok := s.get("tls"); ok && !yamlnode.IsNull(te.val) {
 		b.TLS = l.tls(te)
 	}
-	if ae, ok := s.get("source_addresses"); ok && !isNullNode(ae.val) {
+	if ae, ok := s.get("source_addresses"); ok && !yamlnode.IsNull(ae.val) {
 		b.SourceAddresses = l.sourceAddresses(ae)
 	}
 	return b
@@ -730,7 +731,7 @@ func (l *loader) sourceAddresses(e keyEntry) []string {
 // required cannot be told (and saying so would be noise).
 func (l *loader) groups(top *keySection, b Broker) (groups []Group, publishKnown bool) {
 	e, ok := top.get("groups")
-	if !ok || isNullNode(e.val) {
+	if !ok || yamlnode.IsNull(e.val) {
 		l.errorf(top.node, "", "missing \"groups\": a plan needs at least one client group")
 		return nil, false
 	}
@@ -834,14 +835,14 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 		}
 	}
 
-	if e, ok := s.get("reconnect"); ok && !isNullNode(e.val) {
+	if e, ok := s.get("reconnect"); ok && !yamlnode.IsNull(e.val) {
 		r := &Reconnect{After: defReconnectAfter}
 		rs := l.section(e.path, e.val, reconnectKeys, false)
 		rs.duration("after", &r.After, durationOpts{positive: true})
 		rs.integer("max", &r.Max, 0, math.MaxInt32)
 		g.Reconnect = r
 	}
-	if e, ok := s.get("will"); ok && !isNullNode(e.val) {
+	if e, ok := s.get("will"); ok && !yamlnode.IsNull(e.val) {
 		w := &Will{}
 		ws := l.section(e.path, e.val, willKeys, false)
 		if r, ok := ws.template("topic", "cui"); ok {
@@ -863,7 +864,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 		refs = append(refs, subRefs...)
 	}
 	pubOK := true
-	if e, ok := s.get("publish"); ok && !isNullNode(e.val) {
+	if e, ok := s.get("publish"); ok && !yamlnode.IsNull(e.val) {
 		var r templateUse
 		var hasTopic bool
 		g.Publish, r, hasTopic, pubOK = l.publish(e)
@@ -884,7 +885,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 // mapping, or a list of either. protocol is the group's MQTT version:
 // the subscription options exist in MQTT 5 only.
 func (l *loader) subscriptions(e keyEntry, protocol int) ([]Subscription, []templateUse) {
-	if isNullNode(e.val) {
+	if yamlnode.IsNull(e.val) {
 		return nil, nil
 	}
 	items := []keyEntry{e}
@@ -1045,7 +1046,7 @@ func (l *loader) checkTemplateText(r templateUse, what string, maxLen int) bool 
 // and position for the threshold compiler; they are not parsed here.
 func (l *loader) thresholds(top *keySection) []ThresholdSource {
 	e, ok := top.get("thresholds")
-	if !ok || isNullNode(e.val) {
+	if !ok || yamlnode.IsNull(e.val) {
 		return nil
 	}
 	if e.val.Kind != yaml.SequenceNode {
@@ -1085,7 +1086,7 @@ func (l *loader) exprPos(n *yaml.Node) Pos {
 		for i := n.Line; i < len(lines); i++ {
 			if strings.TrimSpace(lines[i]) != "" {
 				p.Line = i + 1
-				p.Col = firstNonBlankCol([]byte(lines[i]))
+				p.Col = yamlnode.FirstNonBlankCol([]byte(lines[i]))
 				break
 			}
 		}

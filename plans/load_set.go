@@ -1,11 +1,13 @@
 package plans
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/mqplan/mqplan/internal/yamlnode"
 )
 
 // A --set override is key=value. The key is a dotted path into the plan:
@@ -22,48 +24,30 @@ import (
 // creates) the node before decoding, so it is checked exactly like the
 // file's values; problems in it are reported as "--set: <key>: ...".
 
-// setStep is one step of a --set key: a mapping key or a list index.
-type setStep struct {
-	name  string // the key, when index < 0
-	index int    // the list index, or -1
-}
-
 // maxSetIndex bounds list indexes in --set keys; no plan list is long.
 const maxSetIndex = 1_000_000
 
-// parseSetKey splits a --set key into steps.
-func parseSetKey(key string) ([]setStep, error) {
-	if key == "" {
+// parseSetKey splits a --set key into steps, with the problems worded for
+// --set.
+func parseSetKey(key string) ([]yamlnode.Step, error) {
+	steps, err := yamlnode.ParsePath(key, maxSetIndex)
+	var pe *yamlnode.PathError
+	if err == nil || !errors.As(err, &pe) {
+		return steps, err
+	}
+	switch pe.Kind {
+	case yamlnode.EmptyPath:
 		return nil, fmt.Errorf("the key is empty: write key=value, like duration=10s")
+	case yamlnode.EmptyKey:
+		return nil, fmt.Errorf("invalid key: every part needs a name, like groups.pub.count or groups[1].count")
+	case yamlnode.BadKey:
+		return nil, fmt.Errorf("invalid key: %q is not a key name", pe.Text)
+	case yamlnode.ExpectedIndex:
+		return nil, fmt.Errorf("invalid key: expected [index] after %q, got %q", pe.Key, pe.Text)
+	case yamlnode.BadIndex:
+		return nil, fmt.Errorf("invalid key: the index %q is not a number from 0", pe.Text)
 	}
-	var steps []setStep
-	for part := range strings.SplitSeq(key, ".") {
-		name := part
-		rest := ""
-		if i := strings.IndexByte(part, '['); i >= 0 {
-			name, rest = part[:i], part[i:]
-		}
-		if name == "" {
-			return nil, fmt.Errorf("invalid key: every part needs a name, like groups.pub.count or groups[1].count")
-		}
-		if strings.ContainsAny(name, "]= \t") {
-			return nil, fmt.Errorf("invalid key: %q is not a key name", name)
-		}
-		steps = append(steps, setStep{name: name, index: -1})
-		for rest != "" {
-			end := strings.IndexByte(rest, ']')
-			if rest[0] != '[' || end < 0 {
-				return nil, fmt.Errorf("invalid key: expected [index] after %q, got %q", name, rest)
-			}
-			n, err := strconv.Atoi(rest[1:end])
-			if err != nil || n < 0 || n > maxSetIndex || rest[1] == '+' {
-				return nil, fmt.Errorf("invalid key: the index %q is not a number from 0", rest[1:end])
-			}
-			steps = append(steps, setStep{index: n})
-			rest = rest[end+1:]
-		}
-	}
-	return steps, nil
+	return nil, fmt.Errorf("invalid key: %v", err)
 }
 
 // parseSetValue turns a --set value into a node. Flow collections and
@@ -84,9 +68,9 @@ func (l *loader) parseSetValue(v string, secret bool) (*yaml.Node, error) {
 		n.Tag = n.ShortTag()
 		return n, nil
 	}
-	docs, err := parseYAMLDocuments([]byte(v), 2)
+	docs, err := yamlnode.Parse([]byte(v), 2)
 	if err != nil {
-		return nil, fmt.Errorf("invalid value %s: %s", shown, strings.TrimPrefix(yamlLineRE.ReplaceAllString(err.Error(), ""), "yaml: "))
+		return nil, fmt.Errorf("invalid value %s: %s", shown, strings.TrimPrefix(yamlnode.Message(err), "yaml: "))
 	}
 	if len(docs) != 1 || len(docs[0].Content) != 1 {
 		return nil, fmt.Errorf("invalid value %s: write one value, like [a, b] or {topic: t, qos: 1}", shown)
@@ -106,8 +90,8 @@ func (l *loader) applySets(root *yaml.Node, sets []string) {
 }
 
 // applySet applies one override. The tree is changed only if the whole
-// key resolves: the changes are collected and made at the end, so that a
-// bad key leaves no half-made sections behind to cause more errors.
+// key resolves (see yamlnode.Edit), so that a bad key leaves no half-made
+// sections behind to cause more errors.
 func (l *loader) applySet(root *yaml.Node, raw string) {
 	key, value, hasValue := strings.Cut(raw, "=")
 	key = strings.TrimSpace(key)
@@ -126,47 +110,36 @@ func (l *loader) applySet(root *yaml.Node, raw string) {
 	}
 	// A value is a secret when it is a password, or holds one (a group
 	// or mapping given whole: groups.pub={password: ...}).
-	secret := steps[len(steps)-1].name == "password" || strings.Contains(strings.ToLower(value), "password")
+	secret := steps[len(steps)-1].Key == "password" || strings.Contains(strings.ToLower(value), "password")
 	val, err := l.parseSetValue(value, secret)
 	if err != nil {
 		fail("%v", err)
 		return
 	}
 
-	var changes []func()
-	// replace schedules putting n where old is in parent.
-	replace := func(parent, old, n *yaml.Node) {
-		changes = append(changes, func() {
-			for i, c := range parent.Content {
-				if c == old {
-					parent.Content[i] = n
-					return
-				}
-			}
-		})
-	}
-	cur, parent := root, (*yaml.Node)(nil)
+	e := yamlnode.NewEdit(root)
 	path := ""
-	// describe says what cur is for a problem; a password already in the
+	// describe says what n is for a problem; a password already in the
 	// plan (or set by an earlier --set) is not quoted.
 	describe := func(n *yaml.Node) string {
-		if n.Kind == yaml.ScalarNode && !isNullNode(n) && strings.HasSuffix(path, "password") {
+		if n.Kind == yaml.ScalarNode && !yamlnode.IsNull(n) && strings.HasSuffix(path, "password") {
 			return "a password (not shown)"
 		}
 		return describeNode(n)
 	}
 	for i, st := range steps {
-		if st.index < 0 && path == "groups" {
+		cur := e.Node()
+		if st.Index < 0 && path == "groups" {
 			// groups.<name>: a group chosen by its name.
 			if cur.Kind != yaml.SequenceNode {
-				fail("cannot choose group %q: groups is %s, not a list of groups", st.name, describe(cur))
+				fail("cannot choose group %q: groups is %s, not a list of groups", st.Key, describe(cur))
 				return
 			}
 			var names []string
 			var found *yaml.Node
 			for _, g := range cur.Content {
 				gn := l.groupName(g)
-				if gn == st.name && found == nil {
+				if gn == st.Key && found == nil {
 					found = g
 				}
 				if gn != "" {
@@ -174,86 +147,61 @@ func (l *loader) applySet(root *yaml.Node, raw string) {
 				}
 			}
 			if found == nil {
-				fail("no group named %q (groups: %s)", st.name, strings.Join(names, ", "))
+				fail("no group named %q (groups: %s)", st.Key, strings.Join(names, ", "))
 				return
 			}
-			cur, parent = found, cur
-			path = "groups." + st.name
+			e.Enter(found)
+			path = "groups." + st.Key
 			continue
 		}
-		if st.index < 0 {
-			if isNullNode(cur) && parent != nil {
-				m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-				replace(parent, cur, m)
-				cur = m
-			}
-			if cur.Kind != yaml.MappingNode {
-				fail("cannot set %s: %s is %s, not a mapping", st.name, path, describe(cur))
+		if st.Index < 0 {
+			created, err := e.Key(st.Key)
+			if err != nil {
+				fail("cannot set %s: %s is %s, not a mapping", st.Key, path, describe(e.Node()))
 				return
 			}
-			var child *yaml.Node
-			for j := 0; j+1 < len(cur.Content); j += 2 {
-				if k := cur.Content[j]; k.Kind == yaml.ScalarNode && k.Value == st.name {
-					child = cur.Content[j+1]
-					break
-				}
+			if created && st.Key == "groups" && i+1 < len(steps) {
+				fail("the plan has no groups to change")
+				return
 			}
-			if child == nil {
-				if st.name == "groups" && i+1 < len(steps) {
-					fail("the plan has no groups to change")
-					return
-				}
-				k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: st.name}
-				child = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
-				m := cur
-				changes = append(changes, func() { m.Content = append(m.Content, k, child) })
-			}
-			cur, parent = child, cur
-			path = planChildPath(path, st.name)
+			path = planChildPath(path, st.Key)
 			continue
 		}
 		// A list index.
-		if strings.HasSuffix(path, ".subscribe") && cur.Kind != yaml.SequenceNode && !isNullNode(cur) {
+		if path == "groups" {
+			// Groups are chosen, never made: no null becomes the list,
+			// and no index appends one.
+			if cur.Kind != yaml.SequenceNode {
+				fail("cannot use [%d]: %s is %s, not a list", st.Index, path, describe(cur))
+				return
+			}
+			if n := len(cur.Content); st.Index >= n {
+				fail("no group at index %d (the plan has %d group%s; indexes start at 0)", st.Index, n, pluralS(n))
+				return
+			}
+			e.Enter(cur.Content[st.Index])
+			path = planIndexPath(path, st.Index)
+			continue
+		}
+		if strings.HasSuffix(path, ".subscribe") && cur.Kind != yaml.SequenceNode && !yamlnode.IsNull(cur) {
 			// subscribe: may be a single filter; as a list it is item 0.
-			s := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{cur}}
-			replace(parent, cur, s)
-			cur = s
+			e.Replace(&yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{cur}})
 		}
-		if isNullNode(cur) && parent != nil && path != "groups" {
-			s := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-			replace(parent, cur, s)
-			cur = s
-		}
-		if cur.Kind != yaml.SequenceNode {
-			fail("cannot use [%d]: %s is %s, not a list", st.index, path, describe(cur))
+		if _, err := e.Item(st.Index); err != nil {
+			if n := e.Node(); errors.Is(err, yamlnode.ErrPastEnd) {
+				fail("index %d is past the end of %s, which has %d item%s (use [%d] to add one)", st.Index, path, len(n.Content), pluralS(len(n.Content)), len(n.Content))
+			} else {
+				fail("cannot use [%d]: %s is %s, not a list", st.Index, path, describe(n))
+			}
 			return
 		}
-		n := len(cur.Content)
-		var child *yaml.Node
-		switch {
-		case st.index < n:
-			child = cur.Content[st.index]
-		case path == "groups":
-			fail("no group at index %d (the plan has %d group%s; indexes start at 0)", st.index, n, pluralS(n))
-			return
-		case st.index == n:
-			child = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
-			s := cur
-			changes = append(changes, func() { s.Content = append(s.Content, child) })
-		default:
-			fail("index %d is past the end of %s, which has %d item%s (use [%d] to add one)", st.index, path, n, pluralS(n), n)
-			return
-		}
-		cur, parent = child, cur
-		path = planIndexPath(path, st.index)
+		path = planIndexPath(path, st.Index)
 	}
-	forgetPositions(val)
-	val = l.expand(val, map[*yaml.Node]bool{})
+	yamlnode.ForgetPositions(val)
+	val = l.expander.Expand(val)
 	l.origin[val] = key
-	replace(parent, cur, val)
-	for _, c := range changes {
-		c()
-	}
+	e.Replace(val)
+	e.Commit()
 }
 
 // groupName is the name of group node g as --set matches it: its value
@@ -271,16 +219,6 @@ func (l *loader) groupName(g *yaml.Node) string {
 		}
 	}
 	return ""
-}
-
-// forgetPositions clears the positions a --set value got from being
-// parsed on its own, so that its problems say "--set", not a line of the
-// plan file.
-func forgetPositions(n *yaml.Node) {
-	n.Line, n.Column = 0, 0
-	for _, c := range n.Content {
-		forgetPositions(c)
-	}
 }
 
 func pluralS(n int) string {
