@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mqplan/mqplan/internal/golden"
 )
 
 // Fixtures are named relative to this package's directory, so that
@@ -559,7 +561,7 @@ func TestLoadErrors(t *testing.T) {
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("Load(%s) returned %T, want Errors", path, err)
 			}
-			checkGolden(t, filepath.Join(goldenDir, tc.name+".txt"), err.Error()+"\n")
+			golden.Check(t, filepath.Join(goldenDir, tc.name+".txt"), []byte(err.Error()+"\n"))
 		})
 	}
 }
@@ -586,27 +588,6 @@ func checkPositioned(t *testing.T, es Errors) {
 		if i > 0 && (es[i-1].Pos.Line > e.Pos.Line || es[i-1].Pos.Line == e.Pos.Line && es[i-1].Pos.Col > e.Pos.Col) {
 			t.Errorf("errors not sorted: %q before %q", es[i-1], e)
 		}
-	}
-}
-
-// checkGolden compares got with the golden file, or rewrites it with -update.
-func checkGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./plans -run TestLoad -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update if the change is intended)\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }
 

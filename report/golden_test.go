@@ -2,45 +2,17 @@ package report
 
 import (
 	"bytes"
-	"flag"
-	"github.com/mqplan/mqplan/stats"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mqplan/mqplan/internal/golden"
+	"github.com/mqplan/mqplan/stats"
 )
 
-// update rewrites the golden files instead of comparing with them:
-//
-//	go test ./report -update
-var update = flag.Bool("update", false, "rewrite golden files")
-
 // goldenDir holds the expected outputs, at the repository root so that
-// reviewers find every golden file in one place.
+// reviewers find every golden file in one place; go test ./report -update
+// rewrites them (see internal/golden).
 const goldenDir = "../testdata/golden/report"
-
-// golden compares got with the named golden file (or rewrites it with
-// -update). On a mismatch it prints both in full: the outputs are small and
-// a diff tool is one copy-paste away.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join(goldenDir, name)
-	if *update {
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test ./report -update rewrites it)\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
-	}
-}
 
 // goldenCases are the runs whose outputs are pinned.
 func goldenCases(t *testing.T) []struct {
@@ -96,7 +68,7 @@ func TestGoldenTable(t *testing.T) {
 			if err := WriteTable(&b, tc.r); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name+".txt", b.Bytes())
+			golden.Check(t, filepath.Join(goldenDir, tc.name+".txt"), b.Bytes())
 		})
 	}
 }
@@ -108,7 +80,7 @@ func TestGoldenJSON(t *testing.T) {
 			if err := WriteJSON(&b, tc.r); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name+".json", b.Bytes())
+			golden.Check(t, filepath.Join(goldenDir, tc.name+".json"), b.Bytes())
 		})
 	}
 }
