@@ -16,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mqplan/mqplan/internal/brokerurl"
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/mqplan/mqplan/internal/suggest"
@@ -598,22 +599,11 @@ func (l *loader) brokerURLs(e keyEntry) ([]string, bool) {
 	return urls, ok
 }
 
-// brokerSchemes maps each accepted URL scheme to the one the runner dials
-// and its default port. tcp is an alias of mqtt, ssl and tls of mqtts, so
-// that the runner has four schemes to handle, not seven.
-var brokerSchemes = map[string]struct{ canonical, port string }{
-	"mqtt":  {"mqtt", "1883"},
-	"tcp":   {"mqtt", "1883"},
-	"mqtts": {"mqtts", "8883"},
-	"ssl":   {"mqtts", "8883"},
-	"tls":   {"mqtts", "8883"},
-	"ws":    {"ws", "80"},
-	"wss":   {"wss", "443"},
-}
-
 // normalizeBrokerURL checks a broker URL and writes it out in full, as
 // scheme://host:port (plus the path for WebSocket, default /mqtt), so that
-// reports show exactly where clients connect.
+// reports show exactly where clients connect. The scheme is written out as
+// its canonical one (tcp as mqtt, ssl and tls as mqtts: see brokerurl), so
+// that the runner has four schemes to dial, not seven.
 func normalizeBrokerURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == Embedded {
@@ -630,9 +620,9 @@ func normalizeBrokerURL(raw string) (string, error) {
 	if u.Scheme == "" || u.Opaque != "" {
 		return "", fmt.Errorf("%s is not a broker URL: write %s", quoteValue(raw), kinds)
 	}
-	sc, ok := brokerSchemes[u.Scheme]
+	sc, ok := brokerurl.Lookup(u.Scheme)
 	if !ok {
-		return "", fmt.Errorf("%s has the unknown scheme %q: use mqtt, tcp, mqtts, ssl, tls, ws or wss", quoteValue(raw), u.Scheme)
+		return "", fmt.Errorf("%s has the unknown scheme %q: use %s", quoteValue(raw), u.Scheme, brokerurl.Names())
 	}
 	if u.User != nil {
 		return "", fmt.Errorf("%s holds credentials: give them as the groups' username and password instead", quoteValue(raw))
@@ -643,18 +633,18 @@ func normalizeBrokerURL(raw string) (string, error) {
 	}
 	port := u.Port()
 	if port == "" {
-		port = sc.port
+		port = sc.DefaultPort
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("%s has the invalid port %q", quoteValue(raw), port)
 	}
 	if u.Fragment != "" || u.RawFragment != "" {
 		return "", fmt.Errorf("%s must not have a #fragment", quoteValue(raw))
 	}
-	out := sc.canonical + "://" + net.JoinHostPort(host, port)
-	if sc.canonical == "ws" || sc.canonical == "wss" {
+	out := sc.Canonical + "://" + net.JoinHostPort(host, port)
+	if sc.WebSocket {
 		path := u.EscapedPath()
 		if path == "" {
-			path = "/mqtt"
+			path = brokerurl.DefaultWebSocketPath
 		}
 		out += path
 		if u.RawQuery != "" {

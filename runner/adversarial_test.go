@@ -14,6 +14,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/mqplan/mqplan/broker"
+	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -160,7 +161,7 @@ func silentBroker(t *testing.T) string {
 				if _, err := br.ReadByte(); err != nil { // CONNECT
 					return
 				}
-				n, err := readVBI(br)
+				n, err := mqttc.ReadVBI(br)
 				if err != nil {
 					return
 				}
@@ -168,7 +169,7 @@ func silentBroker(t *testing.T) string {
 					return
 				}
 				// CONNACK: no session, success, no properties.
-				if _, err := nc.Write([]byte{pktConnack << 4, 3, 0, 0, 0}); err != nil {
+				if _, err := nc.Write([]byte{mqttc.TypeConnack << 4, 3, 0, 0, 0}); err != nil {
 					return
 				}
 				_, _ = io.Copy(io.Discard, br)

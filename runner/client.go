@@ -4,31 +4,21 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/plans"
 )
-
-// receiveMaximum is the Receive Maximum sent in every CONNECT: how many
-// QoS 1/2 deliveries the broker may have in flight to one client. Ours are
-// acknowledged as soon as they are read, so 64 never throttles a
-// subscriber on a real link, and it bounds what a broker queues at us.
-const receiveMaximum = 64
-
-// readBufferSize is the per-connection read buffer: one read syscall can
-// bring several small packets, and packets that fit are decoded in place.
-// 2 KiB holds a 1 KB message whole at a modest cost per idle connection.
-const readBufferSize = 2048
 
 // client is one running MQTT client.
 type client struct {
 	plan *plans.Client
 	// live is the client's current connection: nil until it first
 	// connects, replaced when it reconnects.
-	live atomic.Pointer[mqttConn]
+	live atomic.Pointer[mqttc.Conn]
 	// target, opts and handlers are what connecting takes, kept for
 	// reconnects.
-	target   target
-	opts     connectOptions
-	handlers connHandlers
+	target   mqttc.Target
+	opts     mqttc.Options
+	handlers mqttc.Handlers
 	// reconnected is signalled when a dropped client is connected again,
 	// or when it gave up (gaveUp).
 	reconnected chan struct{}
@@ -47,11 +37,12 @@ type client struct {
 	// goroutine and read when publishing is over: the messages from there
 	// up to when publishing stopped were due and never sent.
 	next int
-	// abandoned holds the QoS 1/2 messages that a dropped connection left
-	// unacknowledged and that no resumed session sent again, so that the
-	// deliveries they cost count as lost before acknowledgement, not as
-	// the broker's loss. It grows per connection loss, never per message.
-	abandoned []inflightMsg
+	// abandoned holds the tokens (see sentAs) of the QoS 1/2 messages
+	// that a dropped connection left unacknowledged and that no resumed
+	// session sent again, so that the deliveries they cost count as lost
+	// before acknowledgement, not as the broker's loss. It grows per
+	// connection loss, never per message.
+	abandoned []mqttc.Token
 	// publishing is set while the client's publish goroutine runs.
 	publishing atomic.Bool
 	// wake is signalled by the pacer when a message of this publisher

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -66,28 +67,27 @@ var hotTransports = []struct {
 	}},
 }
 
-// hotConn is mqplan's real connection (mqttConn, its reader goroutine
+// hotConn is mqplan's real connection (mqttc.Conn, its reader goroutine
 // running) on the client end of a transport, with handlers that do what
-// the run's do (record the ack, hand the payload to run.receive) and then
-// signal the test. The broker end is returned for the test to play.
-func hotConn(tb testing.TB, nc net.Conn, r *run, sub *client) (c *mqttConn, acked, received chan struct{}) {
+// the run's do (record the ack in its message's phase, hand the payload
+// to run.receive) and then signal the test. The broker end is returned
+// for the test to play.
+func hotConn(tb testing.TB, nc net.Conn, r *run, sub *client) (c *mqttc.Conn, acked, received chan struct{}) {
 	tb.Helper()
 	acked, received = make(chan struct{}, 1), make(chan struct{}, 1)
 	pub := &r.prog.Clients[1]
-	c = &mqttConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), now: r.now, version: 5, serverMaxQoS: 2, done: make(chan struct{}), readerDone: make(chan struct{}),
-		h: connHandlers{
-			acked: func(m inflightMsg, lat time.Duration, reason, _ byte) {
-				r.rec.recordAck(pub.Index, m.phase, pub.Group, lat, reason >= 0x80)
-				acked <- struct{}{}
-			},
-			publish: func(payload []byte, retained bool) {
-				r.receive(sub, payload, retained)
-				received <- struct{}{}
-			},
-		}}
-	c.initWindow(maxInflight)
-	go c.readLoop()
-	tb.Cleanup(func() { c.close(nil) })
+	c = mqttc.NewConn(nc, mqttc.Version5, r.now, mqttc.Handlers{
+		Acked: func(a mqttc.Ack) {
+			ph, _ := r.sentAs(pub.Publish, a.Token)
+			r.rec.recordAck(pub.Index, ph, pub.Group, a.Latency, a.Reason.Failed())
+			acked <- struct{}{}
+		},
+		Deliver: func(payload []byte, retained bool) {
+			r.receive(sub, payload, retained)
+			received <- struct{}{}
+		},
+	})
+	tb.Cleanup(c.Close)
 	return c, acked, received
 }
 
@@ -104,7 +104,7 @@ func fakeBroker(nc net.Conn, acks chan<- [4]byte) {
 		if err != nil {
 			return
 		}
-		n, err := readVBI(br)
+		n, err := mqttc.ReadVBI(br)
 		if err != nil {
 			return
 		}
@@ -115,20 +115,20 @@ func fakeBroker(nc net.Conn, acks chan<- [4]byte) {
 		var reply byte
 		var id uint16
 		switch typ, qos := b0>>4, (b0>>1)&3; {
-		case typ == pktPublish && qos > 0:
+		case typ == mqttc.TypePublish && qos > 0:
 			tl := int(binary.BigEndian.Uint16(head))
 			idb, err := br.Peek(2 + tl + 2)
 			if err != nil {
 				return
 			}
 			id = binary.BigEndian.Uint16(idb[2+tl:])
-			reply = pktPuback << 4
+			reply = mqttc.TypePuback << 4
 			if qos == 2 {
-				reply = pktPubrec << 4
+				reply = mqttc.TypePubrec << 4
 			}
-		case typ == pktPubrel:
-			id, reply = binary.BigEndian.Uint16(head), pktPubcomp<<4
-		case typ != pktPublish && len(head) == 2:
+		case typ == mqttc.TypePubrel:
+			id, reply = binary.BigEndian.Uint16(head), mqttc.TypePubcomp<<4
+		case typ != mqttc.TypePublish && len(head) == 2:
 			acks <- [4]byte{b0, byte(n), head[0], head[1]}
 		}
 		if _, err := br.Discard(n); err != nil {
@@ -144,7 +144,7 @@ func fakeBroker(nc net.Conn, acks chan<- [4]byte) {
 }
 
 // TestHotPathsDoNotAllocate measures, per message, mqplan's real publish
-// path (mqttConn.publish and writePublish writing to a socket, the reader
+// path (mqttc.Conn.Publish writing to a socket, the reader
 // goroutine handling the PUBACK or PUBREC/PUBREL/PUBCOMP, the ack
 // recorded) and its real receive path (the reader goroutine reading a
 // PUBLISH off the socket, run.receive decoding, checking and recording it,
@@ -181,7 +181,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 							k++
 							intended := r.now()
 							encodePayload(buf, r.pattern, uint32(pub.Index), k, intended)
-							if err := c.publish(ctx, "t/1", qos, false, buf, inflightMsg{seq: k, intended: intended}); err != nil && failed == nil {
+							if err := c.Publish(ctx, "t/1", qos, false, buf, mqttc.Token(k)); err != nil && failed == nil {
 								failed = err
 								return
 							}
@@ -214,13 +214,13 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 						// A PUBLISH as a broker writes it (MQTT 5, no
 						// properties), the payload rewritten per message.
 						const topic = "t/1"
-						pkt := []byte{pktPublish<<4 | qos<<1}
+						pkt := []byte{mqttc.TypePublish<<4 | qos<<mqttc.PublishQoSShift}
 						rl := 2 + len(topic) + 1 + size
 						if qos > 0 {
 							rl += 2
 						}
-						pkt = appendVBI(pkt, rl)
-						pkt = appendString(pkt, topic)
+						pkt = mqttc.AppendVBI(pkt, rl)
+						pkt = mqttc.AppendString(pkt, topic)
 						idAt := len(pkt)
 						if qos > 0 {
 							pkt = append(pkt, 0, 0)
@@ -263,15 +263,15 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 							}
 							switch qos {
 							case 1:
-								expectAck(pktPuback, id)
+								expectAck(mqttc.TypePuback, id)
 							case 2:
-								expectAck(pktPubrec, id)
-								pubrel[0], pubrel[1], pubrel[2], pubrel[3] = pktPubrel<<4|2, 2, byte(id>>8), byte(id)
+								expectAck(mqttc.TypePubrec, id)
+								pubrel[0], pubrel[1], pubrel[2], pubrel[3] = mqttc.TypePubrel<<4|mqttc.FlagsRequired, 2, byte(id>>8), byte(id)
 								if _, err := bn.Write(pubrel); err != nil && failed == nil {
 									failed = err
 									return
 								}
-								expectAck(pktPubcomp, id)
+								expectAck(mqttc.TypePubcomp, id)
 							}
 						}
 						n := testing.AllocsPerRun(1000, step)
@@ -296,7 +296,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	})
 }
 
-// BenchmarkPublishPath is one QoS 1 message through mqttConn.publish over
+// BenchmarkPublishPath is one QoS 1 message through mqttc.Conn.Publish over
 // loopback TCP to a broker that acknowledges it, as in the test above.
 func BenchmarkPublishPath(b *testing.B) {
 	r, sub, buf := hotRun(b, 1000)
@@ -311,7 +311,7 @@ func BenchmarkPublishPath(b *testing.B) {
 	for b.Loop() {
 		k++
 		encodePayload(buf, r.pattern, uint32(pub.Index), k, r.now())
-		if err := c.publish(context.Background(), "t/1", 1, false, buf, inflightMsg{seq: k}); err != nil {
+		if err := c.Publish(context.Background(), "t/1", 1, false, buf, mqttc.Token(k)); err != nil {
 			b.Fatal(err)
 		}
 		r.rec.recordSend(pub.Index, &rec)

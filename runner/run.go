@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/eclipse/paho.golang/packets"
+	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -364,7 +364,7 @@ func (r *run) errorSamples() []string {
 
 // execute runs the phases in order and returns why the run could not
 // complete, or "".
-func (r *run) execute(ctx context.Context, targets []target) string {
+func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 	incomplete := ""
 	r.ctx = ctx
 	r.phaseStart[phase.Connect] = 0
@@ -429,7 +429,7 @@ func (r *run) failedGroups(stage plans.ConnectStage) string {
 // connectStage connects the clients of one stage, each group at its own
 // rate, and waits until every attempt has finished (each is bounded by the
 // connect timeout).
-func (r *run) connectStage(ctx context.Context, stage plans.ConnectStage, targets []target) {
+func (r *run) connectStage(ctx context.Context, stage plans.ConnectStage, targets []mqttc.Target) {
 	var order []*client
 	for _, gp := range r.prog.Groups {
 		if gp.Stage == stage {
@@ -471,45 +471,46 @@ func (r *run) sleepUntil(ctx context.Context, timer *time.Timer, at time.Duratio
 }
 
 // connect dials and sends CONNECT for one client, recording the outcome.
-func (r *run) connect(ctx context.Context, c *client, t target) {
+func (r *run) connect(ctx context.Context, c *client, t mqttc.Target) {
 	pc := c.plan
 	group := pc.Group
 	g := &r.prog.Plan.Groups[group]
-	opts := connectOptions{
-		clientID:      pc.ID,
-		username:      pc.Username,
-		keepalive:     g.Keepalive,
-		cleanStart:    g.CleanStart,
-		sessionExpiry: g.SessionExpiry,
-		timeout:       r.timeout,
-		sourceAddr:    pc.SourceAddr,
-		version:       byte(g.Protocol),
+	opts := mqttc.Options{
+		ClientID:      pc.ID,
+		Username:      pc.Username,
+		Keepalive:     g.Keepalive,
+		CleanStart:    g.CleanStart,
+		SessionExpiry: g.SessionExpiry,
+		Timeout:       r.timeout,
+		SourceAddr:    pc.SourceAddr,
+		Version:       byte(g.Protocol),
 	}
 	if pw := pc.Password.Reveal(); pw != "" {
-		opts.password = []byte(pw)
+		opts.Password = []byte(pw)
 	}
 	if w := g.Will; w != nil {
-		opts.will = &packets.Connect{WillTopic: pc.WillTopic, WillMessage: []byte(w.Payload), WillQOS: w.QoS, WillRetain: w.Retain}
+		opts.Will = &mqttc.Will{Topic: pc.WillTopic, Payload: []byte(w.Payload), QoS: w.QoS, Retain: w.Retain}
 	}
-	h := connHandlers{
-		acked: func(m inflightMsg, lat time.Duration, reason, ackQoS byte) {
-			r.rec.recordAck(pc.Index, m.phase, group, lat, reason >= 0x80)
-			if m.qos == 2 && ackQoS == 1 {
+	h := mqttc.Handlers{
+		Acked: func(a mqttc.Ack) {
+			ph, _ := r.sentAs(pc.Publish, a.Token)
+			r.rec.recordAck(pc.Index, ph, group, a.Latency, a.Reason.Failed())
+			if a.QoS == 2 && a.AckQoS == 1 {
 				r.groups[group].pubDowngraded.Add(1)
-				r.rec.recordEvent(pc.Index, m.phase, group, evQoSDowngrade, 0)
+				r.rec.recordEvent(pc.Index, ph, group, evQoSDowngrade, 0)
 			}
-			if reason >= 0x80 {
-				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH: %s", pc.ID, reasonName(reason)))
+			if a.Reason.Failed() {
+				r.fail(pc, fmt.Errorf("%s: the broker refused a PUBLISH: %s", pc.ID, a.Reason))
 			}
 		},
-		closed: func(err error) {
+		Closed: func(err error) {
 			if err != nil {
 				r.lost(c, err)
 			}
 		},
 	}
 	if len(pc.Subscriptions) > 0 {
-		h.publish = func(payload []byte, retained bool) { r.receive(c, payload, retained) }
+		h.Deliver = func(payload []byte, retained bool) { r.receive(c, payload, retained) }
 	}
 	c.target, c.opts, c.handlers = t, opts, h
 	r.dial(ctx, c)
@@ -519,25 +520,31 @@ func (r *run) connect(ctx context.Context, c *client, t target) {
 // a reconnect) and records the outcome; it reports whether it connected.
 func (r *run) dial(ctx context.Context, c *client) bool {
 	pc := c.plan
+	old := c.live.Load()
+	if old != nil {
+		// A reconnect: the old connection was lost, so it is closed and
+		// its reader returns at once (its handlers never block). The new
+		// reader must not start before it has, as both run this client's
+		// handlers on the same receive state. A cancelled run goes on to
+		// the dial, which then fails as cancelled.
+		select {
+		case <-old.ReaderDone():
+		case <-ctx.Done():
+		}
+	}
 	t0 := r.at()
-	mc, err := dialMQTT(ctx, c.target, c.opts, r.now, c.handlers)
+	mc, err := mqttc.Dial(ctx, c.target, c.opts, r.now, c.handlers)
 	if err != nil {
 		r.rec.recordEvent(pc.Index, r.current(), pc.Group, evConnectFailed, 0)
-		r.fail(pc, fmt.Errorf("connect %s to %s: %w", pc.ID, c.target.url, cleanErr(err)))
+		r.fail(pc, fmt.Errorf("connect %s to %s: %w", pc.ID, c.target.URL, cleanErr(err)))
 		return false
 	}
 	r.rec.recordEvent(pc.Index, r.current(), pc.Group, evConnectOK, r.at()-t0)
-	if old := c.live.Load(); old != nil {
-		// The old connection is closed; its reader returns at once, and
-		// must have before the new one touches the same receive state.
-		select {
-		case <-old.readerDone:
-		case <-time.After(r.timeout):
-		}
+	if old != nil {
 		r.resume(c, old, mc)
-		c.abandoned = old.takeUnacked(c.abandoned)
+		c.abandoned = old.TakeUnacked(c.abandoned)
 	}
-	if mc.noSharedSubs && c.share != nil {
+	if mc.SharedSubsUnavailable() && c.share != nil {
 		r.note("the broker says shared subscriptions are not available (CONNACK Shared Subscription Available = 0): the $share subscriptions will be refused or receive nothing")
 	}
 	c.live.Store(mc)
@@ -548,8 +555,8 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 	r.connected.Add(1)
 	// The connection may have ended between CONNACK and here.
 	select {
-	case <-mc.done:
-		r.lost(c, mc.closeErr)
+	case <-mc.Done():
+		r.lost(c, mc.Err())
 	default:
 	}
 	return true
@@ -563,20 +570,21 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 // the broker had in fact received may reach subscribers twice, which
 // counts as a duplicate: that is QoS 1 at work. Without a kept session
 // the messages are gone, and count as lost where they were not delivered.
-func (r *run) resume(c *client, old, mc *mqttConn) {
+func (r *run) resume(c *client, old, mc *mqttc.Conn) {
 	pub := c.plan.Publish
-	if pub == nil || pub.QoS == 0 || !(mc.sessionPresent || mc.version == 3 && !c.opts.cleanStart) {
+	if pub == nil || pub.QoS == 0 || !(mc.SessionPresent() || mc.Version() == mqttc.Version31 && !c.opts.CleanStart) {
 		return
 	}
-	ids, dropped := mc.adopt(old)
+	ids, dropped := mc.Adopt(old)
 	if dropped > 0 {
 		r.fail(c.plan, fmt.Errorf("%s: %d messages in flight did not fit the broker's new receive maximum and are not sent again", c.plan.ID, dropped))
 	}
 	buf := make([]byte, pub.Size)
 	for _, id := range ids {
-		m := mc.inflightAt(id)
-		encodePayload(buf, r.pattern, uint32(c.plan.Index), m.seq, m.intended)
-		if err := mc.resend(id, pub.Topic, pub.Retain, buf); err != nil {
+		tok := mc.Token(id)
+		_, intended := r.sentAs(pub, tok)
+		encodePayload(buf, r.pattern, uint32(c.plan.Index), uint32(tok), intended)
+		if err := mc.Resend(id, pub.Topic, pub.Retain, buf); err != nil {
 			return // the new connection dropped too: its loss is recorded
 		}
 	}
@@ -621,11 +629,11 @@ func (r *run) reconnect(c *client, rc *plans.Reconnect) {
 		}
 		mc := c.live.Load()
 		if c.closing.Load() {
-			mc.disconnect()
+			mc.Disconnect()
 			return
 		}
 		r.rec.recordEvent(c.plan.Index, r.current(), c.plan.Group, evReconnect, 0)
-		if len(c.plan.Subscriptions) > 0 && !mc.sessionPresent {
+		if len(c.plan.Subscriptions) > 0 && !mc.SessionPresent() {
 			r.subscribe(r.ctx, c)
 		}
 		select {
@@ -670,15 +678,15 @@ func (r *run) subscribeAll(ctx context.Context) {
 
 func (r *run) subscribe(ctx context.Context, c *client) {
 	pc := c.plan
-	subs := make([]packets.SubOptions, len(pc.Subscriptions))
+	subs := make([]mqttc.Subscription, len(pc.Subscriptions))
 	for i, sub := range pc.Subscriptions {
-		subs[i] = packets.SubOptions{Topic: sub.Filter, QoS: sub.QoS,
+		subs[i] = mqttc.Subscription{Filter: sub.Filter, QoS: sub.QoS,
 			NoLocal: sub.NoLocal, RetainAsPublished: sub.RetainAsPublished, RetainHandling: sub.RetainHandling}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	t0 := r.at()
-	reasons, err := c.live.Load().subscribe(ctx, subs)
+	reasons, err := c.live.Load().Subscribe(ctx, subs)
 	ph := r.current()
 	if err != nil {
 		r.rec.recordEvent(pc.Index, ph, pc.Group, evSubscribeFailed, 0)
@@ -694,15 +702,15 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 		if i < len(pc.Subscriptions) {
 			f, asked = pc.Subscriptions[i].Filter, pc.Subscriptions[i].QoS
 		}
-		if code >= 0x80 {
+		if code.Failed() {
 			r.rec.recordEvent(pc.Index, ph, pc.Group, evSubscribeFailed, 0)
-			r.fail(pc, fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, reasonName(code)))
+			r.fail(pc, fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, code))
 			continue
 		}
 		granted = true
 		// A SUBACK's success code is the QoS granted, which may be lower
 		// than the one asked for (RabbitMQ grants QoS 1 for QoS 2).
-		if code < asked {
+		if byte(code) < asked {
 			downgraded = true
 			for {
 				old := gg.minGranted.Load()
@@ -929,11 +937,11 @@ func (r *run) publishPhases(ctx context.Context) {
 	// only) passes against a broker that stopped acknowledging.
 	for _, c := range r.clients {
 		if mc := c.live.Load(); mc != nil && c.ready.Load() {
-			if n := mc.pending.Load(); n > 0 {
+			if n := mc.Pending(); n > 0 {
 				r.inflightAtEnd += int64(n)
 				r.fail(c.plan, fmt.Errorf("%s: publishes still awaiting their acknowledgement when drain ended", c.plan.ID))
 			}
-			if !mc.probeAnswered() {
+			if !mc.ProbeAnswered() {
 				r.fail(c.plan, fmt.Errorf("%s: the broker did not answer PINGREQ by the end of drain: it stopped reading, so its QoS 0 publishes may never have reached it", c.plan.ID))
 			}
 		}
@@ -950,19 +958,19 @@ func (r *run) publishPhases(ctx context.Context) {
 func (r *run) releaseWriters(pubs []*client, finished <-chan struct{}) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	var cut []*mqttConn
+	var cut []*mqttc.Conn
 	for {
 		select {
 		case <-finished:
 			for _, mc := range cut {
-				_ = mc.nc.SetWriteDeadline(time.Time{})
+				_ = mc.SetWriteDeadline(time.Time{})
 			}
 			return
 		case <-tick.C:
 		}
 		for _, c := range pubs {
-			if mc := c.live.Load(); mc != nil && c.publishing.Load() && mc.writing.Load() {
-				_ = mc.nc.SetWriteDeadline(time.Now())
+			if mc := c.live.Load(); mc != nil && c.publishing.Load() && mc.Writing() {
+				_ = mc.SetWriteDeadline(time.Now())
 				cut = append(cut, mc)
 			}
 		}
@@ -1049,14 +1057,14 @@ func (r *run) interruptDrain() time.Duration {
 // on a live connection, and no probe its PINGRESP.
 func (r *run) allAcked() bool {
 	for _, c := range r.clients {
-		if mc := c.live.Load(); mc != nil && c.ready.Load() && (mc.pending.Load() > 0 || !mc.probeAnswered()) {
+		if mc := c.live.Load(); mc != nil && c.ready.Load() && (mc.Pending() > 0 || !mc.ProbeAnswered()) {
 			return false
 		}
 	}
 	return true
 }
 
-// probeQoS0 probes (see mqttConn.probe) the connection of every QoS 0
+// probeQoS0 probes (see mqttc.Conn.Probe) the connection of every QoS 0
 // publisher still connected when publishing stops: the answer, awaited
 // by drain like an acknowledgement, shows the broker read what it was
 // sent. QoS 1 and 2 publishers need no probe: their acknowledgements
@@ -1067,7 +1075,7 @@ func (r *run) probeQoS0(pubs []*client) {
 			continue
 		}
 		if mc := c.live.Load(); mc != nil && c.ready.Load() {
-			go mc.probe()
+			go mc.Probe()
 		}
 	}
 }
@@ -1096,7 +1104,7 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			case <-c.wake:
 			case <-ctx.Done():
 				return
-			case <-c.live.Load().done:
+			case <-c.live.Load().Done():
 				if !r.awaitReconnect(ctx, c) {
 					return
 				}
@@ -1114,8 +1122,8 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		rec.lag = time.Duration(r.now() - intended)
 		ph := r.prog.PhaseOf(off)
 		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+intended)
-		m := inflightMsg{phase: ph, seq: uint32(k + 1), intended: r.epochWall + intended}
-		if err := c.live.Load().publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, m); err != nil {
+		// The token is the message's sequence number: sentAs maps it back.
+		if err := c.live.Load().Publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, mqttc.Token(k+1)); err != nil {
 			if ctx.Err() != nil {
 				return // stopped while waiting or writing: not sent
 			}
@@ -1131,6 +1139,18 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		rec.phase = ph
 		r.rec.recordSend(pc.Index, &rec)
 	}
+}
+
+// sentAs maps the token of a publisher's QoS 1/2 message back to the
+// message: the token is its sequence number (1 for the schedule's first
+// message), and the schedule, a pure function of it, gives its phase and
+// its intended time (wall-clock ns, as its header carries it). The
+// schedule is the runner's table of tokens: nothing is stored per
+// message, and the connection carries a fixed-size record whatever the
+// runner needs to know.
+func (r *run) sentAs(pub *plans.ClientPublish, tok mqttc.Token) (ph phase.Phase, intended int64) {
+	off, _ := pub.Schedule.At(int(tok) - 1)
+	return r.prog.PhaseOf(off), r.epochWall + r.pubStart.Load() + int64(off)
 }
 
 // awaitReconnect waits, for a publisher whose connection dropped, until the
@@ -1294,8 +1314,8 @@ func (r *run) disconnectAll() {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			mc.disconnect()
-			<-mc.readerDone
+			mc.Disconnect()
+			<-mc.ReaderDone()
 		}()
 	}
 	done := make(chan struct{})
@@ -1375,19 +1395,20 @@ func (r *run) settle(readersDone bool) {
 		}
 		unacked := c.abandoned
 		if mc := c.live.Load(); mc != nil {
-			unacked = mc.takeUnacked(unacked)
+			unacked = mc.TakeUnacked(unacked)
 		}
 		holders := byPub[uint32(c.plan.Index)]
-		for _, m := range unacked {
+		for _, tok := range unacked {
+			ph, _ := r.sentAs(pub, tok)
 			clear(seen)
 			for _, h := range holders {
-				if h.st.has(m.seq) {
+				if h.st.has(uint32(tok)) {
 					seen[h.group]++
 				}
 			}
 			for g, want := range pub.ExpectedByGroup {
 				if n := int64(want) - seen[g]; n > 0 {
-					r.rec.recordLostUnacked(m.phase, c.plan.Group, g, n)
+					r.rec.recordLostUnacked(ph, c.plan.Group, g, n)
 				}
 			}
 		}
@@ -1418,7 +1439,7 @@ func (r *run) pinger(stop <-chan struct{}, done chan<- struct{}) {
 		now := r.now()
 		for _, c := range r.clients {
 			if mc := c.live.Load(); mc != nil && c.ready.Load() {
-				mc.ping(now)
+				mc.Ping(now)
 			}
 		}
 	}

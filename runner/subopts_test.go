@@ -1,15 +1,12 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 	"github.com/mqplan/mqplan/stats"
-	"io"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/eclipse/paho.golang/packets"
 	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/plans"
@@ -136,43 +133,5 @@ func TestRetainedMessages(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestSubscribeEncodesOptions checks the MQTT 5 SUBSCRIBE on the wire
-// carries each filter's options, and that MQTT 3.1.1 sends none.
-func TestSubscribeEncodesOptions(t *testing.T) {
-	subs := []packets.SubOptions{
-		{Topic: "a/#", QoS: 1, NoLocal: true, RetainAsPublished: true, RetainHandling: 2},
-		{Topic: "b/+", QoS: 2, RetainHandling: 1},
-		{Topic: "c", QoS: 0},
-	}
-	for _, version := range []byte{5, 4} {
-		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			c, broker := pipeConn(t, connHandlers{})
-			c.version = version
-			go func() { _, _ = c.subscribe(context.Background(), subs) }()
-			if version < 5 {
-				// id, then per filter: length, topic, one QoS byte.
-				want := []byte{0x82, 0, 0, 1, 0, 3, 'a', '/', '#', 1, 0, 3, 'b', '/', '+', 2, 0, 1, 'c', 0}
-				want[1] = byte(len(want) - 2)
-				got := make([]byte, len(want))
-				if _, err := io.ReadFull(broker, got); err != nil {
-					t.Fatal(err)
-				}
-				if string(got) != string(want) {
-					t.Fatalf("SUBSCRIBE %x, want %x", got, want)
-				}
-				return
-			}
-			cp, err := packets.ReadPacket(broker)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := cp.Content.(*packets.Subscribe).Subscriptions
-			if fmt.Sprint(got) != fmt.Sprint(subs) {
-				t.Fatalf("subscriptions %+v, want %+v", got, subs)
-			}
-		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/mqplan/mqplan/internal/mqttc"
 )
 
 // msgKey names one measured message: its publisher and sequence number.
@@ -266,7 +267,7 @@ func readConnect(br *bufio.Reader) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	n, err := readVBI(br)
+	n, err := mqttc.ReadVBI(br)
 	if err != nil {
 		return nil, "", err
 	}
@@ -274,9 +275,9 @@ func readConnect(br *bufio.Reader) ([]byte, string, error) {
 	if _, err := io.ReadFull(br, body); err != nil {
 		return nil, "", err
 	}
-	pkt := appendVBI([]byte{b0}, n)
+	pkt := mqttc.AppendVBI([]byte{b0}, n)
 	pkt = append(pkt, body...)
-	if b0>>4 != pktConnect || len(body) < 2 {
+	if b0>>4 != mqttc.TypeConnect || len(body) < 2 {
 		return nil, "", io.ErrUnexpectedEOF
 	}
 	i := 2 + int(binary.BigEndian.Uint16(body)) // protocol name
@@ -286,7 +287,7 @@ func readConnect(br *bufio.Reader) ([]byte, string, error) {
 	level := body[i]
 	i += 4 // level, flags, keepalive
 	if level == 5 {
-		plen, k, ok := vbiAt(body, i)
+		plen, k, ok := mqttc.VBIAt(body, i)
 		if !ok {
 			return nil, "", io.ErrUnexpectedEOF
 		}

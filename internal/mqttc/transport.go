@@ -1,38 +1,42 @@
-package runner
+package mqttc
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/internal/brokerurl"
 )
 
-// target is one broker address and how to reach it: plain TCP, TLS,
-// WebSocket or WebSocket over TLS.
-type target struct {
-	url  string
+// This file is the transports: the byte stream a connection runs over,
+// plain TCP, TLS, WebSocket or WebSocket over TLS.
+
+// Target is one broker address and how to reach it.
+type Target struct {
+	// URL is the broker URL as given, for messages.
+	URL  string
 	addr string      // host:port of the TCP connection
 	tls  *tls.Config // nil for mqtt:// and ws://
 	ws   string      // the WebSocket URL for ws:// and wss://, else ""
 }
 
-// newTargets parses the broker URLs and loads the TLS files once, so that
-// a missing or malformed file is one clear error before anything connects.
-func newTargets(urls []string, b plans.Broker) ([]target, error) {
+// NewTargets parses the broker URLs. tlsConfig is called once, the first
+// time a URL needs TLS, so that TLS files are read only when used and a
+// missing or malformed one is one clear error before anything connects;
+// each TLS target gets its own copy, whose ServerName defaults to the
+// URL's host.
+func NewTargets(urls []string, tlsConfig func() (*tls.Config, error)) ([]Target, error) {
 	var cfg *tls.Config
-	out := make([]target, len(urls))
+	out := make([]Target, len(urls))
 	for i, raw := range urls {
 		u, err := url.Parse(raw)
 		if err != nil {
@@ -42,34 +46,24 @@ func newTargets(urls []string, b plans.Broker) ([]target, error) {
 		if host == "" {
 			return nil, fmt.Errorf("broker url %q has no host", raw)
 		}
-		t := target{url: raw}
-		secure := false
-		switch u.Scheme {
-		case "mqtt", "tcp":
-			port = defaultPort(port, "1883")
-		case "mqtts", "ssl", "tls":
-			port, secure = defaultPort(port, "8883"), true
-		case "ws":
-			port = defaultPort(port, "80")
-		case "wss":
-			port, secure = defaultPort(port, "443"), true
-		default:
-			return nil, fmt.Errorf("broker url %q: unknown scheme %q (use mqtt, mqtts, ws or wss)", raw, u.Scheme)
+		t := Target{URL: raw}
+		sc, ok := brokerurl.Lookup(u.Scheme)
+		if !ok {
+			return nil, fmt.Errorf("broker url %q: unknown scheme %q (use %s)", raw, u.Scheme, brokerurl.CanonicalNames())
+		}
+		if port == "" {
+			port = sc.DefaultPort
 		}
 		t.addr = net.JoinHostPort(host, port)
-		if u.Scheme == "ws" || u.Scheme == "wss" {
-			path := u.EscapedPath()
-			if path == "" {
-				path = "/mqtt"
-			}
+		if sc.WebSocket {
 			t.ws = (&url.URL{Scheme: u.Scheme, Host: t.addr, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}).String()
 			if u.Path == "" {
-				t.ws += path
+				t.ws += brokerurl.DefaultWebSocketPath
 			}
 		}
-		if secure {
+		if sc.TLS {
 			if cfg == nil {
-				if cfg, err = tlsConfig(b.TLS); err != nil {
+				if cfg, err = tlsConfig(); err != nil {
 					return nil, err
 				}
 			}
@@ -84,76 +78,9 @@ func newTargets(urls []string, b plans.Broker) ([]target, error) {
 	return out, nil
 }
 
-func defaultPort(p, def string) string {
-	if p == "" {
-		return def
-	}
-	return p
-}
-
-// tlsConfig builds the client TLS configuration of broker.tls. Errors name
-// the plan field and the file, in one line.
-func tlsConfig(t *plans.TLS) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t == nil {
-		return cfg, nil
-	}
-	cfg.ServerName = t.ServerName
-	cfg.InsecureSkipVerify = t.InsecureSkipVerify
-	if t.CA != "" {
-		b, err := readPEM("broker.tls.ca", t.CA, "CERTIFICATE")
-		if err != nil {
-			return nil, err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("broker.tls.ca: %s holds no usable certificate", t.CA)
-		}
-		cfg.RootCAs = pool
-	}
-	if t.Cert != "" || t.Key != "" {
-		cert, err := readPEM("broker.tls.cert", t.Cert, "CERTIFICATE")
-		if err != nil {
-			return nil, err
-		}
-		key, err := readPEM("broker.tls.key", t.Key, "PRIVATE KEY")
-		if err != nil {
-			return nil, err
-		}
-		pair, err := tls.X509KeyPair(cert, key)
-		if err != nil {
-			return nil, fmt.Errorf("broker.tls.cert/key: %s and %s do not make a key pair: %v", t.Cert, t.Key, err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
-}
-
-// readPEM reads a file that must hold a PEM block whose type ends in kind.
-func readPEM(field, path, kind string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("%s: cannot read %s: %v", field, path, err)
-	}
-	rest := b
-	for {
-		var blk *pem.Block
-		blk, rest = pem.Decode(rest)
-		if blk == nil {
-			return nil, fmt.Errorf("%s: %s is not a PEM file with a %s", field, path, kind)
-		}
-		if len(blk.Type) >= len(kind) && blk.Type[len(blk.Type)-len(kind):] == kind {
-			return b, nil
-		}
-	}
-}
-
-// dialTransport opens the byte stream an MQTT connection runs over.
-func dialTransport(ctx context.Context, t target, source string) (net.Conn, error) {
+// dialTransport opens the byte stream an MQTT connection runs over, from
+// the local address source when it is not "".
+func dialTransport(ctx context.Context, t Target, source string) (net.Conn, error) {
 	d := &net.Dialer{}
 	if source != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
@@ -176,7 +103,8 @@ func dialTransport(ctx context.Context, t target, source string) (net.Conn, erro
 	return tc, nil
 }
 
-// tlsReason shortens the usual TLS failures to their cause.
+// tlsReason shortens the usual TLS failures to their cause, with the plan
+// setting that fixes it.
 func tlsReason(err error) error {
 	var ue x509.UnknownAuthorityError
 	var he x509.HostnameError
@@ -193,7 +121,7 @@ func tlsReason(err error) error {
 }
 
 // dialWebSocket opens a WebSocket with the "mqtt" subprotocol.
-func dialWebSocket(ctx context.Context, t target, d *net.Dialer) (net.Conn, error) {
+func dialWebSocket(ctx context.Context, t Target, d *net.Dialer) (net.Conn, error) {
 	wd := websocket.Dialer{
 		NetDialContext:   d.DialContext,
 		TLSClientConfig:  t.tls,
@@ -222,7 +150,7 @@ type wsConn struct {
 	// gorilla's own SetWriteDeadline must not run beside a write, yet a
 	// deadline is exactly what releases a write stuck on a stalled broker;
 	// so SetWriteDeadline stores it here and sets it on the underlying
-	// connection (safe at any time), and Write, which mqttConn serialises,
+	// connection (safe at any time), and Write, which Conn serialises,
 	// hands it to gorilla before each message.
 	writeDeadline atomic.Int64
 }

@@ -1,10 +1,12 @@
-package runner
+package mqttc
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -13,29 +15,50 @@ import (
 	"github.com/eclipse/paho.golang/packets"
 )
 
-// pipeConn returns an mqttConn on one end of an in-memory pipe and the
-// other end, playing the broker.
-func pipeConn(t *testing.T, h connHandlers) (*mqttConn, net.Conn) {
+// testTimeout bounds every wait in these tests.
+const testTimeout = 10 * time.Second
+
+// pipeConn returns a Conn on one end of an in-memory pipe and the other
+// end, playing the broker. Its reader is not started: a test starts it
+// (go c.readLoop()) when it wants the connection to read.
+func pipeConn(t *testing.T, h Handlers) (*Conn, net.Conn) {
 	t.Helper()
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
-	// Every read and write of the test's broker end fails after btTimeout
-	// instead of blocking forever when the client does not do its part.
-	_ = b.SetDeadline(time.Now().Add(btTimeout))
+	// Every read and write of the test's broker end fails after
+	// testTimeout instead of blocking forever when the client does not do
+	// its part.
+	_ = b.SetDeadline(time.Now().Add(testTimeout))
 	epoch := time.Now()
-	c := &mqttConn{nc: a, br: bufio.NewReaderSize(a, readBufferSize), now: func() int64 { return int64(time.Since(epoch)) },
-		h: h, done: make(chan struct{}), readerDone: make(chan struct{}), serverMaxQoS: 2, version: 5}
+	c := newConn(a, Version5, func() int64 { return int64(time.Since(epoch)) }, h)
 	c.initWindow(4)
 	return c, b
 }
 
-// waitClosed waits, at most btTimeout, for a connection's done channel.
+// waitClosed waits, at most testTimeout, for a connection's done channel.
 func waitClosed(t *testing.T, what string, done <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-done:
-	case <-time.After(btTimeout):
-		t.Fatalf("timed out after %v waiting for %s", btTimeout, what)
+	case <-time.After(testTimeout):
+		t.Fatalf("timed out after %v waiting for %s", testTimeout, what)
+	}
+}
+
+// waitFor polls a condition updated by other goroutines until it holds,
+// and fails the test after testTimeout.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(testTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
 
@@ -56,10 +79,10 @@ func TestPublishEncodingMatchesPaho(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, broker := pipeConn(t, connHandlers{})
+			c, broker := pipeConn(t, Handlers{})
 			errc := make(chan error, 1)
 			go func() {
-				errc <- c.publish(context.Background(), tt.topic, tt.qos, tt.retain, tt.payload, inflightMsg{})
+				errc <- c.Publish(context.Background(), tt.topic, tt.qos, tt.retain, tt.payload, 0)
 			}()
 			cp, err := packets.ReadPacket(broker)
 			if err != nil {
@@ -90,14 +113,14 @@ func TestPublishEncodingMatchesPaho(t *testing.T) {
 func TestReaderHandlesPahoPackets(t *testing.T) {
 	var got [][]byte
 	var acks []bool
-	c, broker := pipeConn(t, connHandlers{
-		publish: func(p []byte, _ bool) { got = append(got, bytes.Clone(p)) },
-		acked:   func(_ inflightMsg, _ time.Duration, reason, _ byte) { acks = append(acks, reason >= 0x80) },
+	c, broker := pipeConn(t, Handlers{
+		Deliver: func(p []byte, _ bool) { got = append(got, bytes.Clone(p)) },
+		Acked:   func(a Ack) { acks = append(acks, a.Reason.Failed()) },
 	})
 	// Two QoS 1/2 publishes of ours in flight, so that the acks below match.
 	go func() {
-		_ = c.publish(context.Background(), "x", 1, false, []byte("one"), inflightMsg{})
-		_ = c.publish(context.Background(), "x", 2, false, []byte("two"), inflightMsg{})
+		_ = c.Publish(context.Background(), "x", 1, false, []byte("one"), 0)
+		_ = c.Publish(context.Background(), "x", 2, false, []byte("two"), 0)
 	}()
 	var ids []uint16
 	for range 2 {
@@ -174,7 +197,7 @@ func TestReaderHandlesPahoPackets(t *testing.T) {
 // TestWindowBlocksAndReleases checks that a full in-flight window makes
 // publish wait (or give up with its context) until an ack frees a slot.
 func TestWindowBlocksAndReleases(t *testing.T) {
-	c, broker := pipeConn(t, connHandlers{})
+	c, broker := pipeConn(t, Handlers{})
 	go func() {
 		for {
 			if _, err := packets.ReadPacket(broker); err != nil {
@@ -183,17 +206,17 @@ func TestWindowBlocksAndReleases(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 4; i++ {
-		if err := c.publish(context.Background(), "x", 1, false, []byte("p"), inflightMsg{}); err != nil {
+		if err := c.Publish(context.Background(), "x", 1, false, []byte("p"), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := c.publish(ctx, "x", 1, false, []byte("p"), inflightMsg{}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := c.Publish(ctx, "x", 1, false, []byte("p"), 0); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("publish on a full window: %v", err)
 	}
 	c.complete(subscribeID+1, 0, 1) // the first publish's id
-	if err := c.publish(context.Background(), "x", 1, false, []byte("p"), inflightMsg{}); err != nil {
+	if err := c.Publish(context.Background(), "x", 1, false, []byte("p"), 0); err != nil {
 		t.Fatalf("publish after an ack: %v", err)
 	}
 	if c.pending.Load() != 4 {
@@ -211,14 +234,14 @@ func TestWindowBlocksAndReleases(t *testing.T) {
 // the order they were first sent, and go out again (PUBLISH with DUP, or
 // PUBREL after a PUBREC); their acks on the new connection complete them.
 func TestAdoptAndResend(t *testing.T) {
-	old, oldBroker := pipeConn(t, connHandlers{})
+	old, oldBroker := pipeConn(t, Handlers{})
 	go func() {
-		for _, m := range []inflightMsg{{seq: 1, phase: 2}, {seq: 2, phase: 2}, {seq: 3, phase: 3}} {
+		for _, seq := range []byte{1, 2, 3} {
 			qos := byte(1)
-			if m.seq == 2 {
+			if seq == 2 {
 				qos = 2
 			}
-			_ = old.publish(context.Background(), "x", qos, false, []byte{byte(m.seq)}, m)
+			_ = old.Publish(context.Background(), "x", qos, false, []byte{seq}, token(seq))
 		}
 	}()
 	var ids []uint16
@@ -235,29 +258,30 @@ func TestAdoptAndResend(t *testing.T) {
 	go func() { // the PUBREL old writes for the PUBREC
 		_, _ = packets.ReadPacket(oldBroker)
 	}()
-	if _, err := oldBroker.Write([]byte{pktPuback << 4, 2, byte(ids[0] >> 8), byte(ids[0]), pktPubrec << 4, 2, byte(ids[1] >> 8), byte(ids[1])}); err != nil {
+	if _, err := oldBroker.Write([]byte{TypePuback << 4, 2, byte(ids[0] >> 8), byte(ids[0]), TypePubrec << 4, 2, byte(ids[1] >> 8), byte(ids[1])}); err != nil {
 		t.Fatal(err)
 	}
-	btWaitFor(t, "the PUBACK and PUBREC to be handled", func() bool {
-		return old.pending.Load() == 2 && old.inflightAt(ids[1]).released
+	waitFor(t, "the PUBACK and PUBREC to be handled", func() bool {
+		old.idMu.Lock()
+		defer old.idMu.Unlock()
+		return old.pending.Load() == 2 && old.inflight[ids[1]].released
 	})
 	oldBroker.Close()
 	waitClosed(t, "the old connection to end", old.done)
 
-	var acked []inflightMsg
+	var acked []Token
 	ackedCh := make(chan struct{}, 2)
-	c, broker := pipeConn(t, connHandlers{acked: func(m inflightMsg, _ time.Duration, _, _ byte) {
-		acked = append(acked, m)
+	c, broker := pipeConn(t, Handlers{Acked: func(a Ack) {
+		acked = append(acked, a.Token)
 		ackedCh <- struct{}{}
 	}})
-	got, dropped := c.adopt(old)
+	got, dropped := c.Adopt(old)
 	if dropped != 0 || len(got) != 2 || got[0] != ids[1] || got[1] != ids[2] || c.pending.Load() != 2 {
 		t.Fatalf("adopted %v (dropped %d, pending %d), want %v", got, dropped, c.pending.Load(), ids[1:])
 	}
 	go func() {
 		for _, id := range got {
-			m := c.inflightAt(id)
-			_ = c.resend(id, "x", false, []byte{byte(m.seq)})
+			_ = c.Resend(id, "x", false, []byte{seqOf(c.Token(id))})
 		}
 	}()
 	cp, err := packets.ReadPacket(broker)
@@ -276,7 +300,7 @@ func TestAdoptAndResend(t *testing.T) {
 		t.Fatalf("second resend %+v, want PUBLISH %d with DUP, QoS 1, payload 3", cp.Content, ids[2])
 	}
 	// A new publish must not take an adopted id.
-	go func() { _ = c.publish(context.Background(), "x", 1, false, []byte{4}, inflightMsg{seq: 4}) }()
+	go func() { _ = c.Publish(context.Background(), "x", 1, false, []byte{4}, token(4)) }()
 	cp, err = packets.ReadPacket(broker)
 	if err != nil {
 		t.Fatal(err)
@@ -285,23 +309,30 @@ func TestAdoptAndResend(t *testing.T) {
 		t.Fatalf("new publish took id %d, in use", id)
 	}
 	go c.readLoop()
-	if _, err := broker.Write([]byte{pktPubcomp << 4, 2, byte(ids[1] >> 8), byte(ids[1]), pktPuback << 4, 2, byte(ids[2] >> 8), byte(ids[2])}); err != nil {
+	if _, err := broker.Write([]byte{TypePubcomp << 4, 2, byte(ids[1] >> 8), byte(ids[1]), TypePuback << 4, 2, byte(ids[2] >> 8), byte(ids[2])}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
 		select {
 		case <-ackedCh:
-		case <-time.After(btTimeout):
-			t.Fatalf("%d of the 2 adopted publishes acknowledged after %v", i, btTimeout)
+		case <-time.After(testTimeout):
+			t.Fatalf("%d of the 2 adopted publishes acknowledged after %v", i, testTimeout)
 		}
 	}
-	if len(acked) != 2 || acked[0].seq != 2 || acked[1].seq != 3 || acked[1].phase != 3 || c.pending.Load() != 1 {
-		t.Fatalf("acked %+v, pending %d", acked, c.pending.Load())
+	if len(acked) != 2 || acked[0] != token(2) || acked[1] != token(3) || c.pending.Load() != 1 {
+		t.Fatalf("acked tokens %x, want %x and %x; pending %d", acked, token(2), token(3), c.pending.Load())
 	}
 	if old.pending.Load() != 2 {
 		t.Errorf("old connection's pending changed to %d", old.pending.Load())
 	}
 }
+
+// token is the test's token for message seq: the high bits show that the
+// whole 64 bits travel with the message, not just a sequence number.
+func token(seq byte) Token { return Token(seq)<<40 | 0xfeed }
+
+// seqOf is the inverse of token.
+func seqOf(t Token) byte { return byte(t >> 40) }
 
 // FuzzReader feeds arbitrary bytes to the reader: it may close the
 // connection with an error, but never panics or hangs.
@@ -314,8 +345,8 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, b := net.Pipe()
 		defer a.Close()
-		c := &mqttConn{nc: a, br: bufio.NewReaderSize(bytes.NewReader(data), readBufferSize), now: func() int64 { return 0 },
-			h: connHandlers{publish: func([]byte, bool) {}}, done: make(chan struct{}), readerDone: make(chan struct{}), serverMaxQoS: 2, version: 5}
+		c := newConn(a, Version5, func() int64 { return 0 }, Handlers{Deliver: func([]byte, bool) {}})
+		c.br = bufio.NewReaderSize(bytes.NewReader(data), readBufferSize)
 		c.initWindow(4)
 		go func() { // the peer: swallow whatever the reader writes
 			buf := make([]byte, 1024)
@@ -338,7 +369,7 @@ func FuzzReader(f *testing.F) {
 // TestReasonName pins how reason codes read in errors: name and number.
 func TestReasonName(t *testing.T) {
 	for _, tc := range []struct {
-		code byte
+		code ReasonCode
 		want string
 	}{
 		{0x95, "packet too large (0x95)"},
@@ -347,8 +378,53 @@ func TestReasonName(t *testing.T) {
 		{0x86, "bad user name or password (0x86)"},
 		{0xFE, "reason code 0xFE"},
 	} {
-		if got := reasonName(tc.code); got != tc.want {
-			t.Errorf("reasonName(0x%02X) = %q, want %q", tc.code, got, tc.want)
+		if got := tc.code.String(); got != tc.want {
+			t.Errorf("ReasonCode(0x%02X).String() = %q, want %q", byte(tc.code), got, tc.want)
 		}
+	}
+}
+
+// TestSubscribeEncodesOptions checks the MQTT 5 SUBSCRIBE on the wire
+// carries each filter's options, and that MQTT 3.1.1 sends none.
+func TestSubscribeEncodesOptions(t *testing.T) {
+	subs := []Subscription{
+		{Filter: "a/#", QoS: 1, NoLocal: true, RetainAsPublished: true, RetainHandling: 2},
+		{Filter: "b/+", QoS: 2, RetainHandling: 1},
+		{Filter: "c", QoS: 0},
+	}
+	// What paho.golang, the reference codec, must decode from the MQTT 5
+	// SUBSCRIBE.
+	want := []packets.SubOptions{
+		{Topic: "a/#", QoS: 1, NoLocal: true, RetainAsPublished: true, RetainHandling: 2},
+		{Topic: "b/+", QoS: 2, RetainHandling: 1},
+		{Topic: "c", QoS: 0},
+	}
+	for _, version := range []byte{5, 4} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			c, broker := pipeConn(t, Handlers{})
+			c.version = version
+			go func() { _, _ = c.Subscribe(context.Background(), subs) }()
+			if version < 5 {
+				// id, then per filter: length, topic, one QoS byte.
+				wire := []byte{0x82, 0, 0, 1, 0, 3, 'a', '/', '#', 1, 0, 3, 'b', '/', '+', 2, 0, 1, 'c', 0}
+				wire[1] = byte(len(wire) - 2)
+				got := make([]byte, len(wire))
+				if _, err := io.ReadFull(broker, got); err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(wire) {
+					t.Fatalf("SUBSCRIBE %x, want %x", got, wire)
+				}
+				return
+			}
+			cp, err := packets.ReadPacket(broker)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cp.Content.(*packets.Subscribe).Subscriptions
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("subscriptions %+v, want %+v", got, want)
+			}
+		})
 	}
 }
