@@ -428,3 +428,51 @@ func TestSubscribeEncodesOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestEndOfConnection: Disconnect writes DISCONNECT and ends the
+// connection on purpose (Closed gets nil, Err ErrClosed); a broker that
+// hangs up ends it with the cause; either way the reader returns and
+// closes ReaderDone, which a reconnect waits for.
+func TestEndOfConnection(t *testing.T) {
+	tests := []struct {
+		name    string
+		end     func(c *Conn, broker net.Conn)
+		wantNil bool
+	}{
+		{"disconnect", func(c *Conn, broker net.Conn) {
+			go c.Disconnect()
+			b := make([]byte, 2)
+			if _, err := io.ReadFull(broker, b); err != nil || b[0] != TypeDisconnect<<4 || b[1] != 0 {
+				t.Errorf("read %x (%v), want DISCONNECT", b, err)
+			}
+		}, true},
+		{"broker hangs up", func(_ *Conn, broker net.Conn) { broker.Close() }, false},
+		{"close", func(c *Conn, _ net.Conn) { c.Close() }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, broker := net.Pipe()
+			t.Cleanup(func() { a.Close(); broker.Close() })
+			_ = broker.SetDeadline(time.Now().Add(testTimeout))
+			closed := make(chan error, 1)
+			c := NewConn(a, Version5, func() int64 { return 0 }, Handlers{Closed: func(err error) { closed <- err }})
+			tt.end(c, broker)
+			select {
+			case <-c.ReaderDone():
+			case <-time.After(testTimeout):
+				t.Fatalf("reader still running %v after the end", testTimeout)
+			}
+			<-c.Done()
+			err := <-closed
+			if (err == nil) != tt.wantNil {
+				t.Errorf("Closed got %v, want nil: %v", err, tt.wantNil)
+			}
+			if tt.wantNil && !errors.Is(c.Err(), ErrClosed) || !tt.wantNil && c.Err() != err {
+				t.Errorf("Err() = %v with Closed(%v)", c.Err(), err)
+			}
+			if err := c.Publish(context.Background(), "x", 1, false, nil, 1); err == nil {
+				t.Error("publish on an ended connection succeeded")
+			}
+		})
+	}
+}
