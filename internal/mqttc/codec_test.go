@@ -458,8 +458,8 @@ func TestHandshake311WithMochi(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.SessionPresent() != tt.wantPresent || cap(c.window) != MaxInflight {
-				t.Errorf("session present %v window %d, want %v %d", c.SessionPresent(), cap(c.window), tt.wantPresent, MaxInflight)
+			if c.SessionPresent() != tt.wantPresent || cap(c.window) != maxInflight {
+				t.Errorf("session present %v window %d, want %v %d", c.SessionPresent(), cap(c.window), tt.wantPresent, maxInflight)
 			}
 		})
 	}

@@ -19,11 +19,11 @@ import (
 // This file is the connection: dial and CONNECT/CONNACK, publish,
 // subscribe, ping, disconnect, and the read loop.
 
-// ReceiveMaximum is the Receive Maximum sent in every MQTT 5 CONNECT: how
+// receiveMaximum is the Receive Maximum sent in every MQTT 5 CONNECT: how
 // many QoS 1/2 deliveries the broker may have in flight to one client.
 // Ours are acknowledged as soon as they are read, so 64 never throttles a
 // subscriber on a real link, and it bounds what a broker queues at us.
-const ReceiveMaximum = 64
+const receiveMaximum = 64
 
 // readBufferSize is the per-connection read buffer: one read syscall can
 // bring several small packets, and packets that fit are decoded in place.
@@ -36,12 +36,18 @@ var ErrClosed = errors.New("connection closed")
 // Options are what one CONNECT says, and how long connecting may take
 // from where.
 type Options struct {
+	// ClientID is the client identifier ("" asks the broker for one,
+	// which 3.1 does not allow).
 	ClientID string
-	Username string // sent when not ""
-	Password []byte // sent when not empty
+	// Username is sent when not "".
+	Username string
+	// Password is sent when not empty.
+	Password []byte
 	// Keepalive is the keepalive asked for; 0 turns it off. The broker's
 	// Server Keep Alive (MQTT 5) replaces it.
-	Keepalive  time.Duration
+	Keepalive time.Duration
+	// CleanStart asks for a new session (CleanSession at 3.1/3.1.1);
+	// without it the broker resumes the client's session if it kept one.
 	CleanStart bool
 	// SessionExpiry is how long the broker keeps the session after the
 	// connection ends (MQTT 5; at 3.1.1 CleanStart alone says it).
@@ -60,20 +66,28 @@ type Options struct {
 // Will is the message the broker publishes for a client that goes away
 // without DISCONNECT.
 type Will struct {
+	// Topic and Payload are the message's.
 	Topic   string
 	Payload []byte
-	QoS     byte
-	Retain  bool
+	// QoS and Retain are what the broker publishes it with.
+	QoS    byte
+	Retain bool
 }
 
 // Subscription is one topic filter of a SUBSCRIBE, with the MQTT 5
 // subscription options (5.0 §3.8.3.1), which MQTT 3.1/3.1.1 do not send.
 type Subscription struct {
-	Filter            string
-	QoS               byte
-	NoLocal           bool
+	// Filter is the topic filter, $share/... included.
+	Filter string
+	// QoS is the highest QoS asked for the deliveries.
+	QoS byte
+	// NoLocal: no delivery of the client's own publishes.
+	NoLocal bool
+	// RetainAsPublished: deliveries keep the publisher's retain flag.
 	RetainAsPublished bool
-	RetainHandling    byte
+	// RetainHandling says when retained messages are sent at subscribe
+	// time: 0 always, 1 for a new subscription only, 2 never.
+	RetainHandling byte
 }
 
 // Ack is the end of one QoS 1/2 publish.
@@ -212,11 +226,11 @@ func Dial(ctx context.Context, t Target, o Options, now func() int64, h Handlers
 
 // NewConn runs a connection over nc, a stream on which CONNECT and CONNACK
 // are already done, or never will be (a test playing the broker): the
-// broker is taken to allow QoS 2, a window of MaxInflight and no
+// broker is taken to allow QoS 2, a window of maxInflight (256) and no
 // keepalive. Its reader goroutine starts at once. Dial is the usual way in.
 func NewConn(nc net.Conn, version byte, now func() int64, h Handlers) *Conn {
 	c := newConn(nc, version, now, h)
-	c.initWindow(MaxInflight)
+	c.initWindow(maxInflight)
 	c.start()
 	return c
 }
@@ -234,7 +248,7 @@ func (c *Conn) handshake(o Options) error {
 	if c.version < Version5 {
 		return c.handshake311(o)
 	}
-	rm := uint16(ReceiveMaximum)
+	rm := uint16(receiveMaximum)
 	se := uint32(o.SessionExpiry / time.Second)
 	cp := &packets.Connect{
 		ProtocolName:    "MQTT",
@@ -284,7 +298,7 @@ func (c *Conn) handshake(o Options) error {
 		}
 		return errors.New(msg)
 	}
-	window := MaxInflight
+	window := maxInflight
 	if p := ca.Properties.ReceiveMaximum; p != nil && int(*p) < window {
 		window = int(*p)
 	}
@@ -323,7 +337,7 @@ func (c *Conn) handshake311(o Options) error {
 		return errors.New("CONNACK refused: " + connackReturn311(code))
 	}
 	c.sessionPresent = resp[0]&ConnackSessionPresent != 0
-	c.initWindow(MaxInflight)
+	c.initWindow(maxInflight)
 	return nil
 }
 

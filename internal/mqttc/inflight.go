@@ -20,11 +20,11 @@ import (
 // caller's bookkeeping.
 type Token uint64
 
-// MaxInflight caps the QoS 1/2 publishes a client keeps in flight, below
+// maxInflight caps the QoS 1/2 publishes a client keeps in flight, below
 // the broker's Receive Maximum when that is larger: enough to pipeline on
 // any link, and small enough that a stalled broker shows up as schedule lag
 // instead of unbounded memory.
-const MaxInflight = 256
+const maxInflight = 256
 
 // subscribeID is the packet id of SUBSCRIBE; publishes use the ids after
 // it, so that a client subscribing again after a reconnect never reuses
