@@ -16,9 +16,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mqplan/mqplan/internal/brokerurl"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/mqplan/mqplan/internal/brokerurl"
 	"github.com/mqplan/mqplan/internal/suggest"
 	"github.com/mqplan/mqplan/internal/yamlnode"
 )
