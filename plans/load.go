@@ -28,6 +28,11 @@ type LoadOptions struct {
 	// The commands set it; tests of the language, whose plans name files
 	// that do not exist, leave it off.
 	CheckFiles bool
+	// Stdin is what the path "-" reads, so that a command whose standard
+	// input is not the process's (a test, an embedding program) can load
+	// a plan from it; nil means os.Stdin. It is read up to the size bound,
+	// as a file is.
+	Stdin io.Reader
 }
 
 // setPosFile is the Pos.File of problems that come from --set overrides
@@ -49,7 +54,11 @@ func Load(path string, opts LoadOptions) (*Plan, error) {
 	var data []byte
 	var err error
 	if path == "-" {
-		data, err = io.ReadAll(io.LimitReader(os.Stdin, maxPlanBytes+1))
+		stdin := opts.Stdin
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		data, err = io.ReadAll(io.LimitReader(stdin, maxPlanBytes+1))
 		if err != nil {
 			return nil, fmt.Errorf("read plan from standard input: %w", err)
 		}

@@ -1,8 +1,10 @@
 package plans
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -876,6 +878,50 @@ func TestLoadTooLarge(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+}
+
+// endlessReader never ends, like `yes`.
+type endlessReader struct{}
+
+func (endlessReader) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = "y\n"[i%2]
+	}
+	return len(b), nil
+}
+
+// TestLoadStdin checks that the path "-" reads LoadOptions.Stdin (a
+// command's standard input, which need not be the process's) with the
+// same size bound as a file.
+func TestLoadStdin(t *testing.T) {
+	minimal, err := os.ReadFile(filepath.Join(validDir, "minimal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		stdin io.Reader
+		// wantErr is the error, or "" for a plan named "stdin".
+		wantErr string
+	}{
+		{name: "a plan", stdin: bytes.NewReader(minimal)},
+		{name: "an empty input is an empty plan", stdin: strings.NewReader(""), wantErr: "-:1:1: "},
+		{name: "an endless input stops at the limit", stdin: endlessReader{},
+			wantErr: "-:1:1: the plan is larger than the limit of 4 MiB (4194304 bytes): is this the right file?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Load("-", LoadOptions{Stdin: tt.stdin})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Load(-): %v", err)
+			case tt.wantErr == "" && p.Name != "stdin":
+				t.Errorf("name %q, want stdin", p.Name)
+			case tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)):
+				t.Errorf("got %v, want an error starting %q", err, tt.wantErr)
+			}
+		})
+	}
 }
 
 // TestLoadSyntaxErrorPositions checks that yaml.v3 syntax errors, which
