@@ -12,19 +12,17 @@ import (
 // plan files, that "--" ends them, and that an unknown flag is named
 // wherever it stands.
 func TestFlagsAnywhere(t *testing.T) {
+	t.Chdir("../..")
 	const pass = "testdata/cli/pass.yaml"
 	tests := []struct {
-		name string
-		args []string
-		// binary runs the real process (for `run`, which connects);
-		// otherwise the command runs in-process.
-		binary    bool
+		name      string
+		args      []string
 		code      int
 		stdout    string // substrings
 		stderr    string
 		notStderr string
 	}{
-		{name: "run PLAN --quiet", args: []string{"run", pass, "--quiet"}, binary: true,
+		{name: "run PLAN --quiet", args: []string{"run", pass, "--quiet"},
 			code: 0, stdout: "PASS", notStderr: "[steady"},
 		{name: "run PLAN --bogus names the flag", args: []string{"run", pass, "--bogus"},
 			code: 2, stderr: "flag provided but not defined: -bogus"},
@@ -51,13 +49,7 @@ func TestFlagsAnywhere(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var r result
-			if tt.binary {
-				r = runBinary(t, tt.args...)
-			} else {
-				t.Chdir("../..")
-				r.code, r.stdout, r.stderr = runInProcess(tt.args...)
-			}
+			r := runCmd(t, tt.args...)
 			if r.code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
 			}

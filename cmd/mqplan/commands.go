@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -45,21 +44,22 @@ func newFlags(e *env, name, args, help string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses, mapping --help to exit 0 and bad flags to exit 2.
+// parseFlags parses, mapping --help to done with no error (exit 0) and
+// bad flags to an error already reported with the usage (exit 2).
 // Flags may come before, between or after the plan files (`mqplan run
 // plan.yaml --quiet`), as with most command-line tools; Go's flag package
 // alone stops at the first non-flag and would take --quiet for a file. A
 // "--" ends the flags: what follows is files, even if it starts with -.
 // args are the non-flag arguments, in order.
-func parseFlags(fs *flag.FlagSet, in []string) (args []string, done bool, code int, err error) {
+func parseFlags(fs *flag.FlagSet, in []string) (args []string, done bool, err error) {
 	flags, args := splitFlags(fs, in)
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, true, exitPass, nil
+			return nil, true, nil
 		}
-		return nil, true, exitInvalid, invalid(errReported)
+		return nil, true, invalid(errReported)
 	}
-	return args, false, 0, nil
+	return args, false, nil
 }
 
 // splitFlags separates the flags of fs (with their values) from the other
@@ -109,12 +109,12 @@ func (p *planFlags) register(fs *flag.FlagSet) {
 }
 
 // load reads and compiles the plan; every error is exit 2.
-func (p *planFlags) load(path, runID string) (*plans.Program, error) {
+func (p *planFlags) load(e *env, path, runID string) (*plans.Program, error) {
 	sets := append([]string(nil), p.sets...)
 	if p.broker != "" {
 		sets = append(sets, "broker.url="+p.broker)
 	}
-	plan, err := plans.Load(path, plans.LoadOptions{Sets: sets, CheckFiles: true})
+	plan, err := plans.Load(path, e.loadOptions(sets))
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -123,6 +123,20 @@ func (p *planFlags) load(path, runID string) (*plans.Program, error) {
 		return nil, invalid(err)
 	}
 	return prog, nil
+}
+
+// loadOptions are the options the commands load plans with: the files
+// they name are checked, and "-" and ${VAR} read this process's standard
+// input and environment.
+func (e *env) loadOptions(sets []string) plans.LoadOptions {
+	return plans.LoadOptions{Sets: sets, CheckFiles: true, Stdin: e.stdin, LookupEnv: e.lookupEnv}
+}
+
+// chooseProcs sets the CPUs a run may use (see generatorProcs): --procs
+// when given (flag > 0), else what the broker's place leaves.
+func (e *env) chooseProcs(flag int, b plans.Broker) {
+	v, _ := e.lookupEnv("GOMAXPROCS")
+	e.setProcs(generatorProcs(flag, b, runtime.NumCPU(), v != ""))
 }
 
 // oneArg insists on exactly one plan argument.
@@ -137,7 +151,7 @@ func oneArg(fs *flag.FlagSet, args []string) (string, error) {
 	return args[0], nil
 }
 
-func cmdRun(e *env, args []string) (code int, retErr error) {
+func cmdRun(e *env, args []string) (retErr error) {
 	fs := newFlags(e, "run", "[flags] PLAN", "Runs the plan, prints the report and exits 0 (pass), 1 (a threshold failed),\n2 (invalid plan) or 3 (the run could not complete).")
 	var pf planFlags
 	pf.register(fs)
@@ -145,37 +159,39 @@ func cmdRun(e *env, args []string) (code int, retErr error) {
 	quiet := fs.Bool("quiet", false, "no live progress on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (to see where mqplan's own time goes)")
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
-	args, done, code, err := parseFlags(fs, args)
+	args, done, err := parseFlags(fs, args)
 	if done {
-		return code, err
+		return err
 	}
 	path, err := oneArg(fs, args)
 	if err != nil {
-		return exitInvalid, err
+		return err
 	}
-	prog, err := pf.load(path, newRunID())
+	prog, err := pf.load(e, path, newRunID())
 	if err != nil {
-		return exitInvalid, err
+		return err
 	}
 	if *procs < 0 {
-		return exitInvalid, invalid(fmt.Errorf("--procs must be at least 1, got %d", *procs))
+		return invalid(fmt.Errorf("--procs must be at least 1, got %d", *procs))
 	}
 	// Output names are checked before anything connects: a typo in a
 	// directory must not cost a whole run.
 	if *jsonOut != "" && !outfile.IsStdout(*jsonOut) {
 		if err := outfile.Check(*jsonOut); err != nil {
-			return exitInvalid, invalid(fmt.Errorf("--json %s: %w", *jsonOut, err))
+			return invalid(fmt.Errorf("--json %s: %w", *jsonOut, err))
 		}
 	}
-	runtime.GOMAXPROCS(generatorProcs(*procs, prog.Plan.Broker, runtime.NumCPU(), os.Getenv("GOMAXPROCS") != ""))
+	e.chooseProcs(*procs, prog.Plan.Broker)
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
-			return exitInvalid, invalid(err)
+			return invalid(err)
 		}
 		defer func() {
-			if perr := stopProfile(); perr != nil && retErr == nil {
-				code, retErr = exitIncomplete, incomplete(perr)
+			// A profile that could not be written makes the run
+			// incomplete whatever its verdict: it was asked for.
+			if perr := stopProfile(); perr != nil && (retErr == nil || isVerdict(retErr)) {
+				retErr = incomplete(perr)
 			}
 		}()
 	}
@@ -195,7 +211,7 @@ func cmdRun(e *env, args []string) (code int, retErr error) {
 		prog_.finish()
 	}
 	if err != nil {
-		return exitIncomplete, incomplete(err)
+		return incomplete(err)
 	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
 	// With --json - the JSON owns standard output, so that it can be
@@ -205,14 +221,14 @@ func cmdRun(e *env, args []string) (code int, retErr error) {
 		tableOut = e.stderr
 	}
 	if err := report.WriteTable(tableOut, res); err != nil {
-		return exitIncomplete, incomplete(fmt.Errorf("write report: %w", err))
+		return incomplete(fmt.Errorf("write report: %w", err))
 	}
 	if *jsonOut != "" {
 		if err := writeJSON(e, *jsonOut, res); err != nil {
-			return exitIncomplete, incomplete(err)
+			return incomplete(err)
 		}
 	}
-	return verdictCode(res), nil
+	return verdict(res)
 }
 
 // writeJSON writes the --json report: to standard output for "-" and
@@ -260,16 +276,17 @@ func startCPUProfile(path string) (stop func() error, err error) {
 	}, nil
 }
 
-// verdictCode maps a result to the exit code: 3 when the run did not
-// complete, 1 when a threshold failed, else 0.
-func verdictCode(res *report.Result) int {
+// verdict is a reported result as the command's error: errIncomplete
+// (exit 3) when the run did not complete, errFailed (exit 1) when a
+// threshold failed, else nil (exit 0).
+func verdict(res *report.Result) error {
 	switch {
 	case !res.Complete():
-		return exitIncomplete
+		return errIncomplete
 	case !res.Passed():
-		return exitFail
+		return errFailed
 	}
-	return exitPass
+	return nil
 }
 
 // generatorProcs chooses how many CPUs the run may use. A broker that is
@@ -322,7 +339,7 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 func onSignals(e *env, what string, first func()) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, stopSignals...)
+	e.notify(sigs, stopSignals...)
 	go func() {
 		if _, ok := <-sigs; !ok {
 			return
@@ -334,10 +351,10 @@ func onSignals(e *env, what string, first func()) (ctx context.Context, stop fun
 		cancel()
 		if _, ok := <-sigs; ok {
 			fmt.Fprintln(e.stderr, "mqplan: interrupted again: exiting without a report")
-			os.Exit(exitIncomplete)
+			e.exit(exitIncomplete)
 		}
 	}()
-	return ctx, func() { signal.Stop(sigs); close(sigs); cancel() }
+	return ctx, func() { e.stopNotify(sigs); close(sigs); cancel() }
 }
 
 // newRunID returns a short random id that makes default client ids unique
@@ -348,21 +365,21 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func cmdValidate(e *env, args []string) (int, error) {
+func cmdValidate(e *env, args []string) error {
 	fs := newFlags(e, "validate", "PLAN...", "Checks each plan (syntax, fields, templates, topics, thresholds) without connecting.\nPrints every error as file:line:col: path: message and exits 2 if any plan is invalid.")
 	var sets stringList
 	fs.Var(&sets, "set", "override a plan value before validating (repeatable)")
-	args, done, code, err := parseFlags(fs, args)
+	args, done, err := parseFlags(fs, args)
 	if done {
-		return code, err
+		return err
 	}
 	if len(args) == 0 {
 		fs.Usage()
-		return exitInvalid, invalid(errors.New("expected at least one plan file"))
+		return invalid(errors.New("expected at least one plan file"))
 	}
 	bad := 0
 	for _, path := range args {
-		plan, err := plans.Load(path, plans.LoadOptions{Sets: sets, CheckFiles: true})
+		plan, err := plans.Load(path, e.loadOptions(sets))
 		if err == nil {
 			_, err = plans.Compile(plan, plans.CompileOptions{})
 		}
@@ -374,34 +391,34 @@ func cmdValidate(e *env, args []string) (int, error) {
 		fmt.Fprintf(e.stdout, "%s: ok (%s)\n", path, plan.Name)
 	}
 	if bad > 0 {
-		return exitInvalid, invalid(fmt.Errorf("%d of %d plans invalid", bad, len(args)))
+		return invalid(fmt.Errorf("%d of %d plans invalid", bad, len(args)))
 	}
-	return exitPass, nil
+	return nil
 }
 
-func cmdExplain(e *env, args []string) (int, error) {
+func cmdExplain(e *env, args []string) error {
 	fs := newFlags(e, "explain", "[flags] PLAN", "Prints the compiled plan: phases, connections and messages per second, expected\ndeliveries, bandwidth, and the file descriptors and local ports the run needs.")
 	var pf planFlags
 	pf.register(fs)
-	args, done, code, err := parseFlags(fs, args)
+	args, done, err := parseFlags(fs, args)
 	if done {
-		return code, err
+		return err
 	}
 	path, err := oneArg(fs, args)
 	if err != nil {
-		return exitInvalid, err
+		return err
 	}
-	prog, err := pf.load(path, "<run>")
+	prog, err := pf.load(e, path, "<run>")
 	if err != nil {
-		return exitInvalid, err
+		return err
 	}
 	if err := report.WriteExplain(e.stdout, prog, systemLimits()); err != nil {
-		return exitIncomplete, incomplete(err)
+		return incomplete(err)
 	}
-	return exitPass, nil
+	return nil
 }
 
-func cmdBroker(e *env, args []string) (int, error) {
+func cmdBroker(e *env, args []string) error {
 	fs := newFlags(e, "broker", "[flags]", "Runs the embedded MQTT broker (mochi-mqtt) until Ctrl-C, for self-tests and demos.")
 	listen := fs.String("listen", "127.0.0.1:1883", "TCP address to listen on")
 	dropEvery := fs.Int("drop-every", 0, "fault injection: drop every N-th delivery (0 = off)")
@@ -412,15 +429,15 @@ func cmdBroker(e *env, args []string) (int, error) {
 	tlsCA := fs.String("tls-ca", "", "require client certificates signed by this CA (mutual TLS)")
 	wsAddr := fs.String("ws", "", "also listen for MQTT over WebSocket on this address (TLS too when --tls-cert is set)")
 	authFile := fs.String("auth", "", "require user names and passwords from this file, one user:password a line")
-	args, done, code, err := parseFlags(fs, args)
+	args, done, err := parseFlags(fs, args)
 	if done {
-		return code, err
+		return err
 	}
 	if len(args) != 0 {
-		return exitInvalid, invalid(fmt.Errorf("unexpected arguments: %s", strings.Join(args, " ")))
+		return invalid(fmt.Errorf("unexpected arguments: %s", strings.Join(args, " ")))
 	}
 	if *dropEvery < 0 || *dupEvery < 0 || *delay < 0 {
-		return exitInvalid, invalid(errors.New("fault options must not be negative"))
+		return invalid(errors.New("fault options must not be negative"))
 	}
 	opts := broker.Options{
 		Listen:    *listen,
@@ -428,11 +445,11 @@ func cmdBroker(e *env, args []string) (int, error) {
 		WebSocket: *wsAddr,
 	}
 	if opts.TLS, err = brokerTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
-		return exitInvalid, invalid(err)
+		return invalid(err)
 	}
 	if *authFile != "" {
 		if opts.Users, err = readUsers(*authFile); err != nil {
-			return exitInvalid, invalid(err)
+			return invalid(err)
 		}
 		if len(opts.Users) == 0 {
 			// Not an error (a user may fill the file later and restart),
@@ -443,27 +460,27 @@ func cmdBroker(e *env, args []string) (int, error) {
 	// Signals are caught before the broker says it listens: whoever
 	// reads that line may stop it at once.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, stopSignals...)
-	defer signal.Stop(sigs)
+	e.notify(sigs, stopSignals...)
+	defer e.stopNotify(sigs)
 	b, err := broker.Start(opts)
 	if err != nil {
 		// It fails on what the options say: an address that does not
 		// parse or cannot be listened on (taken, privileged).
-		return exitInvalid, invalid(err)
+		return invalid(err)
 	}
 	fmt.Fprintf(e.stderr, "mqplan broker listening on %s (Ctrl-C to stop)\n", b.URL())
 	if ws := b.WebSocketURL(); ws != "" {
 		fmt.Fprintf(e.stderr, "mqplan broker listening on %s\n", ws)
 	}
 	<-sigs
-	signal.Stop(sigs)
+	e.stopNotify(sigs)
 	st := b.Stats()
 	fmt.Fprintf(e.stderr, "mqplan broker: received %d, sent %d, dropped %d (queue) + %d (inflight)\n",
 		st.MessagesReceived, st.MessagesSent, st.MessagesDropped, st.InflightDropped)
 	if err := b.Close(5 * time.Second); err != nil {
-		return exitIncomplete, incomplete(err)
+		return incomplete(err)
 	}
-	return exitPass, nil
+	return nil
 }
 
 // startEmbedded starts the in-process broker of a plan whose broker is

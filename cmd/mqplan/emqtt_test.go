@@ -3,13 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"flag"
-	"io"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,110 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/cmd/mqplan/internal/emqttbench"
 	"github.com/mqplan/mqplan/internal/certtest"
 	"github.com/mqplan/mqplan/internal/loopback"
-	"github.com/mqplan/mqplan/runner"
 )
 
-// updateEmqtt rewrites the --print-plan golden files instead of comparing:
-//
-//	go test ./cmd/mqplan -run TestEmqttPrintPlan -update
-var updateEmqtt = flag.Bool("update", false, "rewrite the golden files of cmd/mqplan")
-
-// runInProcess runs one command line in this process (for the commands
-// that print and exit without connecting).
-func runInProcess(args ...string) (code int, stdout, stderr string) {
-	var out, errb bytes.Buffer
-	code = run(args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-func TestEmqttParse(t *testing.T) {
-	defaults := func(k emqttKind) emqttOptions {
-		o := *defaultEmqttOptions(k)
-		o.topics = []string{"t"}
-		return o
-	}
-	tests := []struct {
-		name string
-		kind emqttKind
-		args []string
-		// want returns the expected options given emqtt-bench's defaults.
-		want func(o *emqttOptions)
-		// commandLine, when set, is the recorded (masked) command line.
-		commandLine string
-	}{
-		{name: "defaults are emqtt-bench's", kind: emqttSub, args: []string{"-t", "t"},
-			want: func(o *emqttOptions) {}},
-		{name: "short option, separate value", kind: emqttSub, args: []string{"-t", "t", "-c", "5"},
-			want: func(o *emqttOptions) { o.count = 5 }},
-		{name: "short option, attached value", kind: emqttSub, args: []string{"-tt", "-c5"},
-			want: func(o *emqttOptions) { o.count = 5 }},
-		{name: "long option, separate value", kind: emqttSub, args: []string{"--topic", "t", "--count", "5"},
-			want: func(o *emqttOptions) { o.count = 5 }},
-		{name: "long option, = value", kind: emqttSub, args: []string{"--topic=t", "--count=5"},
-			want: func(o *emqttOptions) { o.count = 5 }},
-		{name: "- and _ are the same in long names", kind: emqttPub, args: []string{"-t", "t", "--interval-of-msg", "50", "--session_expiry", "9"},
-			want: func(o *emqttOptions) { o.msgInterval, o.expiry = 50, 9 }},
-		{name: "every value option", kind: emqttPub,
-			args: []string{"-h", "a,b", "-p", "1884", "-V", "4", "-c", "7", "-n", "100", "-i", "5", "-R", "300", "-I", "20",
-				"-u", "me", "-P", "pw", "-t", "t", "-s", "64", "-q", "2", "-k", "30", "-x", "60", "-L", "70",
-				"--certfile", "c.pem", "--keyfile", "k.pem", "-S", "--cacertfile", "ca.pem", "--ifaddr", "10.0.0.1,10.0.0.2",
-				"--prefix", "px", "--duration", "90s", "--threshold", "p99 < 5ms", "--threshold", "loss_rate == 0"},
-			want: func(o *emqttOptions) {
-				o.hosts, o.port, o.version, o.count, o.startNumber, o.interval, o.connRate, o.msgInterval = []string{"a", "b"}, 1884, 4, 7, 100, 5, 300, 20
-				o.username, o.password, o.hasPassword, o.size, o.qos, o.keepalive, o.expiry, o.limit = "me", "pw", true, 64, 2, 30, 60, 70
-				o.certFile, o.keyFile, o.ssl, o.caFile, o.ifaddrs = "c.pem", "k.pem", true, "ca.pem", []string{"10.0.0.1", "10.0.0.2"}
-				o.prefix, o.duration, o.hasDuration, o.thresholds = "px", 90*time.Second, true, []string{"p99 < 5ms", "loss_rate == 0"}
-			}},
-		{name: "a boolean alone is true", kind: emqttPub, args: []string{"-t", "t", "-r", "--ws", "-S"},
-			want: func(o *emqttOptions) { o.retain, o.ws, o.ssl = true, true, true }},
-		{name: "a boolean takes an explicit value that follows", kind: emqttSub, args: []string{"-t", "t", "-C", "false"},
-			want: func(o *emqttOptions) { o.clean = false }},
-		{name: "a boolean with = value", kind: emqttSub, args: []string{"-t", "t", "--clean=false", "--ssl=true"},
-			want: func(o *emqttOptions) { o.clean, o.ssl = false, true }},
-		{name: "a boolean with attached value", kind: emqttSub, args: []string{"-t", "t", "-Cfalse"},
-			want: func(o *emqttOptions) { o.clean = false }},
-		{name: "getopt's boolean words", kind: emqttSub, args: []string{"-t", "t", "--clean", "no", "-S", "yes"},
-			want: func(o *emqttOptions) { o.clean, o.ssl = false, true }},
-		{name: "a boolean before another option stays true", kind: emqttPub, args: []string{"-t", "t", "-r", "-c", "3"},
-			want: func(o *emqttOptions) { o.retain, o.count = true, 3 }},
-		{name: "clumped booleans", kind: emqttPub, args: []string{"-t", "t", "-rS"},
-			want: func(o *emqttOptions) { o.retain, o.ssl = true, true }},
-		{name: "sub takes several topic filters", kind: emqttSub, args: []string{"-t", "a/#", "-t", "b/+"},
-			want: func(o *emqttOptions) { o.topics = []string{"a/#", "b/+"} }},
-		{name: "-i 0 and compatibility no-ops", kind: emqttConn, args: []string{"-i", "0", "-l"},
-			want: func(o *emqttOptions) { o.interval, o.topics = 0, nil }},
-		{name: "--help needs nothing else", kind: emqttPub, args: []string{"--help"},
-			want: func(o *emqttOptions) { o.help, o.topics = true, nil }},
-		{name: "the password is masked and --print-plan left out of the command line", kind: emqttPub,
-			args: []string{"-t", "a b", "-P", "hunter2", "--password=hunter2", "-Phunter2", "--print-plan"},
-			want: func(o *emqttOptions) {
-				o.topics, o.password, o.hasPassword, o.printPlan = []string{"a b"}, "hunter2", true, true
-			},
-			commandLine: "mqplan pub -t 'a b' -P '***' '--password=***' '-P***'"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseEmqttArgs(tt.kind, tt.args)
-			if err != nil {
-				t.Fatalf("parse %q: %v", tt.args, err)
-			}
-			want := defaults(tt.kind)
-			tt.want(&want)
-			if tt.commandLine != "" && got.commandLine != tt.commandLine {
-				t.Errorf("command line %q, want %q", got.commandLine, tt.commandLine)
-			}
-			if strings.Contains(got.commandLine, "hunter2") {
-				t.Errorf("the command line shows the password: %q", got.commandLine)
-			}
-			got.commandLine, want.commandLine = "", ""
-			if !reflect.DeepEqual(*got, want) {
-				t.Errorf("parse %q:\n got %+v\nwant %+v", tt.args, *got, want)
-			}
-		})
-	}
-}
+// The emqtt-bench commands as the command line runs them: exit codes,
+// messages, and runs against a broker. The option parser, the plans
+// command lines compile into and the per-second lines are tested in
+// package emqttbench.
 
 // TestEmqttBadOptions checks that every command-line problem, found by
 // the option parser or by the plan language, exits 2 naming the option.
@@ -166,165 +67,62 @@ func TestEmqttBadOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runInProcess(tt.args...)
-			if code != exitInvalid {
-				t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			r := runCmd(t, tt.args...)
+			if r.code != exitInvalid {
+				t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 			}
-			if !strings.Contains(stderr, tt.want) {
-				t.Errorf("stderr lacks %q:\n%s", tt.want, stderr)
+			if !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("stderr lacks %q:\n%s", tt.want, r.stderr)
 			}
-			if strings.Contains(stderr, emqttPlanFile) {
-				t.Errorf("the message points into the generated plan instead of at an option:\n%s", stderr)
+			if strings.Contains(r.stderr, emqttbench.PlanFile) {
+				t.Errorf("the message points into the generated plan instead of at an option:\n%s", r.stderr)
 			}
 		})
 	}
 }
 
+// TestEmqttHelp checks that --help is the command's help on standard
+// output, exit 0 (emqttbench's TestHelp checks what it says).
 func TestEmqttHelp(t *testing.T) {
-	for _, kind := range []emqttKind{emqttConn, emqttSub, emqttPub} {
+	for _, kind := range []emqttbench.Kind{emqttbench.Conn, emqttbench.Sub, emqttbench.Pub} {
 		t.Run(string(kind), func(t *testing.T) {
-			code, stdout, stderr := runInProcess(string(kind), "--help")
-			if code != exitPass || stderr != "" {
-				t.Fatalf("exit %d, stderr %q", code, stderr)
+			r := runCmd(t, string(kind), "--help")
+			if r.code != exitPass || r.stderr != "" {
+				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 			}
-			flat := strings.Join(strings.Fields(stdout), " ")
-			for _, opt := range emqttOpts {
-				if !opt.takes(kind) {
-					if strings.Contains(flat, "--"+opt.long+" ") {
-						t.Errorf("--help lists --%s, which %s does not take", opt.long, kind)
-					}
-					continue
-				}
-				names := "--" + opt.long
-				if opt.short != 0 {
-					names = "-" + string(opt.short) + ", " + names
-				}
-				if !strings.Contains(flat, names) {
-					t.Errorf("--help lacks %q", names)
-				}
-				if opt.def != "" && !strings.Contains(flat, "[default: "+opt.def+"]") {
-					t.Errorf("--help lacks the default of --%s (%s)", opt.long, opt.def)
-				}
+			var want bytes.Buffer
+			emqttbench.WriteHelp(&want, kind)
+			if r.stdout != want.String() {
+				t.Errorf("stdout is not the help:\n%s", r.stdout)
 			}
 		})
 	}
 }
 
-// TestEmqttPrintPlan pins the plans that command lines compile into.
+// TestEmqttPrintPlan checks that --print-plan prints the plan alone on
+// standard output, the notes on standard error, and never the password
+// (emqttbench's TestPrintPlan pins the plans).
 func TestEmqttPrintPlan(t *testing.T) {
-	tests := []struct {
-		name   string
-		args   []string
-		stderr string // a note expected on stderr
-	}{
-		{name: "sub_defaults", args: []string{"sub", "-t", "t"}},
-		{name: "sub_everything", args: []string{"sub", "-h", "n1,n2,::1", "-p", "1884", "-V", "4", "-c", "50", "-n", "100",
-			"-i", "5", "-t", "bench/%i", "-t", "all/#", "-q", "1", "-k", "60", "-C", "false", "-x", "30",
-			"--prefix", "load", "--ifaddr", "127.0.0.2,127.0.0.3", "--duration", "10m"}},
-		{name: "pub_limit_thresholds", args: []string{"pub", "-t", "bench/%i/100%", "-c", "3", "-I", "100", "-s", "1024",
-			"-q", "2", "-r", "-L", "10", "-u", "user%1", "-P", "hunter2", "--threshold", "p99 < 50ms", "--threshold", "loss_rate == 0"},
-			stderr: "-L 10 is a limit over all 3 clients; a plan's limit is per client, so each sends 4 (12 in all)"},
-		{name: "conn_tls_ws", args: []string{"conn", "-S", "--ws", "--cacertfile", "/etc/mqplan/ca.pem", "--certfile", "/etc/mqplan/client.pem",
-			"--keyfile", "/etc/mqplan/client.key", "-h", "broker.example", "-p", "8084", "-c", "1000", "-R", "500", "--duration", "1h30m"}},
-		{name: "literal_dollars", args: []string{"sub", "-t", "$SYS/${HOME}/$$", "-u", "${USER}", "-i", "0", "--insecure", "-S"}},
+	r := runCmd(t, "pub", "-t", "bench/%i/100%", "-c", "3", "-I", "100", "-s", "1024",
+		"-q", "2", "-r", "-L", "10", "-u", "user%1", "-P", "hunter2", "--threshold", "p99 < 50ms", "--threshold", "loss_rate == 0", "--print-plan")
+	if r.code != exitPass {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runInProcess(append(tt.args, "--print-plan")...)
-			if code != exitPass {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-			}
-			if tt.stderr != "" && !strings.Contains(stderr, tt.stderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr)
-			}
-			if strings.Contains(stdout, "hunter2") || strings.Contains(stderr, "hunter2") {
-				t.Errorf("the password is printed:\n%s\n%s", stdout, stderr)
-			}
-			golden := filepath.Join("..", "..", "testdata", "golden", "emqtt", tt.name+".yaml")
-			if *updateEmqtt {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(stdout), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test ./cmd/mqplan -run TestEmqttPrintPlan -update creates it)", err)
-			}
-			if stdout != string(want) {
-				t.Errorf("--print-plan differs from %s (-update rewrites it)\n--- got ---\n%s\n--- want ---\n%s", golden, stdout, want)
-			}
-		})
-	}
-}
-
-// TestEmqttPlanValues checks what the printed plan means once loaded: the
-// password arrives through ${MQTT_PASSWORD} without being written, and
-// user values are taken literally.
-func TestEmqttPlanValues(t *testing.T) {
-	t.Setenv(emqttPasswordVar, "from-the-environment")
-	t.Setenv("HOME", "/home/x")
-	o, err := parseEmqttArgs(emqttPub, []string{"-t", "$SYS/${HOME}/%i/50%", "-u", "${USER}%i", "-P", "p${A}$$w", "-c", "2", "-n", "9", "--prefix", "pre"})
+	golden := filepath.Join("internal", "emqttbench", "testdata", "golden", "pub_limit_thresholds.yaml")
+	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := o.planYAML()
-	if err != nil {
-		t.Fatal(err)
+	if r.stdout != string(want) {
+		t.Errorf("--print-plan differs from %s\n--- got ---\n%s\n--- want ---\n%s", golden, r.stdout, want)
 	}
-	if strings.Contains(text, "p${A}") {
-		t.Fatalf("the plan holds the password:\n%s", text)
+	wantErr := "mqplan: note: -L 10 is a limit over all 3 clients; a plan's limit is per client, so each sends 4 (12 in all)\n" +
+		"mqplan: note: the password is not written in the plan; it reads it from the environment variable MQTT_PASSWORD\n"
+	if r.stderr != wantErr {
+		t.Errorf("stderr:\n%s\nwant:\n%s", r.stderr, wantErr)
 	}
-	prog, err := o.loadEmqttPlan(text, "run1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := prog.Clients[1]
-	want := []string{"p${A}$$w", "${USER}%i", "pre_bench_pub_11", "$SYS/${HOME}/11/50%"}
-	got := []string{c.Password.Reveal(), c.Username, c.ID, c.Publish.Topic}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("password, username, client id, topic of client 2:\n got %q\nwant %q", got, want)
-	}
-}
-
-// TestEmqttProgress checks the per-second lines made from the runner's
-// progress: the runner's totals and rates, a line only when the count moved.
-func TestEmqttProgress(t *testing.T) {
-	s := time.Second
-	tests := []struct {
-		name  string
-		kind  emqttKind
-		steps []runner.Progress
-		want  string
-	}{
-		{name: "sub", kind: emqttSub, steps: []runner.Progress{
-			{Elapsed: 1 * s}, {Elapsed: 2 * s, RecvRate: 100, Received: 100}, {Elapsed: 3 * s, RecvRate: 50, Received: 150},
-			{Elapsed: 4 * s, Received: 150}, {Elapsed: 4*s + s/4, RecvRate: 40, Received: 160},
-		}, want: "recv(2s): total=100, rate=100(msg/sec)\nrecv(3s): total=150, rate=50(msg/sec)\nrecv(4s): total=160, rate=40(msg/sec)\n"},
-		{name: "pub", kind: emqttPub, steps: []runner.Progress{
-			{Elapsed: 1 * s, SendRate: 20, RecvRate: 7, Sent: 20}, {Elapsed: 2 * s, SendRate: 20, Sent: 40},
-		}, want: "sent(1s): total=20, rate=20(msg/sec)\nsent(2s): total=40, rate=20(msg/sec)\n"},
-		{name: "pub: the final snapshot does not print its second again", kind: emqttPub, steps: []runner.Progress{
-			{Elapsed: 1 * s, SendRate: 99, Sent: 99}, {Elapsed: s + s/50, SendRate: 44, Sent: 100},
-		}, want: "sent(1s): total=99, rate=99(msg/sec)\n"},
-		{name: "conn", kind: emqttConn, steps: []runner.Progress{
-			{Elapsed: 1 * s, Connected: 3}, {Elapsed: 2 * s, Connected: 5}, {Elapsed: 3 * s, Connected: 5}, {Elapsed: 4 * s, Connected: 4},
-		}, want: "connected(1s): total=3, rate=3(conn/sec)\nconnected(2s): total=5, rate=2(conn/sec)\nconnected(4s): total=4, rate=-1(conn/sec)\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var b bytes.Buffer
-			p := &emqttProgress{w: &b, kind: tt.kind}
-			for _, st := range tt.steps {
-				p.update(st)
-			}
-			if b.String() != tt.want {
-				t.Errorf("got\n%s\nwant\n%s", b.String(), tt.want)
-			}
-		})
+	if strings.Contains(r.stdout, "hunter2") || strings.Contains(r.stderr, "hunter2") {
+		t.Errorf("the password is printed:\n%s\n%s", r.stdout, r.stderr)
 	}
 }
 
@@ -332,9 +130,8 @@ func TestEmqttProgress(t *testing.T) {
 // listens on (n of them).
 func startEmqttBroker(t *testing.T, n int, args ...string) []*url.URL {
 	t.Helper()
-	_, stderr := startBinary(t, nil, append([]string{"broker", "--listen", "127.0.0.1:0"}, args...)...)
-	raw, rest := listening(t, stderr, n)
-	go func() { _, _ = io.Copy(io.Discard, rest) }()
+	b := startCmd(t, append([]string{"broker", "--listen", "127.0.0.1:0"}, args...)...)
+	raw, _ := listening(t, b.stderr, n)
 	urls := make([]*url.URL, len(raw))
 	for i, r := range raw {
 		u, err := url.Parse(r)
@@ -365,16 +162,15 @@ func TestEmqttSubPub(t *testing.T) {
 	u := startEmqttBroker(t, 1)[0]
 	host, port := u.Hostname(), u.Port()
 
-	var subOut bytes.Buffer
-	sub, subStderr := startBinary(t, &subOut, "sub", "-h", host, "-p", port, "-t", "t", "-c", "5", "--duration", "5s",
+	sub := startCmd(t, "sub", "-h", host, "-p", port, "-t", "t", "-c", "5", "--duration", "5s",
 		"--threshold", "groups.sub.received > 0")
-	// The reads below end when the process does; make sure it does.
-	killer := time.AfterFunc(20*time.Second, func() { _ = sub.Process.Kill() })
+	// The reads below end when the command does; make sure they do.
+	killer := time.AfterFunc(20*time.Second, sub.kill)
 	defer killer.Stop()
 	// Publish once every subscriber has its SUBACK, as a user would
 	// start pub after sub says so.
 	var subErr strings.Builder
-	sc := bufio.NewScanner(subStderr)
+	sc := bufio.NewScanner(sub.stderr)
 	for sc.Scan() {
 		subErr.WriteString(sc.Text() + "\n")
 		if strings.Contains(sc.Text(), "5 of 5 clients connected and subscribed") {
@@ -389,9 +185,9 @@ func TestEmqttSubPub(t *testing.T) {
 		close(subErrDone)
 	}()
 
-	pub := runBinary(t, "pub", "-h", host, "-p", port, "-t", "t", "-c", "2", "-I", "100", "--duration", "2s")
+	pub := runCmd(t, "pub", "-h", host, "-p", port, "-t", "t", "-c", "2", "-I", "100", "--duration", "2s")
 	<-subErrDone
-	subCode := wait(t, sub, 15*time.Second)
+	subCode := sub.wait(t, 15*time.Second)
 
 	t.Run("pub prints sent lines and its report", func(t *testing.T) {
 		if pub.code != 0 {
@@ -409,7 +205,7 @@ func TestEmqttSubPub(t *testing.T) {
 		}
 	})
 	t.Run("sub prints recv lines and receives the pub's messages", func(t *testing.T) {
-		out := subOut.String()
+		out := sub.stdout.String()
 		// 40 messages, each delivered to 5 subscribers.
 		if got := lastTotal(out, "recv"); got != 200 {
 			t.Errorf("last recv total %d, want 200 (40 messages x 5 subscribers)", got)
@@ -424,21 +220,11 @@ func TestEmqttSubPub(t *testing.T) {
 // the report, then the thresholds' verdict as exit code.
 func TestEmqttCtrlC(t *testing.T) {
 	u := startEmqttBroker(t, 1)[0]
-	cmd := exec.Command(binary, "conn", "-h", u.Hostname(), "-p", u.Port(), "-c", "3", "--threshold", "connect.failed == 0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	// The reads below end when the process does; make sure it does.
-	killer := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+	cmd := startCmd(t, "conn", "-h", u.Hostname(), "-p", u.Port(), "-c", "3", "--threshold", "connect.failed == 0")
+	// The reads below end when the command does; make sure they do.
+	killer := time.AfterFunc(20*time.Second, cmd.kill)
 	defer killer.Stop()
-	sc := bufio.NewScanner(stdout)
+	sc := bufio.NewScanner(cmd.stdout)
 	var out strings.Builder
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
@@ -446,23 +232,22 @@ func TestEmqttCtrlC(t *testing.T) {
 			break
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	cmd.signal(t, syscall.SIGINT)
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
 	}
-	code := wait(t, cmd, 10*time.Second)
+	code := cmd.wait(t, 10*time.Second)
 	if code != 0 || !strings.Contains(out.String(), "PASS: 1 of 1 threshold held") {
-		t.Fatalf("exit %d, want 0 with the report\n%s\n%s", code, out.String(), stderr.String())
+		t.Fatalf("exit %d, want 0 with the report\n%s\n%s", code, out.String(), cmd.stderr.String())
 	}
 	if !strings.Contains(out.String(), "connected(") {
 		t.Errorf("no connected line:\n%s", out.String())
 	}
 }
 
-// TestEmqttExitCodes runs the binary for the outcomes that need a process:
-// an unreachable broker, a failed threshold, TLS, WebSocket and passwords.
+// TestEmqttExitCodes runs the commands against brokers for the outcomes
+// of a run: an unreachable broker, a failed threshold, TLS, WebSocket and
+// passwords.
 func TestEmqttExitCodes(t *testing.T) {
 	certs := certtest.Generate(t)
 	auth := filepath.Join(t.TempDir(), "users")
@@ -498,7 +283,7 @@ func TestEmqttExitCodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel() // each mostly waits for its --duration
 			start := time.Now()
-			r := runBinary(t, tt.args...)
+			r := runCmd(t, tt.args...)
 			if r.code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -114,7 +113,7 @@ type faultRun struct {
 	steady chan struct{} // closed at the first steady-phase progress line
 	ticks  chan struct{} // one per progress line after that
 	done   chan int      // the exit code
-	stdout *bytes.Buffer
+	stdout *pipe
 }
 
 // startFaultRun writes the plan (with extra lines for the sub and pub
@@ -127,10 +126,10 @@ func startFaultRun(t *testing.T, url, sub, pub string) *faultRun {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fr := &faultRun{t: t, dir: dir, steady: make(chan struct{}), ticks: make(chan struct{}, 100), done: make(chan int, 1), stdout: &bytes.Buffer{}}
-	cmd, stderr := startBinary(t, fr.stdout, "run", "--broker", url, "--json", filepath.Join(dir, "report.json"), path)
+	cmd := startCmd(t, "run", "--broker", url, "--json", filepath.Join(dir, "report.json"), path)
+	fr := &faultRun{t: t, dir: dir, steady: make(chan struct{}), ticks: make(chan struct{}, 100), done: make(chan int, 1), stdout: cmd.stdout}
 	go func() {
-		sc := bufio.NewScanner(stderr)
+		sc := bufio.NewScanner(cmd.stderr)
 		inSteady := false
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "[steady") && !inSteady {
@@ -145,8 +144,13 @@ func startFaultRun(t *testing.T, url, sub, pub string) *faultRun {
 				}
 			}
 		}
-		_ = cmd.Wait()
-		fr.done <- cmd.ProcessState.ExitCode()
+		// The output ends when the command returns (or the test gave
+		// up on it, and the code is not read).
+		select {
+		case <-cmd.done:
+			fr.done <- cmd.code
+		case <-time.After(time.Minute):
+		}
 	}()
 	return fr
 }
@@ -601,7 +605,7 @@ func takeover(t *testing.T, url string) (int, *faultReport) {
 	t.Helper()
 	fr := startFaultRun(t, url, "", "")
 	fr.waitSteady()
-	if other := runBinary(t, "run", "--quiet", "--broker", url, writePlan(t, takeoverPlan)); other.code != exitPass {
+	if other := runCmd(t, "run", "--quiet", "--broker", url, writePlan(t, takeoverPlan)); other.code != exitPass {
 		t.Errorf("the taking-over run exited %d:\n%s", other.code, other.stdout)
 	}
 	return fr.finish()

@@ -18,6 +18,7 @@ import (
 // connects, standard output gets the JSON alone, and devices, FIFOs and
 // links are written through, never replaced by a regular file.
 func TestOutputFiles(t *testing.T) {
+	t.Chdir("../..")
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real.json")
 	if err := os.WriteFile(real, []byte("old"), 0o640); err != nil {
@@ -111,7 +112,7 @@ func TestOutputFiles(t *testing.T) {
 					got <- b
 				}()
 			}
-			r := runBinary(t, append(append([]string{"run", "--quiet"}, tt.args...), plan)...)
+			r := runCmd(t, append(append([]string{"run", "--quiet"}, tt.args...), plan)...)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
 				t.Fatalf("exit %d, want %d with %q on stderr\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, tt.stderr, r.stdout, r.stderr)
 			}
@@ -157,25 +158,36 @@ func TestPlanReadBound(t *testing.T) {
 		args  []string
 		stdin io.Reader
 		file  string // named in the message
+		// binary runs the built binary: /dev/stdin is a file the
+		// process opens, its own standard input, not the env's.
+		binary bool
 	}{
-		{"validate /dev/zero", []string{"validate", "/dev/zero"}, nil, "/dev/zero"},
-		{"yes | validate /dev/stdin", []string{"validate", "/dev/stdin"}, endless{}, "/dev/stdin"},
-		{"yes | run -", []string{"run", "-"}, endless{}, "-"},
+		{"validate /dev/zero", []string{"validate", "/dev/zero"}, nil, "/dev/zero", false},
+		{"yes | validate /dev/stdin", []string{"validate", "/dev/stdin"}, endless{}, "/dev/stdin", true},
+		{"yes | run -", []string{"run", "-"}, endless{}, "-", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(binary, tt.args...)
-			cmd.Stdin = tt.stdin
-			var stdout, stderr strings.Builder
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+			var r result
+			if tt.binary {
+				cmd := exec.Command(binary(t), tt.args...)
+				cmd.Stdin = tt.stdin
+				var stdout, stderr strings.Builder
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = cmd.Process.Kill() })
+				r.code = wait(t, cmd, 30*time.Second)
+				r.stderr = stderr.String()
+			} else {
+				c := startCmdWith(t, cmdOpts{stdin: tt.stdin}, tt.args...)
+				r.code = c.wait(t, 30*time.Second)
+				r.stderr = c.stderr.String()
 			}
-			t.Cleanup(func() { _ = cmd.Process.Kill() })
-			code := wait(t, cmd, 30*time.Second)
 			want := tt.file + ":1:1: the plan is larger than the limit of 4 MiB (4194304 bytes): is this the right file?"
-			if code != 2 || !strings.Contains(stderr.String(), want) {
-				t.Fatalf("exit %d, want 2 and %q\nstderr:\n%.500s", code, want, stderr.String())
+			if r.code != 2 || !strings.Contains(r.stderr, want) {
+				t.Fatalf("exit %d, want 2 and %q\nstderr:\n%.500s", r.code, want, r.stderr)
 			}
 		})
 	}

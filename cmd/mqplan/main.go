@@ -5,9 +5,19 @@
 //	mqplan validate plans/*.yaml           check plans without running them
 //	mqplan explain plans/1to1-qos1.yaml    print the compiled phases and load
 //	mqplan broker --listen 127.0.0.1:1883  run the embedded broker standalone
+//	mqplan conn|sub|pub [options]          emqtt-bench's commands, compiled into a plan
 //
 // Exit codes: 0 every threshold held, 1 a threshold failed, 2 the plan or
 // the command line is invalid, 3 the run could not complete.
+//
+// This package owns the process: the subcommands and their flags, the
+// files named on the command line, the signals that stop a run, and the
+// exit code. It must hold no business logic: plans load and compile plans,
+// runner runs them, report judges and prints them, and emqttbench
+// (internal) translates emqtt-bench's command lines. What it takes from
+// the process (standard streams, environment, signals, exit, CPUs) comes
+// through env, so that tests run the commands in-process; only main
+// touches the real process.
 package main
 
 import (
@@ -15,9 +25,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime"
+
+	"github.com/mqplan/mqplan/cmd/mqplan/internal/emqttbench"
 )
 
-// Exit codes, the public contract of plan-format.md.
+// Exit codes, the public contract of docs/plan-format.md.
 const (
 	exitPass       = 0
 	exitFail       = 1
@@ -25,8 +39,8 @@ const (
 	exitIncomplete = 3
 )
 
-// exitError carries the exit code chosen for an error; only main turns it
-// into a process exit.
+// exitError carries the exit code chosen for an error; only exitCode reads
+// it, and only main turns it into a process exit.
 type exitError struct {
 	code int
 	err  error
@@ -41,40 +55,90 @@ func invalid(err error) error { return &exitError{code: exitInvalid, err: err} }
 // incomplete marks an error as a run that could not complete (exit 3).
 func incomplete(err error) error { return &exitError{code: exitIncomplete, err: err} }
 
+// errReported marks errors whose message was already printed (a flag
+// error with its usage, a verdict in the report): main prints nothing
+// more for them.
+var errReported = errors.New("reported")
+
+// The verdicts other than a pass, as errors: a command returns one after
+// its report has said it, so that the exit code always comes from the
+// error and the two can never disagree.
+var (
+	errFailed     = &exitError{code: exitFail, err: fmt.Errorf("a threshold failed: %w", errReported)}
+	errIncomplete = &exitError{code: exitIncomplete, err: fmt.Errorf("the run did not complete: %w", errReported)}
+)
+
+// isVerdict reports whether err is a verdict (errFailed, errIncomplete)
+// rather than a failure of the command itself.
+func isVerdict(err error) bool { return err == errFailed || err == errIncomplete }
+
+// exitCode maps what a command returned to the process's exit code: nil
+// is 0, an error marked by invalid, incomplete or a verdict has its code,
+// and any other error is a run that could not complete (3).
+func exitCode(err error) int {
+	if err == nil {
+		return exitPass
+	}
+	var xe *exitError
+	if errors.As(err, &xe) {
+		return xe.code
+	}
+	return exitIncomplete
+}
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(osEnv(), os.Args[1:]))
 }
 
-// env is the process environment the commands use, so tests can run
-// them in-process.
+// env is what the commands take from the process, injected as k6's
+// GlobalState is: main builds the real one (osEnv); tests build fakes, so
+// that exit codes, interrupts and the emqtt-bench commands are tested
+// in-process. Files named on the command line are opened by name.
 type env struct {
-	stdout, stderr io.Writer
 	stdin          io.Reader
+	stdout, stderr io.Writer
+	// lookupEnv reads an environment variable: a plan's ${VAR}
+	// (passwords, CI variables) and GOMAXPROCS.
+	lookupEnv func(name string) (string, bool)
+	// notify relays the given signals to c, as signal.Notify does, without
+	// blocking (a full c misses the signal); stopNotify ends that, as
+	// signal.Stop does: once it returns nothing more is sent on c.
+	notify     func(c chan<- os.Signal, sigs ...os.Signal)
+	stopNotify func(c chan<- os.Signal)
+	// exit ends the process at once with code (a second Ctrl-C). A fake
+	// may return; the caller then returns too.
+	exit func(code int)
+	// setProcs sets how many CPUs the run may use (runtime.GOMAXPROCS,
+	// which is the whole process's).
+	setProcs func(n int)
 }
 
-// run executes one command line and returns the exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, stdin: stdin}
-	code, err := dispatch(e, args)
-	if err != nil {
-		var xe *exitError
-		if errors.As(err, &xe) {
-			code = xe.code
-		} else {
-			code = exitIncomplete
-		}
-		if !errors.Is(err, errReported) {
-			fmt.Fprintf(stderr, "mqplan: %v\n", err)
-		}
+// osEnv is the real process's env.
+func osEnv() *env {
+	return &env{
+		stdin:      os.Stdin,
+		stdout:     os.Stdout,
+		stderr:     os.Stderr,
+		lookupEnv:  os.LookupEnv,
+		notify:     signal.Notify,
+		stopNotify: signal.Stop,
+		exit:       os.Exit,
+		setProcs:   func(n int) { runtime.GOMAXPROCS(n) },
 	}
-	return code
 }
 
-// errReported marks errors whose message was already printed.
-var errReported = errors.New("reported")
+// run executes one command line and returns the exit code, after printing
+// the command's error unless it was reported already.
+func run(e *env, args []string) int {
+	err := dispatch(e, args)
+	if err != nil && !errors.Is(err, errReported) {
+		fmt.Fprintf(e.stderr, "mqplan: %v\n", err)
+	}
+	return exitCode(err)
+}
 
 const usage = `mqplan turns a YAML test plan into an MQTT load test and a CI verdict.
 
@@ -92,10 +156,12 @@ Exit codes: 0 pass, 1 a threshold failed, 2 invalid plan or command line,
 3 the run could not complete.
 `
 
-func dispatch(e *env, args []string) (int, error) {
+// dispatch runs the command args name; nil means exit 0, and an error
+// carries its exit code (see exitCode).
+func dispatch(e *env, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, usage)
-		return exitInvalid, nil
+		return invalid(errReported)
 	}
 	switch args[0] {
 	case "run":
@@ -107,14 +173,14 @@ func dispatch(e *env, args []string) (int, error) {
 	case "broker":
 		return cmdBroker(e, args[1:])
 	case "conn", "sub", "pub":
-		return cmdEmqtt(e, emqttKind(args[0]), args[1:])
+		return cmdEmqtt(e, emqttbench.Kind(args[0]), args[1:])
 	case "version", "--version":
 		fmt.Fprintf(e.stdout, "mqplan %s\n", version)
-		return exitPass, nil
+		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
-		return exitPass, nil
+		return nil
 	}
 	fmt.Fprint(e.stderr, usage)
-	return exitInvalid, invalid(fmt.Errorf("unknown command %q", args[0]))
+	return invalid(fmt.Errorf("unknown command %q", args[0]))
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,60 +20,28 @@ import (
 	"github.com/mqplan/mqplan/plans"
 )
 
-// binary is the mqplan binary built once for the CLI tests, so that exit
-// codes and signals are tested on the real process.
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mqplan-cli")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "mqplan")
-	args := []string{"build", "-o", binary}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	if err != nil {
-		os.RemoveAll(dir)
-		panic("go build: " + err.Error() + "\n" + string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// result is what one run of the binary did.
+// result is what one run of mqplan did.
 type result struct {
 	code           int
 	stdout, stderr string
 }
 
-// startBinary starts mqplan with args in the repository root, its
-// standard output to stdout (when not nil), and returns its standard
-// error as a pipe. The process is killed when the test ends.
-func startBinary(t *testing.T, stdout io.Writer, args ...string) (*exec.Cmd, io.ReadCloser) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = "../.."
-	cmd.Stdout = stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, stderr
-}
-
 // listening reads `mqplan broker`'s standard error until it has announced
 // n listeners ("listening on URL ...") and returns their URLs, and the
-// reader for the rest of its output.
+// reader for the rest of its output. It gives up after 30 s.
 func listening(t *testing.T, stderr io.Reader, n int) ([]string, *bufio.Reader) {
 	t.Helper()
+	var giveUp func()
+	switch s := stderr.(type) {
+	case *pipe:
+		giveUp = s.abort
+	case io.Closer:
+		giveUp = func() { _ = s.Close() }
+	}
+	if giveUp != nil {
+		timer := time.AfterFunc(30*time.Second, giveUp)
+		defer timer.Stop()
+	}
 	r := bufio.NewReader(stderr)
 	var urls []string
 	for len(urls) < n {
@@ -90,27 +57,8 @@ func listening(t *testing.T, stderr io.Reader, n int) ([]string, *bufio.Reader) 
 	return urls, r
 }
 
-func runBinary(t *testing.T, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = "../.."
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatalf("mqplan %v did not finish in 2 minutes", args)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
-}
-
 func TestExitCodes(t *testing.T) {
+	t.Chdir("../..")
 	tests := []struct {
 		name      string
 		args      []string
@@ -207,7 +155,7 @@ func TestExitCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			r := runBinary(t, tt.args...)
+			r := runCmd(t, tt.args...)
 			if r.code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
 			}
@@ -242,8 +190,9 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestJSONOutput(t *testing.T) {
+	t.Chdir("../..")
 	out := filepath.Join(t.TempDir(), "result.json")
-	r := runBinary(t, "run", "--quiet", "--json", out, "testdata/cli/fail.yaml")
+	r := runCmd(t, "run", "--quiet", "--json", out, "testdata/cli/fail.yaml")
 	if r.code != 1 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -269,11 +218,18 @@ func TestJSONOutput(t *testing.T) {
 	}
 }
 
-// startLong starts the long plan and waits until it publishes.
-func startLong(t *testing.T) (*exec.Cmd, *bytes.Buffer, <-chan string) {
+// startLong starts the long plan in-process (in the repository root) and
+// waits until it publishes.
+func startLong(t *testing.T) (*running, <-chan string) {
 	t.Helper()
-	var stdout bytes.Buffer
-	cmd, stderr := startBinary(t, &stdout, "run", "testdata/cli/long.yaml")
+	r := startCmd(t, "run", "testdata/cli/long.yaml")
+	return r, untilPublishing(t, r.stderr)
+}
+
+// untilPublishing reads a run's progress lines from stderr until one
+// shows the steady phase publishing, and returns the lines that follow.
+func untilPublishing(t *testing.T, stderr io.Reader) <-chan string {
+	t.Helper()
 	lines := make(chan string, 100)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -290,7 +246,7 @@ func startLong(t *testing.T) (*exec.Cmd, *bytes.Buffer, <-chan string) {
 				t.Fatal("stderr closed before the run published")
 			}
 			if strings.Contains(l, "[steady") && !strings.Contains(l, "send 0/s") {
-				return cmd, &stdout, lines
+				return lines
 			}
 		case <-deadline:
 			t.Fatal("no steady-phase progress line within a minute")
@@ -298,33 +254,20 @@ func startLong(t *testing.T) (*exec.Cmd, *bytes.Buffer, <-chan string) {
 	}
 }
 
-// wait waits for the process to exit and returns its code.
-func wait(t *testing.T, cmd *exec.Cmd, limit time.Duration) int {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-		return cmd.ProcessState.ExitCode()
-	case <-time.After(limit):
-		t.Fatalf("still running %v after the signal", limit)
-	}
-	return -1
-}
-
+// TestInterrupt delivers stop signals through the command's env (the real
+// signals are TestStopSignals').
 func TestInterrupt(t *testing.T) {
+	t.Chdir("../..")
 	t.Run("first signal reports what was measured and exits 3", func(t *testing.T) {
-		cmd, stdout, lines := startLong(t)
-		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		code := wait(t, cmd, 20*time.Second)
+		cmd, lines := startLong(t)
+		cmd.signal(t, syscall.SIGINT)
+		code := cmd.wait(t, 20*time.Second)
 		for range lines {
 		}
 		if code != 3 {
 			t.Fatalf("exit %d, want 3", code)
 		}
-		out := stdout.String()
+		out := cmd.stdout.String()
 		for _, s := range []string{"INCOMPLETE", "interrupted", "loss_rate == 0"} {
 			if !strings.Contains(out, s) {
 				t.Errorf("report lacks %q:\n%s", s, out)
@@ -332,13 +275,17 @@ func TestInterrupt(t *testing.T) {
 		}
 	})
 	t.Run("second signal exits at once", func(t *testing.T) {
-		cmd, stdout, _ := startLong(t)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if code := wait(t, cmd, 5*time.Second); code != 3 {
-			t.Fatalf("exit %d, want 3", code)
+		cmd, _ := startLong(t)
+		cmd.signal(t, syscall.SIGTERM)
+		cmd.signal(t, syscall.SIGTERM)
+		select {
+		case code := <-cmd.exited:
+			if code != 3 {
+				t.Fatalf("exit %d, want 3", code)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no exit 5s after the second signal")
 		}
-		_ = stdout
 	})
 }
 
@@ -347,6 +294,7 @@ func TestInterrupt(t *testing.T) {
 // the embedded broker and on Mosquitto over MQTT 5, MQTT 3.1.1, TLS and
 // WebSocket: each must pass its own thresholds everywhere.
 func TestShippedPlans(t *testing.T) {
+	t.Chdir("../..")
 	files, err := fs.Glob(plans.Shipped, "*.yaml")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("shipped plans: %v %v", files, err)
@@ -401,7 +349,7 @@ func TestShippedPlans(t *testing.T) {
 			}
 			t.Run(b.name+"/"+name, func(t *testing.T) {
 				args = append(args, b.args...)
-				r := runBinary(t, append(args, "plans/"+f)...)
+				r := runCmd(t, append(args, "plans/"+f)...)
 				if r.code != 0 {
 					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 				}
@@ -413,21 +361,21 @@ func TestShippedPlans(t *testing.T) {
 // TestBrokerCommand runs `mqplan broker` and a plan against it, as a user
 // would self-test in two terminals, then stops the broker with Ctrl-C.
 func TestBrokerCommand(t *testing.T) {
-	cmd, stderr := startBinary(t, nil, "broker", "--listen", "127.0.0.1:0")
-	urls, rest := listening(t, stderr, 1)
+	t.Chdir("../..")
+	cmd := startCmd(t, "broker", "--listen", "127.0.0.1:0")
+	urls, rest := listening(t, cmd.stderr, 1)
 	url := urls[0]
 	if !strings.HasPrefix(url, "mqtt://127.0.0.1:") {
 		t.Fatalf("no listening line (got url %q)", url)
 	}
-	r := runBinary(t, "run", "--quiet", "--broker", url, "testdata/cli/pass.yaml")
+	r := runCmd(t, "run", "--quiet", "--broker", url, "testdata/cli/pass.yaml")
 	if r.code != 0 || !strings.Contains(r.stdout, "broker "+url) {
 		t.Fatalf("run against %s: exit %d\n%s\n%s", url, r.code, r.stdout, r.stderr)
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	cmd.signal(t, syscall.SIGINT)
+	code := cmd.wait(t, 10*time.Second)
 	tail, _ := io.ReadAll(rest)
-	if code := wait(t, cmd, 10*time.Second); code != 0 {
+	if code != 0 {
 		t.Fatalf("broker exit %d: %s", code, tail)
 	}
 	if !strings.Contains(string(tail), "mqplan broker: received") {
@@ -470,10 +418,9 @@ func TestBrokerTLSWebSocketAuth(t *testing.T) {
 	if err := os.WriteFile(auth, []byte("# test users\nalice:s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr := startBinary(t, nil, "broker", "--listen", "127.0.0.1:0", "--ws", loopback.FreeAddr(t),
+	b := startCmd(t, "broker", "--listen", "127.0.0.1:0", "--ws", loopback.FreeAddr(t),
 		"--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey, "--auth", auth)
-	urls, rest := listening(t, stderr, 2)
-	go func() { _, _ = io.Copy(io.Discard, rest) }()
+	urls, _ := listening(t, b.stderr, 2)
 	if len(urls) != 2 || !strings.HasPrefix(urls[0], "mqtts://") || !strings.HasPrefix(urls[1], "wss://") {
 		t.Fatalf("listening on %v", urls)
 	}
@@ -490,13 +437,13 @@ func TestBrokerTLSWebSocketAuth(t *testing.T) {
 	}
 	writePlan("s3cret")
 	for _, u := range urls {
-		r := runBinary(t, "run", "--quiet", "--broker", u, plan)
+		r := runCmd(t, "run", "--quiet", "--broker", u, plan)
 		if r.code != 0 {
 			t.Fatalf("run against %s: exit %d\n%s\n%s", u, r.code, r.stdout, r.stderr)
 		}
 	}
 	writePlan("wrong")
-	r := runBinary(t, "run", "--quiet", "--broker", urls[0], plan)
+	r := runCmd(t, "run", "--quiet", "--broker", urls[0], plan)
 	if r.code != 3 || !strings.Contains(r.stdout, "bad user name or password") || strings.Contains(r.stdout, "wrong") {
 		t.Fatalf("wrong password: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}

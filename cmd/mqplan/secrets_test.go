@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,22 +14,6 @@ import (
 // canary is the password of TestNoPasswordInOutput: it must appear in no
 // output, error or file, whatever route it came by.
 const canary = "CANARY-pw-7f3a"
-
-// runEnv runs the binary like runBinary, with extra environment variables.
-func runEnv(t *testing.T, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = "../.."
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	code := wait(t, cmd, 2*time.Minute)
-	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
-}
 
 // TestNoPasswordInOutput runs every command, on its success and error
 // paths, with a canary password given by every route a password can take
@@ -51,8 +34,8 @@ func TestNoPasswordInOutput(t *testing.T) {
 	// A broker that wants the canary (and one other user), as a user
 	// self-tests passwords.
 	auth := write("users", "alice:"+canary+"\n")
-	brokerCmd, brokerErr := startBinary(t, nil, "broker", "--listen", "127.0.0.1:0", "--auth", auth)
-	urls, brokerRest := listening(t, brokerErr, 1)
+	brokerCmd := startCmd(t, "broker", "--listen", "127.0.0.1:0", "--auth", auth)
+	urls, brokerRest := listening(t, brokerCmd.stderr, 1)
 	brokerURL := urls[0]
 	bu, err := url.Parse(brokerURL)
 	if err != nil {
@@ -79,12 +62,12 @@ func TestNoPasswordInOutput(t *testing.T) {
 	defPlan := plan("default.yaml", "", `"${NOPE:-`+canary+`}"`)
 	badEnvPlan := plan("badenv.yaml", "", `"`+canary+`${"`)
 	badRef := plan("badref.yaml", "", `"${`+canary+`}"`)
-	pwEnv := []string{"PW=" + canary}
+	pwEnv := map[string]string{"PW": canary}
 	jsonOut := func(name string) string { return filepath.Join(dir, name) }
 
 	tests := []struct {
 		name string
-		env  []string
+		env  map[string]string
 		args []string
 		code int
 		want string // a substring of stdout+stderr showing the path was taken
@@ -137,7 +120,7 @@ func TestNoPasswordInOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := runEnv(t, tt.env, tt.args...)
+			r := runCmdWith(t, cmdOpts{vars: tt.env}, tt.args...)
 			out := r.stdout + r.stderr
 			if r.code != tt.code || !strings.Contains(out, tt.want) {
 				t.Errorf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, tt.want, r.stdout, r.stderr)
@@ -161,9 +144,7 @@ func TestNoPasswordInOutput(t *testing.T) {
 	}
 
 	// And the broker, told to stop, says nothing of it either.
-	if err := brokerCmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	brokerCmd.signal(t, syscall.SIGINT)
 	select {
 	case tail := <-brokerTail:
 		if bytes.Contains(tail, []byte(canary)) {

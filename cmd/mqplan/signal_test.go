@@ -1,17 +1,29 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// TestStopSignals checks that SIGHUP (a closed terminal or SSH session)
-// stops a run as SIGINT and SIGTERM do: the first one reports what was
-// measured and exits 3, a second one exits at once; and that it stops
-// `mqplan broker` cleanly.
+// startLongBinary starts the long plan in the built binary and waits
+// until it publishes.
+func startLongBinary(t *testing.T) (*exec.Cmd, *bytes.Buffer, <-chan string) {
+	t.Helper()
+	var stdout bytes.Buffer
+	cmd, stderr := startBinary(t, &stdout, "run", "testdata/cli/long.yaml")
+	return cmd, &stdout, untilPublishing(t, stderr)
+}
+
+// TestStopSignals sends real signals to the built binary: the tests that
+// need a process. SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH
+// session) each stop a run: the first one reports what was measured and
+// exits 3, a second one exits at once; and SIGHUP stops `mqplan broker`
+// cleanly. (TestInterrupt checks the same through a fake env.)
 func TestStopSignals(t *testing.T) {
 	tests := []struct {
 		name string
@@ -20,13 +32,15 @@ func TestStopSignals(t *testing.T) {
 		report bool
 		limit  time.Duration
 	}{
+		{"one SIGINT: report, exit 3", []syscall.Signal{syscall.SIGINT}, true, 20 * time.Second},
+		{"two SIGTERMs: exit 3 at once", []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM}, false, 5 * time.Second},
 		{"one SIGHUP: report, exit 3", []syscall.Signal{syscall.SIGHUP}, true, 20 * time.Second},
 		{"two SIGHUPs: exit 3 at once", []syscall.Signal{syscall.SIGHUP, syscall.SIGHUP}, false, 5 * time.Second},
 		{"SIGHUP then SIGINT: exit 3 at once", []syscall.Signal{syscall.SIGHUP, syscall.SIGINT}, false, 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd, stdout, lines := startLong(t)
+			cmd, stdout, lines := startLongBinary(t)
 			for _, s := range tt.sigs {
 				if err := cmd.Process.Signal(s); err != nil {
 					t.Fatal(err)

@@ -40,9 +40,9 @@ func TestTLSFilesArePlanErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runInProcess(tt.args...)
-			if code != 2 || !strings.Contains(stderr, tt.stderr) || stdout != "" {
-				t.Fatalf("exit %d, want 2 with %q and no report\nstdout:\n%s\nstderr:\n%s", code, tt.stderr, stdout, stderr)
+			r := runCmd(t, tt.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.stderr) || r.stdout != "" {
+				t.Fatalf("exit %d, want 2 with %q and no report\nstdout:\n%s\nstderr:\n%s", r.code, tt.stderr, r.stdout, r.stderr)
 			}
 		})
 	}
@@ -63,9 +63,9 @@ func TestBrokerOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := runInProcess("broker", "--listen", tt.listen)
-			if code != 2 || !strings.Contains(stderr, tt.stderr) {
-				t.Fatalf("exit %d, want 2 with %q\nstderr:\n%s", code, tt.stderr, stderr)
+			r := runCmd(t, "broker", "--listen", tt.listen)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.stderr) {
+				t.Fatalf("exit %d, want 2 with %q\nstderr:\n%s", r.code, tt.stderr, r.stderr)
 			}
 		})
 	}
@@ -74,10 +74,10 @@ func TestBrokerOptions(t *testing.T) {
 		if err := os.WriteFile(auth, []byte("# nobody yet\n\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cmd, stderr := startBinary(t, nil, "broker", "--listen", "127.0.0.1:0", "--auth", auth)
+		cmd := startCmd(t, "broker", "--listen", "127.0.0.1:0", "--auth", auth)
 		lines := make(chan string, 10)
 		go func() {
-			sc := bufio.NewScanner(stderr)
+			sc := bufio.NewScanner(cmd.stderr)
 			for sc.Scan() {
 				lines <- sc.Text()
 			}
@@ -104,10 +104,11 @@ func TestBrokerOptions(t *testing.T) {
 		if len(seen) == 0 || !strings.HasPrefix(seen[0], want) {
 			t.Errorf("stderr %q, want a first line starting %q", seen, want)
 		}
-		_ = cmd.Process.Signal(syscall.SIGINT)
+		cmd.signal(t, syscall.SIGINT)
+		code := cmd.wait(t, 10*time.Second)
 		for range lines {
 		}
-		if code := wait(t, cmd, 10*time.Second); code != 0 {
+		if code != 0 {
 			t.Errorf("exit %d", code)
 		}
 	})

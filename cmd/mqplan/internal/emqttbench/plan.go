@@ -1,4 +1,4 @@
-package main
+package emqttbench
 
 import (
 	"errors"
@@ -13,24 +13,65 @@ import (
 	"github.com/mqplan/mqplan/plans"
 )
 
-// emqttPlanFile is the name the generated plan is loaded under: it is what
+// PlanFile is the name the generated plan is loaded under: it is what
 // positions in plan errors would show, had an option not been named.
-const emqttPlanFile = "<command line>"
+const PlanFile = "<command line>"
 
-// emqttPasswordVar is the environment variable the generated plan reads
+// PasswordVar is the environment variable the generated plan reads
 // the password from, so that the password never appears in --print-plan's
 // output; for a run, -P's value is handed to the loader under this name.
-const emqttPasswordVar = "MQTT_PASSWORD"
+const PasswordVar = "MQTT_PASSWORD"
 
-// emqttDefaultDuration is the steady phase when neither --duration nor
+// defaultDuration is the steady phase when neither --duration nor
 // -L ends the run: emqtt-bench runs until it is stopped, and a plan needs a
 // length, so the run lasts a day unless Ctrl-C ends it first. (A day keeps
 // the per-second timeline at 86,400 entries.)
-const emqttDefaultDuration = 24 * time.Hour
+const defaultDuration = 24 * time.Hour
+
+// Plan is a command line compiled into a plan.
+type Plan struct {
+	// Text is the plan as YAML: what --print-plan prints, and what a user
+	// could save and run with `mqplan run`. It never holds the password
+	// (it reads ${MQTT_PASSWORD}).
+	Text string
+	// Program is Text loaded and compiled, -P's value standing for
+	// ${MQTT_PASSWORD}.
+	Program *plans.Program
+	// Notes tell the user how the options became the plan (a limit
+	// spread over the clients), one line each, before the plan runs or
+	// is printed.
+	Notes []string
+	// PrintNotes follow the printed plan (--print-plan): what its reader
+	// must know to run it.
+	PrintNotes []string
+}
+
+// Compile compiles the options into a plan and loads it; runID makes the
+// default client ids unique per run (plans.CompileOptions.RunID). Every
+// error is a command-line problem that names the option at fault.
+func (o *Options) Compile(runID string) (*Plan, error) {
+	text, err := o.planYAML()
+	if err != nil {
+		return nil, err
+	}
+	prog, err := o.load(text, runID)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Text: text, Program: prog}
+	if n := o.perClientLimit(); n > 0 && n*o.count != o.limit {
+		p.Notes = append(p.Notes, fmt.Sprintf("-L %d is a limit over all %d clients; a plan's limit is per client, so each sends %d (%d in all)",
+			o.limit, o.count, n, n*o.count))
+	}
+	if o.printPlan && o.hasPassword {
+		p.PrintNotes = append(p.PrintNotes, "the password is not written in the plan; it reads it from the environment variable "+PasswordVar)
+	}
+	return p, nil
+}
 
 // planYAML compiles the options into plan text: the same plan a user could
 // write by hand, loaded and run the same way.
-func (o *emqttOptions) planYAML() (string, error) {
+func (o *Options) planYAML() (string, error) {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("name: %s\n", o.kind)
@@ -89,7 +130,7 @@ func (o *emqttOptions) planYAML() (string, error) {
 		w("    username: %s\n", yamlQuote(envEscape(templateEscape(o.username))))
 	}
 	if o.hasPassword {
-		w("    password: ${%s}\n", emqttPasswordVar)
+		w("    password: ${%s}\n", PasswordVar)
 	}
 	w("    keepalive: %ds\n", o.keepalive)
 	w("    clean_start: %t\n", o.clean)
@@ -105,14 +146,14 @@ func (o *emqttOptions) planYAML() (string, error) {
 		w("    connect_every: %dms\n", o.interval)
 	}
 	switch o.kind {
-	case emqttSub:
+	case Sub:
 		w("    subscribe:\n")
 		for _, t := range o.topics {
-			w("      - topic: %s\n        qos: %d\n", yamlQuote(envEscape(emqttTopic(t))), o.qos)
+			w("      - topic: %s\n        qos: %d\n", yamlQuote(envEscape(topicTemplate(t))), o.qos)
 		}
-	case emqttPub:
+	case Pub:
 		w("    publish:\n")
-		w("      topic: %s\n", yamlQuote(envEscape(emqttTopic(o.topics[0]))))
+		w("      topic: %s\n", yamlQuote(envEscape(topicTemplate(o.topics[0]))))
 		w("      qos: %d\n", o.qos)
 		w("      size: %d\n", o.size)
 		w("      every: %dms\n", o.msgInterval)
@@ -124,10 +165,10 @@ func (o *emqttOptions) planYAML() (string, error) {
 	switch {
 	case o.hasDuration:
 		w("duration: %s\n", shortDuration(o.duration))
-	case o.kind == emqttPub && o.limit > 0:
+	case o.kind == Pub && o.limit > 0:
 		// No duration: the run ends when every client has sent its count.
 	default:
-		w("duration: %s\n", shortDuration(emqttDefaultDuration))
+		w("duration: %s\n", shortDuration(defaultDuration))
 	}
 	if len(o.thresholds) > 0 {
 		w("thresholds:\n")
@@ -141,7 +182,7 @@ func (o *emqttOptions) planYAML() (string, error) {
 // perClientLimit splits -L, emqtt-bench's limit on messages over all
 // clients, into the plan's per-client publish.count: rounded up, so at
 // least the limit is sent (exactly it when count divides it).
-func (o *emqttOptions) perClientLimit() int {
+func (o *Options) perClientLimit() int {
 	if o.limit <= 0 {
 		return 0
 	}
@@ -150,7 +191,7 @@ func (o *emqttOptions) perClientLimit() int {
 
 // brokerURLs is one URL per -h host: mqtt://, mqtts:// with -S, ws://
 // with --ws and wss:// with both; WebSocket URLs use emqtt's path /mqtt.
-func (o *emqttOptions) brokerURLs() ([]string, error) {
+func (o *Options) brokerURLs() ([]string, error) {
 	scheme, path := "mqtt", ""
 	switch {
 	case o.ssl && o.ws:
@@ -185,10 +226,10 @@ func redactHost(h string) string {
 	return h
 }
 
-// emqttTopic turns an emqtt-bench topic into a plan template: %i, %c and
+// topicTemplate turns an emqtt-bench topic into a plan template: %i, %c and
 // %u are placeholders in both, and every other % is literal in
 // emqtt-bench, so it is written %% here.
-func emqttTopic(t string) string {
+func topicTemplate(t string) string {
 	var b strings.Builder
 	for i := 0; i < len(t); i++ {
 		if t[i] == '%' {
@@ -226,19 +267,19 @@ func envEscape(s string) string {
 // \", \\, \xNN, \uNNNN, \UNNNNNNNN, \a, \b, \f, \v, \r) are all YAML escapes too.
 func yamlQuote(s string) string { return strconv.Quote(s) }
 
-// loadEmqttPlan loads the generated plan text with every check of the plan
+// load loads the generated plan text with every check of the plan
 // language, handing -P's value to the loader as ${MQTT_PASSWORD}. Problems
 // are reported against the options that caused them.
-func (o *emqttOptions) loadEmqttPlan(text, runID string) (*plans.Program, error) {
+func (o *Options) load(text, runID string) (*plans.Program, error) {
 	lookup := func(name string) (string, bool) {
-		if name == emqttPasswordVar && o.hasPassword {
+		if name == PasswordVar && o.hasPassword {
 			return o.password, true
 		}
 		return "", false
 	}
 	// --print-plan may write a plan for another machine: its files are
 	// checked where it runs.
-	plan, err := plans.LoadBytes(emqttPlanFile, []byte(text), plans.LoadOptions{LookupEnv: lookup, CheckFiles: !o.printPlan})
+	plan, err := plans.LoadBytes(PlanFile, []byte(text), plans.LoadOptions{LookupEnv: lookup, CheckFiles: !o.printPlan})
 	if err == nil {
 		var prog *plans.Program
 		prog, err = plans.Compile(plan, plans.CompileOptions{RunID: runID})
@@ -249,8 +290,8 @@ func (o *emqttOptions) loadEmqttPlan(text, runID string) (*plans.Program, error)
 	return nil, o.explainPlanError(err)
 }
 
-// emqttPlanPaths maps plan paths to the options that set them.
-var emqttPlanPaths = []struct {
+// planPaths maps plan paths to the options that set them.
+var planPaths = []struct {
 	re  *regexp.Regexp
 	opt string
 }{
@@ -285,7 +326,7 @@ var thresholdPathRE = regexp.MustCompile(`^thresholds\[(\d+)\]$`)
 // wrote options should not have to read positions in YAML they never saw.
 // A problem no option explains (there should be none) keeps its plan path
 // and points at --print-plan.
-func (o *emqttOptions) explainPlanError(err error) error {
+func (o *Options) explainPlanError(err error) error {
 	var es plans.Errors
 	if !errors.As(err, &es) {
 		return err
@@ -297,14 +338,14 @@ func (o *emqttOptions) explainPlanError(err error) error {
 	return errors.New(strings.Join(lines, "\n"))
 }
 
-func (o *emqttOptions) optionMessage(e *plans.Error) string {
+func (o *Options) optionMessage(e *plans.Error) string {
 	if m := thresholdPathRE.FindStringSubmatch(e.Path); m != nil {
 		k, _ := strconv.Atoi(m[1])
 		if k < len(o.thresholds) {
 			return fmt.Sprintf("--threshold %q: %s", o.thresholds[k], e.Msg)
 		}
 	}
-	for _, p := range emqttPlanPaths {
+	for _, p := range planPaths {
 		if p.re.MatchString(e.Path) {
 			return p.opt + ": " + e.Msg
 		}

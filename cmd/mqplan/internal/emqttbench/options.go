@@ -1,9 +1,8 @@
-package main
+package emqttbench
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -16,18 +15,21 @@ import (
 // explicit true/false). Go's flag package cannot be used: -h is the host
 // here, short and long names are pairs, and getopt's forms differ.
 
-// emqttKind is which emqtt-bench command is emulated.
-type emqttKind string
+// Kind is which emqtt-bench command is emulated; its value is the
+// command's name.
+type Kind string
 
+// The emqtt-bench commands.
 const (
-	emqttConn emqttKind = "conn"
-	emqttSub  emqttKind = "sub"
-	emqttPub  emqttKind = "pub"
+	Conn Kind = "conn" // connect clients and hold them
+	Sub  Kind = "sub"  // connect clients that subscribe
+	Pub  Kind = "pub"  // connect clients that publish
 )
 
-// emqttOptions are the parsed options of one command line.
-type emqttOptions struct {
-	kind emqttKind
+// Options are the parsed options of one command line (Parse), which
+// Compile turns into a plan.
+type Options struct {
+	kind Kind
 
 	hosts       []string
 	port        int
@@ -64,9 +66,20 @@ type emqttOptions struct {
 	commandLine string // the command line with the password masked, for the plan's description
 }
 
-// emqttOpt is one option: its names, its argument (empty for a boolean),
+// Kind returns the command the options are for.
+func (o *Options) Kind() Kind { return o.kind }
+
+// Help reports whether --help was asked for: the command prints WriteHelp
+// and nothing else (the other options are not checked).
+func (o *Options) Help() bool { return o.help }
+
+// PrintPlan reports whether --print-plan was asked for: the command
+// prints the plan (Plan.Text) instead of running it.
+func (o *Options) PrintPlan() bool { return o.printPlan }
+
+// option is one option: its names, its argument (empty for a boolean),
 // the commands that take it and how it is stored.
-type emqttOpt struct {
+type option struct {
 	short byte
 	long  string
 	arg   string // the value's name in --help; "" for a boolean option
@@ -74,29 +87,29 @@ type emqttOpt struct {
 	help  string
 	kinds string // the commands that take it: letters c(onn), s(ub), p(ub)
 	ours  bool   // an mqplan option, not an emqtt-bench one
-	set   func(o *emqttOptions, v string) error
+	set   func(o *Options, v string) error
 	// setBool sets a boolean option.
-	setBool func(o *emqttOptions, v bool)
+	setBool func(o *Options, v bool)
 }
 
 // names is how the option is written in messages: -c/--count or --ws.
-func (opt *emqttOpt) names() string {
+func (opt *option) names() string {
 	if opt.short != 0 {
 		return "-" + string(opt.short) + "/--" + opt.long
 	}
 	return "--" + opt.long
 }
 
-func (opt *emqttOpt) takes(k emqttKind) bool { return strings.ContainsRune(opt.kinds, rune(k[0])) }
+func (opt *option) takes(k Kind) bool { return strings.ContainsRune(opt.kinds, rune(k[0])) }
 
-// emqttOpts lists every option in --help order. Defaults are emqtt-bench's
+// options lists every option in --help order. Defaults are emqtt-bench's
 // (its src/emqtt_bench.erl option table): host localhost, port 1883,
 // version 5, count 200, startnumber 0, interval 10 ms, interval_of_msg
 // 1000 ms, size 256, qos 0, keepalive 300 s, clean true, limit 0.
-var emqttOpts = []*emqttOpt{
+var options = []*option{
 	{short: 'h', long: "host", arg: "HOST[,HOST...]", def: "localhost", kinds: "csp",
 		help: "broker host name(s) or IP address(es), comma-separated; clients are spread over them round-robin",
-		set: func(o *emqttOptions, v string) error {
+		set: func(o *Options, v string) error {
 			hosts, err := splitList(v)
 			if err != nil {
 				return err
@@ -106,10 +119,10 @@ var emqttOpts = []*emqttOpt{
 		}},
 	{short: 'p', long: "port", arg: "PORT", def: "1883", kinds: "csp",
 		help: "broker port number",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.port, 1, 65535) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.port, 1, 65535) }},
 	{short: 'V', long: "version", arg: "3|4|5", def: "5", kinds: "csp",
 		help: "MQTT protocol version: 3 (3.1), 4 (3.1.1) or 5 (5.0)",
-		set: func(o *emqttOptions, v string) error {
+		set: func(o *Options, v string) error {
 			if err := intIn(v, &o.version, 3, 5); err != nil {
 				return errors.New("must be 3, 4 or 5, got " + strconv.Quote(v))
 			}
@@ -117,19 +130,19 @@ var emqttOpts = []*emqttOpt{
 		}},
 	{short: 'c', long: "count", arg: "N", def: "200", kinds: "csp",
 		help: "number of clients",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.count, 1, 1_000_000) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.count, 1, 1_000_000) }},
 	{short: 'n', long: "startnumber", arg: "N", def: "0", kinds: "csp",
 		help: "start number: clients are numbered N+1 ... N+count (%i); lets several instances avoid client id collisions",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.startNumber, 0, 1<<31-2) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.startNumber, 0, 1<<31-2) }},
 	{short: 'i', long: "interval", arg: "MS", def: "10", kinds: "csp",
 		help: "milliseconds between two connections (0: all at once)",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.interval, 0, 3_600_000) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.interval, 0, 3_600_000) }},
 	{short: 'R', long: "connrate", arg: "N", def: "0", kinds: "csp",
 		help: "connections per second; 0 means use --interval",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.connRate, 0, 1_000_000) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.connRate, 0, 1_000_000) }},
 	{short: 'I', long: "interval_of_msg", arg: "MS", def: "1000", kinds: "p",
 		help: "milliseconds between two messages of one client",
-		set: func(o *emqttOptions, v string) error {
+		set: func(o *Options, v string) error {
 			if err := intIn(v, &o.msgInterval, 0, 3_600_000); err != nil {
 				return err
 			}
@@ -140,19 +153,19 @@ var emqttOpts = []*emqttOpt{
 		}},
 	{short: 'u', long: "username", arg: "NAME", kinds: "csp",
 		help: "user name for CONNECT (taken literally, no placeholders)",
-		set:  func(o *emqttOptions, v string) error { o.username = v; return nil }},
+		set:  func(o *Options, v string) error { o.username = v; return nil }},
 	{short: 'P', long: "password", arg: "PASSWORD", kinds: "csp",
 		help: "password for CONNECT (never printed: --print-plan writes ${MQTT_PASSWORD} in its place)",
-		set:  func(o *emqttOptions, v string) error { o.password, o.hasPassword = v, true; return nil }},
+		set:  func(o *Options, v string) error { o.password, o.hasPassword = v, true; return nil }},
 	{short: 't', long: "topic", arg: "TOPIC", kinds: "sp",
 		help: "topic (pub) or topic filter (sub; repeat -t for several); %i client number, %c client id, %u user name",
-		set:  func(o *emqttOptions, v string) error { o.topics = append(o.topics, v); return nil }},
+		set:  func(o *Options, v string) error { o.topics = append(o.topics, v); return nil }},
 	{short: 's', long: "size", arg: "BYTES", def: "256", kinds: "p",
 		help: "payload size in bytes (at least 16: mqplan's measurement header)",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.size, 0, 256<<20) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.size, 0, 256<<20) }},
 	{short: 'q', long: "qos", arg: "0|1|2", def: "0", kinds: "sp",
 		help: "QoS of the subscriptions (sub) or of the messages (pub)",
-		set: func(o *emqttOptions, v string) error {
+		set: func(o *Options, v string) error {
 			if err := intIn(v, &o.qos, 0, 2); err != nil {
 				return errors.New("must be 0, 1 or 2, got " + strconv.Quote(v))
 			}
@@ -160,34 +173,34 @@ var emqttOpts = []*emqttOpt{
 		}},
 	{short: 'r', long: "retain", def: "false", kinds: "p",
 		help:    "publish with the retain flag",
-		setBool: func(o *emqttOptions, v bool) { o.retain = v }},
+		setBool: func(o *Options, v bool) { o.retain = v }},
 	{short: 'k', long: "keepalive", arg: "SECONDS", def: "300", kinds: "csp",
 		help: "keepalive in seconds (0: off)",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.keepalive, 0, 65535) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.keepalive, 0, 65535) }},
 	{short: 'C', long: "clean", def: "true", kinds: "csp",
 		help:    "clean start (clean session in MQTT 3); -C false keeps sessions",
-		setBool: func(o *emqttOptions, v bool) { o.clean = v }},
+		setBool: func(o *Options, v bool) { o.clean = v }},
 	{short: 'x', long: "session-expiry", arg: "SECONDS", def: "0", kinds: "csp",
 		help: "MQTT 5 session expiry interval in seconds",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.expiry, 0, 4294967295) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.expiry, 0, 4294967295) }},
 	{short: 'L', long: "limit", arg: "N", def: "0", kinds: "p",
 		help: "messages to publish in all (over every client), then stop; 0 means no limit",
-		set:  func(o *emqttOptions, v string) error { return intIn(v, &o.limit, 0, 1<<31-1) }},
+		set:  func(o *Options, v string) error { return intIn(v, &o.limit, 0, 1<<31-1) }},
 	{short: 'S', long: "ssl", def: "false", kinds: "csp",
 		help:    "connect with TLS (mqtts://, or wss:// with --ws)",
-		setBool: func(o *emqttOptions, v bool) { o.ssl = v }},
+		setBool: func(o *Options, v bool) { o.ssl = v }},
 	{long: "certfile", arg: "FILE", kinds: "csp",
 		help: "client certificate (PEM) for mutual TLS, with --keyfile",
-		set:  func(o *emqttOptions, v string) error { o.certFile = v; return nil }},
+		set:  func(o *Options, v string) error { o.certFile = v; return nil }},
 	{long: "keyfile", arg: "FILE", kinds: "csp",
 		help: "client private key (PEM) for mutual TLS, with --certfile",
-		set:  func(o *emqttOptions, v string) error { o.keyFile = v; return nil }},
+		set:  func(o *Options, v string) error { o.keyFile = v; return nil }},
 	{long: "ws", def: "false", kinds: "csp",
 		help:    "connect over WebSocket (ws://HOST:PORT/mqtt)",
-		setBool: func(o *emqttOptions, v bool) { o.ws = v }},
+		setBool: func(o *Options, v bool) { o.ws = v }},
 	{long: "ifaddr", arg: "ADDR[,ADDR...]", kinds: "csp",
 		help: "local source IP address(es), comma-separated, used round-robin per client",
-		set: func(o *emqttOptions, v string) error {
+		set: func(o *Options, v string) error {
 			addrs, err := splitList(v)
 			if err != nil {
 				return err
@@ -197,23 +210,23 @@ var emqttOpts = []*emqttOpt{
 		}},
 	{long: "prefix", arg: "PREFIX", kinds: "csp",
 		help: "client id prefix: ids are PREFIX_bench_<command>_<n> (default: mqplan's ids, unique per run)",
-		set:  func(o *emqttOptions, v string) error { o.prefix = v; return nil }},
+		set:  func(o *Options, v string) error { o.prefix = v; return nil }},
 	{short: 'l', long: "lowmem", kinds: "csp",
 		help:    "accepted for compatibility; no effect (mqplan's connections are lean already)",
-		setBool: func(o *emqttOptions, v bool) {}},
+		setBool: func(o *Options, v bool) {}},
 	{short: 'w', long: "wait-before-publishing", kinds: "p",
 		help:    "accepted for compatibility; mqplan always connects every client before publishing",
-		setBool: func(o *emqttOptions, v bool) {}},
+		setBool: func(o *Options, v bool) {}},
 
 	{long: "cacertfile", arg: "FILE", kinds: "csp", ours: true,
 		help: "CA certificate (PEM) to verify the broker's certificate with, for -S (default: the system's CAs)",
-		set:  func(o *emqttOptions, v string) error { o.caFile = v; return nil }},
+		set:  func(o *Options, v string) error { o.caFile = v; return nil }},
 	{long: "insecure", kinds: "csp", ours: true,
 		help:    "with -S, do not verify the broker's certificate (emqtt-bench does not verify it)",
-		setBool: func(o *emqttOptions, v bool) { o.insecure = v }},
+		setBool: func(o *Options, v bool) { o.insecure = v }},
 	{long: "duration", arg: "DURATION", kinds: "csp", ours: true,
 		help: "stop after this long, e.g. 30s or 10m (default: run until Ctrl-C, at most 24h; pub with -L: until the limit is sent)",
-		set: func(o *emqttOptions, v string) error {
+		set: func(o *Options, v string) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil || d <= 0 {
 				return fmt.Errorf("must be a positive duration like 30s or 10m, got %q", v)
@@ -223,19 +236,19 @@ var emqttOpts = []*emqttOpt{
 		}},
 	{long: "threshold", arg: "EXPR", kinds: "csp", ours: true,
 		help: "a pass condition, as in a plan's thresholds (repeatable), e.g. --threshold 'p99 < 50ms'",
-		set:  func(o *emqttOptions, v string) error { o.thresholds = append(o.thresholds, v); return nil }},
+		set:  func(o *Options, v string) error { o.thresholds = append(o.thresholds, v); return nil }},
 	{long: "print-plan", kinds: "csp", ours: true,
 		help:    "print the plan these options make, as YAML, instead of running it (save it to run it with mqplan run)",
-		setBool: func(o *emqttOptions, v bool) { o.printPlan = v }},
+		setBool: func(o *Options, v bool) { o.printPlan = v }},
 	{long: "help", kinds: "csp", ours: true,
 		help:    "show this help (-h is the host, as in emqtt-bench)",
-		setBool: func(o *emqttOptions, v bool) { o.help = v }},
+		setBool: func(o *Options, v bool) { o.help = v }},
 }
 
-// emqttUnsupported are emqtt-bench options mqplan knows but does not
+// unsupported are emqtt-bench options mqplan knows but does not
 // offer, with the reason, so a migrating user learns why instead of
 // reading "unknown option".
-var emqttUnsupported = []struct {
+var unsupported = []struct {
 	short byte
 	long  string
 	why   string
@@ -255,9 +268,9 @@ var emqttUnsupported = []struct {
 	{0, "force-major-gc-interval", "mqplan has no per-client garbage collection to tune"},
 }
 
-// defaultEmqttOptions are emqtt-bench's defaults.
-func defaultEmqttOptions(kind emqttKind) *emqttOptions {
-	return &emqttOptions{
+// defaults are emqtt-bench's defaults.
+func defaults(kind Kind) *Options {
+	return &Options{
 		kind:        kind,
 		hosts:       []string{"localhost"},
 		port:        1883,
@@ -272,10 +285,10 @@ func defaultEmqttOptions(kind emqttKind) *emqttOptions {
 	}
 }
 
-// parseEmqttArgs parses a command line of kind. Every error is a
-// command-line error (exit 2) naming the option.
-func parseEmqttArgs(kind emqttKind, args []string) (*emqttOptions, error) {
-	o := defaultEmqttOptions(kind)
+// Parse parses a command line of kind (the arguments after the command's
+// name). Every error is a command-line problem naming the option.
+func Parse(kind Kind, args []string) (*Options, error) {
+	o := defaults(kind)
 	shown := []string{"mqplan", string(kind)}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -370,7 +383,7 @@ func parseEmqttArgs(kind emqttKind, args []string) (*emqttOptions, error) {
 // setShortBools handles -X for a boolean X: alone (true, or the explicit
 // value that follows: -C false), with an attached value (-Cfalse), or
 // clumped with other boolean options (-rS).
-func setShortBools(kind emqttKind, o *emqttOptions, opt *emqttOpt, rest string, args []string, i *int, shown *[]string) error {
+func setShortBools(kind Kind, o *Options, opt *option, rest string, args []string, i *int, shown *[]string) error {
 	a := "-" + string(opt.short) + rest
 	*shown = append(*shown, a)
 	switch {
@@ -407,7 +420,7 @@ func setShortBools(kind emqttKind, o *emqttOptions, opt *emqttOpt, rest string, 
 }
 
 // isShortClump reports whether every letter of s is a boolean short option.
-func isShortClump(kind emqttKind, s string) bool {
+func isShortClump(kind Kind, s string) bool {
 	for j := 0; j < len(s); j++ {
 		opt, err := lookupShort(kind, s[j])
 		if err != nil || opt.arg != "" {
@@ -419,7 +432,7 @@ func isShortClump(kind emqttKind, s string) bool {
 
 // shownValue is how a value appears in the recorded command line: the
 // password is masked.
-func shownValue(opt *emqttOpt, v string) string {
+func shownValue(opt *option, v string) string {
 	if opt.long == "password" {
 		return "***"
 	}
@@ -428,9 +441,9 @@ func shownValue(opt *emqttOpt, v string) string {
 
 // lookupLong finds --name; emqtt-bench mixes interval_of_msg and
 // session-expiry, so - and _ are interchangeable.
-func lookupLong(kind emqttKind, name string) (*emqttOpt, error) {
+func lookupLong(kind Kind, name string) (*option, error) {
 	norm := func(s string) string { return strings.ReplaceAll(s, "_", "-") }
-	for _, opt := range emqttOpts {
+	for _, opt := range options {
 		if norm(opt.long) == norm(name) {
 			if !opt.takes(kind) {
 				return nil, notForKind(kind, opt)
@@ -438,7 +451,7 @@ func lookupLong(kind emqttKind, name string) (*emqttOpt, error) {
 			return opt, nil
 		}
 	}
-	for _, u := range emqttUnsupported {
+	for _, u := range unsupported {
 		if norm(u.long) == norm(name) {
 			return nil, fmt.Errorf("emqtt-bench's --%s is not supported: %s", u.long, u.why)
 		}
@@ -451,8 +464,8 @@ func lookupLong(kind emqttKind, name string) (*emqttOpt, error) {
 }
 
 // lookupShort finds -c.
-func lookupShort(kind emqttKind, c byte) (*emqttOpt, error) {
-	for _, opt := range emqttOpts {
+func lookupShort(kind Kind, c byte) (*option, error) {
+	for _, opt := range options {
 		if opt.short == c {
 			if !opt.takes(kind) {
 				return nil, notForKind(kind, opt)
@@ -460,7 +473,7 @@ func lookupShort(kind emqttKind, c byte) (*emqttOpt, error) {
 			return opt, nil
 		}
 	}
-	for _, u := range emqttUnsupported {
+	for _, u := range unsupported {
 		if u.short != 0 && u.short == c {
 			return nil, fmt.Errorf("emqtt-bench's -%c/--%s is not supported: %s", c, u.long, u.why)
 		}
@@ -469,9 +482,9 @@ func lookupShort(kind emqttKind, c byte) (*emqttOpt, error) {
 }
 
 // notForKind explains an option of another command.
-func notForKind(kind emqttKind, opt *emqttOpt) error {
+func notForKind(kind Kind, opt *option) error {
 	var others []string
-	for _, k := range []emqttKind{emqttConn, emqttSub, emqttPub} {
+	for _, k := range []Kind{Conn, Sub, Pub} {
 		if opt.takes(k) {
 			others = append(others, string(k))
 		}
@@ -480,9 +493,9 @@ func notForKind(kind emqttKind, opt *emqttOpt) error {
 }
 
 // suggestLong returns the long option closest to name, or "".
-func suggestLong(kind emqttKind, name string) string {
+func suggestLong(kind Kind, name string) string {
 	var known []string
-	for _, opt := range emqttOpts {
+	for _, opt := range options {
 		if opt.takes(kind) {
 			known = append(known, opt.long)
 		}
@@ -557,14 +570,14 @@ func splitList(v string) ([]string, error) {
 }
 
 // check validates what the options say together.
-func (o *emqttOptions) check() error {
+func (o *Options) check() error {
 	switch o.kind {
-	case emqttSub, emqttPub:
+	case Sub, Pub:
 		if len(o.topics) == 0 {
-			return fmt.Errorf("-t/--topic is required: say which topic %s", map[emqttKind]string{emqttSub: "filter to subscribe to", emqttPub: "to publish to"}[o.kind])
+			return fmt.Errorf("-t/--topic is required: say which topic %s", map[Kind]string{Sub: "filter to subscribe to", Pub: "to publish to"}[o.kind])
 		}
 	}
-	if o.kind == emqttPub && len(o.topics) > 1 {
+	if o.kind == Pub && len(o.topics) > 1 {
 		return fmt.Errorf("-t/--topic is given %d times: pub publishes to one topic (use %%i for one per client)", len(o.topics))
 	}
 	if (o.certFile == "") != (o.keyFile == "") {
@@ -607,70 +620,4 @@ func shellQuote(w string) string {
 		return w
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}
-
-// writeEmqttHelp writes --help: every option the command takes, with its
-// default and meaning.
-func writeEmqttHelp(w io.Writer, kind emqttKind) {
-	what := map[emqttKind]string{
-		emqttConn: "Connects -c clients to the broker at -h/-p, like emqtt-bench conn, holds them, and\nprints connected(<s>s): total=N, rate=N(conn/sec) whenever the count changes.",
-		emqttSub:  "Connects -c clients that subscribe to -t, like emqtt-bench sub, and prints\nrecv(<s>s): total=N, rate=N(msg/sec) every second that messages arrive.",
-		emqttPub:  "Connects -c clients that each publish to -t every -I ms, like emqtt-bench pub, and\nprints sent(<s>s): total=N, rate=N(msg/sec) every second that messages are sent.",
-	}[kind]
-	fmt.Fprintf(w, "Usage: mqplan %s [options]\n\n%s\n", kind, what)
-	fmt.Fprint(w, `
-It runs until Ctrl-C (or --duration), then prints mqplan's report. The options
-compile into an ordinary plan (--print-plan shows it), so the report and
---threshold work as in a plan file. Exit codes: 0 stopped and every threshold
-held, 1 a threshold failed, 2 invalid options, 3 the broker could not be tested.
-`)
-	section := func(title string, ours bool) {
-		fmt.Fprintf(w, "\n%s\n", title)
-		for _, opt := range emqttOpts {
-			if opt.ours != ours || !opt.takes(kind) {
-				continue
-			}
-			name := "    "
-			if opt.short != 0 {
-				name = "-" + string(opt.short) + ", "
-			}
-			name += "--" + opt.long
-			if opt.arg != "" {
-				name += " " + opt.arg
-			}
-			help := opt.help
-			if opt.def != "" {
-				help += " [default: " + opt.def + "]"
-			}
-			lines := wrapWords(help, 80-30)
-			if len(name) > 26 {
-				fmt.Fprintf(w, "  %s\n", name)
-				name = ""
-			}
-			for _, l := range lines {
-				fmt.Fprintf(w, "  %-26s  %s\n", name, l)
-				name = ""
-			}
-		}
-	}
-	section("emqtt-bench options (same names and defaults):", false)
-	section("mqplan options:", true)
-	fmt.Fprintf(w, "\nThe emqtt-bench migration table is in docs/emqtt-bench.md.\n")
-}
-
-// wrapWords breaks text into lines of at most width bytes, at spaces.
-func wrapWords(text string, width int) []string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(word) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += word
-	}
-	return append(lines, line)
 }
