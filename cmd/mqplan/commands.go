@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -546,17 +547,17 @@ func readUsers(path string) (map[string]string, error) {
 	return users, nil
 }
 
-// progressPrinter writes the live progress line to stderr: rewritten in
-// place on a terminal, one line a second otherwise (CI logs).
+// progressPrinter writes the live progress line to standard error:
+// rewritten in place on a terminal, one line a second otherwise (CI logs,
+// a test's buffer).
 type progressPrinter struct {
-	w       *os.File
-	out     interface{ Write([]byte) (int, error) }
+	out     io.Writer
 	tty     bool
 	planned time.Duration
 	last    int
 }
 
-func newProgressPrinter(w interface{ Write([]byte) (int, error) }, prog *plans.Program) *progressPrinter {
+func newProgressPrinter(w io.Writer, prog *plans.Program) *progressPrinter {
 	p := &progressPrinter{out: w}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.tty = true
