@@ -12,9 +12,10 @@
 //
 // This package owns the process: the subcommands and their flags, the
 // files named on the command line, the signals that stop a run, and the
-// exit code. It must hold no business logic: plans load and compile plans,
-// runner runs them, report judges and prints them, and emqttbench
-// (internal) translates emqtt-bench's command lines. What it takes from
+// exit code. It must hold no business logic: plans loads and compiles
+// plans, runner runs them, report judges and prints them, broker is the
+// embedded broker, and emqttbench (internal) translates emqtt-bench's
+// command lines. What it takes from
 // the process (standard streams, environment, signals, exit, CPUs) comes
 // through env, so that tests run the commands in-process; only main
 // touches the real process.
