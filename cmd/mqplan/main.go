@@ -131,10 +131,12 @@ func osEnv() *env {
 	}
 }
 
-// run executes one command line and returns the exit code, after printing
-// the command's error unless it was reported already.
-func run(e *env, args []string) int {
-	err := dispatch(e, args)
+// run executes one command line and returns the exit code.
+func run(e *env, args []string) int { return finish(e, dispatch(e, args)) }
+
+// finish prints a command's error on standard error, unless it was
+// reported already, and returns its exit code.
+func finish(e *env, err error) int {
 	if err != nil && !errors.Is(err, errReported) {
 		fmt.Fprintf(e.stderr, "mqplan: %v\n", err)
 	}

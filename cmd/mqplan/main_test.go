@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -446,5 +447,37 @@ func TestBrokerTLSWebSocketAuth(t *testing.T) {
 	r := runCmd(t, "run", "--quiet", "--broker", urls[0], plan)
 	if r.code != 3 || !strings.Contains(r.stdout, "bad user name or password") || strings.Contains(r.stdout, "wrong") {
 		t.Fatalf("wrong password: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestExitCode checks the one mapping from a command's error to the exit
+// code, and which errors are printed.
+func TestExitCode(t *testing.T) {
+	plain := errors.New("boom")
+	tests := []struct {
+		name   string
+		err    error
+		code   int
+		stderr string
+	}{
+		{"nil is a pass", nil, 0, ""},
+		{"a failed threshold, already reported", errFailed, 1, ""},
+		{"an incomplete run, already reported", errIncomplete, 3, ""},
+		{"an invalid plan or command line", invalid(plain), 2, "mqplan: boom\n"},
+		{"a flag error, reported with the usage", invalid(errReported), 2, ""},
+		{"a run that could not complete", incomplete(plain), 3, "mqplan: boom\n"},
+		{"a wrapped code survives", fmt.Errorf("context: %w", invalid(plain)), 2, "mqplan: context: boom\n"},
+		{"an unmarked error is a run that could not complete", plain, 3, "mqplan: boom\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr strings.Builder
+			if got := finish(&env{stderr: &stderr}, tt.err); got != tt.code {
+				t.Errorf("exit %d, want %d", got, tt.code)
+			}
+			if stderr.String() != tt.stderr {
+				t.Errorf("stderr %q, want %q", stderr.String(), tt.stderr)
+			}
+		})
 	}
 }
