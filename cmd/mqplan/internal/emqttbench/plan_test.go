@@ -1,20 +1,16 @@
 package emqttbench
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mqplan/mqplan/internal/golden"
 )
 
-// update rewrites the --print-plan golden files instead of comparing:
-//
-//	go test ./cmd/mqplan/internal/emqttbench -run TestPrintPlan -update
-var update = flag.Bool("update", false, "rewrite the golden files of emqttbench")
-
-// TestPrintPlan pins the plans that command lines compile into.
+// TestPrintPlan pins the plans that command lines compile into
+// (testdata/golden/<case>.yaml; -update rewrites them).
 func TestPrintPlan(t *testing.T) {
 	tests := []struct {
 		name string
@@ -49,20 +45,7 @@ func TestPrintPlan(t *testing.T) {
 			if strings.Contains(p.Text, "hunter2") || strings.Contains(notes, "hunter2") {
 				t.Errorf("the password is printed:\n%s\n%s", p.Text, notes)
 			}
-			golden := filepath.Join("testdata", "golden", tt.name+".yaml")
-			if *update {
-				if err := os.WriteFile(golden, []byte(p.Text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test ./cmd/mqplan/internal/emqttbench -run TestPrintPlan -update creates it)", err)
-			}
-			if p.Text != string(want) {
-				t.Errorf("--print-plan differs from %s (-update rewrites it)\n--- got ---\n%s\n--- want ---\n%s", golden, p.Text, want)
-			}
+			golden.Check(t, filepath.Join("testdata", "golden", tt.name+".yaml"), []byte(p.Text))
 		})
 	}
 }
