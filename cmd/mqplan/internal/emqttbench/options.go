@@ -3,6 +3,7 @@ package emqttbench
 import (
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/internal/suggest"
 	"strconv"
 	"strings"
 	"time"
@@ -500,35 +501,13 @@ func suggestLong(kind Kind, name string) string {
 			known = append(known, opt.long)
 		}
 	}
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
+	return suggest.Closest(strings.ToLower(name), known, maxSuggestDistance, suggest.First)
 }
 
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// maxSuggestDistance is how far a misspelt long option may be from the
+// one suggested: emqtt-bench's options are long words, so two edits (a
+// transposition counts one) still name the option meant.
+const maxSuggestDistance = 2
 
 // parseGetoptBool reads the boolean words getopt accepts.
 func parseGetoptBool(s string) (v, ok bool) {
