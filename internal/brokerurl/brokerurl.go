@@ -55,6 +55,18 @@ func Lookup(name string) (Scheme, bool) {
 	return Scheme{}, false
 }
 
+// For returns the canonical scheme that has the given transport: mqtt,
+// mqtts, ws or wss. Tools that build URLs from flags (the emqtt-bench
+// emulation's -S and --ws) pick their scheme here rather than spelling it.
+func For(tls, webSocket bool) Scheme {
+	for _, s := range schemes {
+		if s.Name == s.Canonical && s.TLS == tls && s.WebSocket == webSocket {
+			return s
+		}
+	}
+	panic("brokerurl: the table has no canonical scheme for every transport")
+}
+
 // Names lists every accepted scheme for a message, aliases included:
 // "mqtt, tcp, mqtts, ssl, tls, ws or wss".
 func Names() string {

@@ -65,3 +65,15 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestFor checks that every transport has its canonical scheme.
+func TestFor(t *testing.T) {
+	for _, tc := range []struct {
+		tls, ws bool
+		want    string
+	}{{false, false, "mqtt"}, {true, false, "mqtts"}, {false, true, "ws"}, {true, true, "wss"}} {
+		if got := For(tc.tls, tc.ws); got.Name != tc.want || got.TLS != tc.tls || got.WebSocket != tc.ws {
+			t.Errorf("For(%v, %v) = %+v, want %s", tc.tls, tc.ws, got, tc.want)
+		}
+	}
+}

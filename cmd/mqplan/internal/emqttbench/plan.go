@@ -3,6 +3,7 @@ package emqttbench
 import (
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/internal/brokerurl"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -192,14 +193,9 @@ func (o *Options) perClientLimit() int {
 // brokerURLs is one URL per -h host: mqtt://, mqtts:// with -S, ws://
 // with --ws and wss:// with both; WebSocket URLs use emqtt's path /mqtt.
 func (o *Options) brokerURLs() ([]string, error) {
-	scheme, path := "mqtt", ""
-	switch {
-	case o.ssl && o.ws:
-		scheme, path = "wss", "/mqtt"
-	case o.ws:
-		scheme, path = "ws", "/mqtt"
-	case o.ssl:
-		scheme = "mqtts"
+	scheme, path := brokerurl.For(o.ssl, o.ws), ""
+	if scheme.WebSocket {
+		path = brokerurl.DefaultWebSocketPath
 	}
 	var urls []string
 	for _, h := range o.hosts {
@@ -207,7 +203,7 @@ func (o *Options) brokerURLs() ([]string, error) {
 		if strings.ContainsAny(h, "/@?# ") {
 			return nil, fmt.Errorf("-h/--host: %q is not a host name or IP address", redactHost(h))
 		}
-		urls = append(urls, scheme+"://"+net.JoinHostPort(h, strconv.Itoa(o.port))+path)
+		urls = append(urls, scheme.Name+"://"+net.JoinHostPort(h, strconv.Itoa(o.port))+path)
 	}
 	return urls, nil
 }
