@@ -1,7 +1,7 @@
 // Package golden compares test outputs with the files that pin them
 // (testdata/golden/...), and rewrites those files when asked to:
 //
-//	go test ./plans ./report -update
+//	go test ./plans ./report ./cmd/mqplan/... -update
 //
 // It owns the -update flag and the comparison, so that every package's
 // golden files behave alike and a mismatch is shown the same way: the
