@@ -86,6 +86,13 @@ func protocolName(v byte) string {
 	return "5"
 }
 
+// The bytes of a variable byte integer: seven bits of the number, and a
+// flag saying another byte follows.
+const (
+	vbiDigit = 0x7f
+	vbiMore  = 0x80
+)
+
 // ReadVBI reads an MQTT variable byte integer (3.1.1 §2.2.3, 5.0 §1.5.5):
 // 7 bits a byte, least significant first, the top bit set on every byte
 // but the last; 4 bytes at most.
@@ -96,8 +103,8 @@ func ReadVBI(r io.ByteReader) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		v += int(b&0x7f) * mul
-		if b&0x80 == 0 {
+		v += int(b&vbiDigit) * mul
+		if b&vbiMore == 0 {
 			return v, nil
 		}
 		mul <<= 7
@@ -111,9 +118,9 @@ func VBIAt(b []byte, i int) (v, n int, ok bool) {
 	mul := 1
 	for n < 4 && i+n < len(b) {
 		d := b[i+n]
-		v += int(d&0x7f) * mul
+		v += int(d&vbiDigit) * mul
 		n++
-		if d&0x80 == 0 {
+		if d&vbiMore == 0 {
 			return v, n, true
 		}
 		mul <<= 7
@@ -127,7 +134,7 @@ func AppendVBI(b []byte, n int) []byte {
 		d := byte(n % 128)
 		n /= 128
 		if n > 0 {
-			d |= 0x80
+			d |= vbiMore
 		}
 		b = append(b, d)
 		if n == 0 {
