@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/mqplan/mqplan/internal/wait"
 	"net"
 	"strings"
 	"sync"
@@ -17,9 +18,6 @@ import (
 
 	"github.com/mqplan/mqplan/stats"
 )
-
-// btTimeout bounds every wait in these tests.
-const btTimeout = 10 * time.Second
 
 // btStart starts a broker for one test and closes it when the test ends.
 func btStart(t *testing.T, opts Options, quotaWorkaround bool) *Broker {
@@ -82,7 +80,7 @@ func (in *btInbox) snapshot() ([][]byte, []time.Time) {
 // waitUntil waits until done reports true for the received payloads.
 func (in *btInbox) waitUntil(t *testing.T, what string, done func(got [][]byte) bool) {
 	t.Helper()
-	deadline := time.NewTimer(btTimeout)
+	deadline := time.NewTimer(wait.Timeout)
 	defer deadline.Stop()
 	for {
 		in.mu.Lock()
@@ -105,29 +103,12 @@ func (in *btInbox) waitN(t *testing.T, n int) {
 	in.waitUntil(t, fmt.Sprintf("%d messages", n), func(got [][]byte) bool { return len(got) >= n })
 }
 
-// btWaitFor polls a broker-side condition (counters updated by mochi's
-// goroutines after the bytes hit the socket) until it holds.
-func btWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(btTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // btConnect connects an MQTT 5 client with the given Receive Maximum,
 // delivering publishes to inbox (if not nil), and disconnects it when the
 // test ends.
 func btConnect(t *testing.T, b *Broker, id string, receiveMax uint16, inbox *btInbox) *paho.Client {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", b.Addr(), btTimeout)
+	conn, err := net.DialTimeout("tcp", b.Addr(), wait.Timeout)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -136,7 +117,7 @@ func btConnect(t *testing.T, b *Broker, id string, receiveMax uint16, inbox *btI
 		cfg.OnPublishReceived = []func(paho.PublishReceived) (bool, error){inbox.receive}
 	}
 	c := paho.NewClient(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), btTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Timeout)
 	defer cancel()
 	ca, err := c.Connect(ctx, &paho.Connect{
 		ClientID:   id,
@@ -159,7 +140,7 @@ func btConnect(t *testing.T, b *Broker, id string, receiveMax uint16, inbox *btI
 
 func btSubscribe(t *testing.T, c *paho.Client, topic string, qos byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), btTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Timeout)
 	defer cancel()
 	sa, err := c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: qos}}})
 	if err != nil {
@@ -172,7 +153,7 @@ func btSubscribe(t *testing.T, c *paho.Client, topic string, qos byte) {
 
 func btPublish(t *testing.T, c *paho.Client, topic string, qos byte, payload []byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), btTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Timeout)
 	defer cancel()
 	if _, err := c.Publish(ctx, &paho.Publish{Topic: topic, QoS: qos, Payload: payload}); err != nil {
 		t.Fatalf("publish: %v", err)
@@ -219,7 +200,7 @@ func TestBrokerStartClose(t *testing.T) {
 					for _, c := range cs {
 						select {
 						case <-c.Done():
-						case <-time.After(btTimeout):
+						case <-time.After(wait.Timeout):
 							t.Errorf("client still connected after Close")
 						}
 					}
@@ -238,13 +219,13 @@ func TestBrokerStartClose(t *testing.T) {
 				}
 				t.Cleanup(func() { raw.Close() })
 				// Make sure mochi has accepted it before Close.
-				btWaitFor(t, "the connection to be accepted", func() bool {
+				wait.Until(t, "the connection to be accepted", func() bool {
 					b.ln.mu.Lock()
 					defer b.ln.mu.Unlock()
 					return len(b.ln.conns) == 1
 				})
 				return func(t *testing.T) {
-					_ = raw.SetReadDeadline(time.Now().Add(btTimeout))
+					_ = raw.SetReadDeadline(time.Now().Add(wait.Timeout))
 					if _, err := raw.Read(make([]byte, 1)); err == nil {
 						t.Errorf("raw socket still open after Close")
 					}
@@ -270,7 +251,7 @@ func TestBrokerStartClose(t *testing.T) {
 				for range 64 { // 16 MiB, more than loopback socket buffers hold
 					btPublish(t, pub, "big", 0, big)
 				}
-				btWaitFor(t, "the broker's writer to block", func() bool {
+				wait.Until(t, "the broker's writer to block", func() bool {
 					return b.Stats().MessagesSent < 64 && b.Stats().MessagesReceived == 64
 				})
 				return func(t *testing.T) {
@@ -278,7 +259,7 @@ func TestBrokerStartClose(t *testing.T) {
 					once.Do(func() { close(release) })
 					select {
 					case <-sub.Done():
-					case <-time.After(btTimeout):
+					case <-time.After(wait.Timeout):
 						t.Errorf("stuck client still connected after Close")
 					}
 				}
@@ -374,8 +355,8 @@ func TestBrokerRoundTrip(t *testing.T) {
 					t.Fatalf("message %d is number %d: want in order", i+1, btNumOf(p))
 				}
 			}
-			btWaitFor(t, "MessagesSent to reach n", func() bool { return b.Stats().MessagesSent == n })
-			btWaitFor(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
+			wait.Until(t, "MessagesSent to reach n", func() bool { return b.Stats().MessagesSent == n })
+			wait.Until(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
 			want := stats.Broker{MessagesReceived: n, MessagesSent: n, ClientsMaximum: 2}
 			if s := b.Stats(); s != want {
 				t.Errorf("Stats() = %+v, want %+v", s, want)
@@ -421,12 +402,12 @@ func TestBrokerFanOut(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(btTimeout):
+	case <-time.After(wait.Timeout):
 		t.Fatalf("received %d of %d", received.Load(), subs*msgs)
 	}
 	// The extra hook runs after mochi counted the write.
-	btWaitFor(t, "the extra hook to see every delivery", func() bool { return counter.publishes.Load() == subs*msgs })
-	btWaitFor(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
+	wait.Until(t, "the extra hook to see every delivery", func() bool { return counter.publishes.Load() == subs*msgs })
+	wait.Until(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
 	want := stats.Broker{MessagesReceived: msgs, MessagesSent: subs * msgs, ClientsMaximum: subs + 1}
 	if s := b.Stats(); s != want {
 		t.Errorf("Stats() = %+v, want %+v", s, want)

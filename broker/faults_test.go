@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/internal/wait"
 	"testing"
 	"time"
 
@@ -96,8 +97,8 @@ func TestBrokerFaults(t *testing.T) {
 			// mochi counts only what was really written, and nothing is
 			// left inflight: dropped QoS 1/2 deliveries do not wedge.
 			wantSent := int64(len(got))
-			btWaitFor(t, "MessagesSent", func() bool { return b.Stats().MessagesSent == wantSent })
-			btWaitFor(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
+			wait.Until(t, "MessagesSent", func() bool { return b.Stats().MessagesSent == wantSent })
+			wait.Until(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
 			want := stats.Broker{MessagesReceived: int64(sentinel), MessagesSent: wantSent, ClientsMaximum: 2}
 			if s := b.Stats(); s != want {
 				t.Errorf("Stats() = %+v, want %+v", s, want)
@@ -176,7 +177,7 @@ func TestBrokerFaultDelay(t *testing.T) {
 			if fc := b.FaultCounts(); fc.Delayed != n || fc.Deliveries != n || fc.Dropped != 0 {
 				t.Errorf("FaultCounts() = %+v, want %d delayed", fc, n)
 			}
-			btWaitFor(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
+			wait.Until(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/mqplan/mqplan/internal/wait"
 	"sync"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestBrokerSendQuotaWorkaround(t *testing.T) {
 						t.Fatalf("message %d is number %d: want in order", i+1, btNumOf(p))
 					}
 				}
-				btWaitFor(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
+				wait.Until(t, "inflight to drain", func() bool { return btInflight(b) == 0 })
 				if s := b.Stats(); s.MessagesDropped != 0 || s.InflightDropped != 0 {
 					t.Errorf("broker dropped messages: %+v", s)
 				}

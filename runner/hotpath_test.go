@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/mqplan/mqplan/internal/wait"
 	"net"
 	"testing"
 	"time"
@@ -52,11 +53,11 @@ var hotTransports = []struct {
 			tb.Fatal(err)
 		}
 		defer ln.Close()
-		a, err := net.DialTimeout("tcp", ln.Addr().String(), btTimeout)
+		a, err := net.DialTimeout("tcp", ln.Addr().String(), wait.Timeout)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(btTimeout))
+		_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(wait.Timeout))
 		b, err := ln.Accept()
 		if err != nil {
 			a.Close()
@@ -161,7 +162,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 					t.Run("publish", func(t *testing.T) {
 						r, sub, buf := hotRun(t, size)
 						cn, bn := tr.pair(t)
-						_ = bn.SetDeadline(time.Now().Add(btTimeout))
+						_ = bn.SetDeadline(time.Now().Add(wait.Timeout))
 						c, acked, _ := hotConn(t, cn, r, sub)
 						go fakeBroker(bn, make(chan [4]byte, 1))
 						pub := &r.prog.Clients[1]
@@ -171,7 +172,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 						var failed error
 						// One deadline for every wait of the run: a timer
 						// made per wait (time.After) would allocate.
-						deadline := time.NewTimer(btTimeout)
+						deadline := time.NewTimer(wait.Timeout)
 						defer deadline.Stop()
 						// One message as run.publish sends it.
 						step := func() {
@@ -191,7 +192,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 								select {
 								case <-acked:
 								case <-deadline.C:
-									failed = fmt.Errorf("message %d not acknowledged within %v of the start", k, btTimeout)
+									failed = fmt.Errorf("message %d not acknowledged within %v of the start", k, wait.Timeout)
 								}
 							}
 						}
@@ -206,7 +207,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 					t.Run("receive", func(t *testing.T) {
 						r, sub, _ := hotRun(t, size)
 						cn, bn := tr.pair(t)
-						_ = bn.SetDeadline(time.Now().Add(btTimeout))
+						_ = bn.SetDeadline(time.Now().Add(wait.Timeout))
 						_, _, received := hotConn(t, cn, r, sub)
 						acks := make(chan [4]byte, 2)
 						go fakeBroker(bn, acks)
@@ -231,7 +232,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 						pubrel := make([]byte, 4)
 						seq := uint32(0)
 						var failed error
-						deadline := time.NewTimer(btTimeout) // see publish
+						deadline := time.NewTimer(wait.Timeout) // see publish
 						defer deadline.Stop()
 						expectAck := func(typ byte, id uint16) {
 							select {
@@ -240,7 +241,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 									failed = fmt.Errorf("message %d: got packet %x, want type %d for id %d", seq, a, typ, id)
 								}
 							case <-deadline.C:
-								failed = fmt.Errorf("message %d: no ack within %v of the start", seq, btTimeout)
+								failed = fmt.Errorf("message %d: no ack within %v of the start", seq, wait.Timeout)
 							}
 						}
 						step := func() {
@@ -258,7 +259,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 							select {
 							case <-received:
 							case <-deadline.C:
-								failed = fmt.Errorf("message %d not received within %v of the start", seq, btTimeout)
+								failed = fmt.Errorf("message %d not received within %v of the start", seq, wait.Timeout)
 								return
 							}
 							switch qos {

@@ -3,6 +3,7 @@ package runner
 import (
 	"bufio"
 	"encoding/binary"
+	"github.com/mqplan/mqplan/internal/wait"
 	"io"
 	"net"
 	"strings"
@@ -225,7 +226,7 @@ func (p *kickProxy) serve(c net.Conn) {
 		c.Close()
 		return
 	}
-	u, err := net.DialTimeout("tcp", p.target, btTimeout)
+	u, err := net.DialTimeout("tcp", p.target, wait.Timeout)
 	if err != nil {
 		c.Close()
 		return

@@ -3,6 +3,7 @@ package mqttc
 import (
 	"bytes"
 	"fmt"
+	"github.com/mqplan/mqplan/internal/wait"
 	"io"
 	"strings"
 	"testing"
@@ -376,8 +377,8 @@ func TestReaderHandlesMochiPackets311(t *testing.T) {
 		if len(rc) != 2 || rc[0] != 1 || !rc[1].Failed() {
 			t.Errorf("SUBACK codes %v, want [1, failure]", rc)
 		}
-	case <-time.After(testTimeout):
-		t.Fatalf("no SUBACK within %v", testTimeout)
+	case <-time.After(wait.Timeout):
+		t.Fatalf("no SUBACK within %v", wait.Timeout)
 	}
 	// A PINGRESP answers the probe.
 	go c.Probe()
@@ -387,7 +388,7 @@ func TestReaderHandlesMochiPackets311(t *testing.T) {
 	}
 	pr := mochi.Packet{ProtocolVersion: Version311, FixedHeader: mochi.FixedHeader{Type: mochi.Pingresp}}
 	send(pr, pr.PingrespEncode)
-	waitFor(t, "the PINGRESP to answer the probe", c.ProbeAnswered)
+	wait.Until(t, "the PINGRESP to answer the probe", c.ProbeAnswered)
 	broker.Close()
 	waitClosed(t, "the connection to end", c.done)
 	<-c.readerDone
@@ -446,8 +447,8 @@ func TestHandshake311WithMochi(t *testing.T) {
 			var err error
 			select {
 			case err = <-errc:
-			case <-time.After(testTimeout):
-				t.Fatalf("handshake still running after %v", testTimeout)
+			case <-time.After(wait.Timeout):
+				t.Fatalf("handshake still running after %v", wait.Timeout)
 			}
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/internal/wait"
 	"io"
 	"net"
 	"strings"
@@ -15,9 +16,6 @@ import (
 	"github.com/eclipse/paho.golang/packets"
 )
 
-// testTimeout bounds every wait in these tests.
-const testTimeout = 10 * time.Second
-
 // pipeConn returns a Conn on one end of an in-memory pipe and the other
 // end, playing the broker. Its reader is not started: a test starts it
 // (go c.readLoop()) when it wants the connection to read.
@@ -26,39 +24,22 @@ func pipeConn(t *testing.T, h Handlers) (*Conn, net.Conn) {
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
 	// Every read and write of the test's broker end fails after
-	// testTimeout instead of blocking forever when the client does not do
+	// wait.Timeout instead of blocking forever when the client does not do
 	// its part.
-	_ = b.SetDeadline(time.Now().Add(testTimeout))
+	_ = b.SetDeadline(time.Now().Add(wait.Timeout))
 	epoch := time.Now()
 	c := newConn(a, Version5, func() int64 { return int64(time.Since(epoch)) }, h)
 	c.initWindow(4)
 	return c, b
 }
 
-// waitClosed waits, at most testTimeout, for a connection's done channel.
+// waitClosed waits, at most wait.Timeout, for a connection's done channel.
 func waitClosed(t *testing.T, what string, done <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-done:
-	case <-time.After(testTimeout):
-		t.Fatalf("timed out after %v waiting for %s", testTimeout, what)
-	}
-}
-
-// waitFor polls a condition updated by other goroutines until it holds,
-// and fails the test after testTimeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(testTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		}
+	case <-time.After(wait.Timeout):
+		t.Fatalf("timed out after %v waiting for %s", wait.Timeout, what)
 	}
 }
 
@@ -261,7 +242,7 @@ func TestAdoptAndResend(t *testing.T) {
 	if _, err := oldBroker.Write([]byte{TypePuback << 4, 2, byte(ids[0] >> 8), byte(ids[0]), TypePubrec << 4, 2, byte(ids[1] >> 8), byte(ids[1])}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the PUBACK and PUBREC to be handled", func() bool {
+	wait.Until(t, "the PUBACK and PUBREC to be handled", func() bool {
 		old.idMu.Lock()
 		defer old.idMu.Unlock()
 		return old.pending.Load() == 2 && old.inflight[ids[1]].released
@@ -315,8 +296,8 @@ func TestAdoptAndResend(t *testing.T) {
 	for i := range 2 {
 		select {
 		case <-ackedCh:
-		case <-time.After(testTimeout):
-			t.Fatalf("%d of the 2 adopted publishes acknowledged after %v", i, testTimeout)
+		case <-time.After(wait.Timeout):
+			t.Fatalf("%d of the 2 adopted publishes acknowledged after %v", i, wait.Timeout)
 		}
 	}
 	if len(acked) != 2 || acked[0] != token(2) || acked[1] != token(3) || c.pending.Load() != 1 {
@@ -453,14 +434,14 @@ func TestEndOfConnection(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, broker := net.Pipe()
 			t.Cleanup(func() { a.Close(); broker.Close() })
-			_ = broker.SetDeadline(time.Now().Add(testTimeout))
+			_ = broker.SetDeadline(time.Now().Add(wait.Timeout))
 			closed := make(chan error, 1)
 			c := NewConn(a, Version5, func() int64 { return 0 }, Handlers{Closed: func(err error) { closed <- err }})
 			tt.end(c, broker)
 			select {
 			case <-c.ReaderDone():
-			case <-time.After(testTimeout):
-				t.Fatalf("reader still running %v after the end", testTimeout)
+			case <-time.After(wait.Timeout):
+				t.Fatalf("reader still running %v after the end", wait.Timeout)
 			}
 			<-c.Done()
 			err := <-closed

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/mqplan/mqplan/internal/wait"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -131,14 +132,14 @@ func TestWebSocketStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Timeout)
 	defer cancel()
 	nc, err := dialTransport(ctx, targets[0], "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(testTimeout))
+	_ = nc.SetDeadline(time.Now().Add(wait.Timeout))
 	c := newConn(nc, Version311, func() int64 { return 0 }, Handlers{})
 	b0, body, err := c.readPacket()
 	if err != nil {
@@ -158,8 +159,8 @@ func TestWebSocketStream(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("frame %x, want %x", got, want)
 			}
-		case <-time.After(testTimeout):
-			t.Fatalf("no frame within %v", testTimeout)
+		case <-time.After(wait.Timeout):
+			t.Fatalf("no frame within %v", wait.Timeout)
 		}
 	}
 }
