@@ -15,10 +15,9 @@
 // exit code. It must hold no business logic: plans loads and compiles
 // plans, runner runs them, report judges and prints them, broker is the
 // embedded broker, and emqttbench (internal) translates emqtt-bench's
-// command lines. What it takes from
-// the process (standard streams, environment, signals, exit, CPUs) comes
-// through env, so that tests run the commands in-process; only main
-// touches the real process.
+// command lines. What it takes from the process (standard streams,
+// environment, signals, exit, CPUs) comes through env, so that tests run
+// the commands in-process; only main touches the real process.
 package main
 
 import (
