@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -156,7 +155,9 @@ func cmdRun(e *env, args []string) (retErr error) {
 	fs := newFlags(e, "run", "[flags] PLAN", "Runs the plan, prints the report and exits 0 (pass), 1 (a threshold failed),\n2 (invalid plan) or 3 (the run could not complete).")
 	var pf planFlags
 	pf.register(fs)
-	jsonOut := fs.String("json", "", "write the full result as JSON to this file")
+	var outs outputs
+	fs.Var(&outs, "out", "write the result as FORMAT to FILE (- for standard output); repeatable. Formats:\n"+report.FormatHelp())
+	fs.Var(jsonFlag{&outs}, "json", "write the full result as JSON to this file (the same as --out json=FILE)")
 	quiet := fs.Bool("quiet", false, "no live progress on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (to see where mqplan's own time goes)")
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
@@ -177,10 +178,8 @@ func cmdRun(e *env, args []string) (retErr error) {
 	}
 	// Output names are checked before anything connects: a typo in a
 	// directory must not cost a whole run.
-	if *jsonOut != "" && !outfile.IsStdout(*jsonOut) {
-		if err := outfile.Check(*jsonOut); err != nil {
-			return invalid(fmt.Errorf("--json %s: %w", *jsonOut, err))
-		}
+	if err := outs.check(); err != nil {
+		return err
 	}
 	e.chooseProcs(*procs, prog.Plan.Broker)
 	if *cpuProfile != "" {
@@ -215,40 +214,19 @@ func cmdRun(e *env, args []string) (retErr error) {
 		return incomplete(err)
 	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
-	// With --json - the JSON owns standard output, so that it can be
-	// piped to jq; the table goes to standard error.
+	// An output to standard output (--json -, --out md=-) owns it, so
+	// that it can be piped to jq; the table goes to standard error.
 	tableOut := e.stdout
-	if outfile.IsStdout(*jsonOut) {
+	if outs.toStdout() {
 		tableOut = e.stderr
 	}
 	if err := report.WriteTable(tableOut, res); err != nil {
 		return incomplete(fmt.Errorf("write report: %w", err))
 	}
-	if *jsonOut != "" {
-		if err := writeJSON(e, *jsonOut, res); err != nil {
-			return incomplete(err)
-		}
+	if err := outs.write(e, res); err != nil {
+		return incomplete(err)
 	}
 	return verdict(res)
-}
-
-// writeJSON writes the --json report: to standard output for "-" and
-// /dev/stdout, else to the file (see internal/outfile).
-func writeJSON(e *env, path string, res *report.Result) error {
-	if outfile.IsStdout(path) {
-		if err := report.WriteJSON(e.stdout, res); err != nil {
-			return fmt.Errorf("--json %s: %w", path, err)
-		}
-		return nil
-	}
-	var b bytes.Buffer
-	if err := report.WriteJSON(&b, res); err != nil {
-		return fmt.Errorf("--json %s: %w", path, err)
-	}
-	if err := outfile.WriteFile(path, b.Bytes()); err != nil {
-		return fmt.Errorf("--json %s: %w", path, err)
-	}
-	return nil
 }
 
 // startCPUProfile starts the --cpuprofile profile, written like every

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// TestOutputFiles runs `mqplan run` with --json and --cpuprofile naming
+// TestOutputFiles runs `mqplan run` with --json, --out and --cpuprofile naming
 // every kind of thing: bad names are refused (exit 2) before anything
 // connects, standard output gets the JSON alone, and devices, FIFOs and
 // links are written through, never replaced by a regular file.
@@ -88,6 +88,25 @@ func TestOutputFiles(t *testing.T) {
 			check: func(t *testing.T, r result) {
 				if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
 					t.Errorf("the FIFO was replaced: %v", err)
+				}
+			}},
+		{name: "--out without FORMAT=: 2 before the run", args: []string{"--out", filepath.Join(dir, "x.json")},
+			code: 2, stderr: "want FORMAT=FILE", fast: true},
+		{name: "--out with an unknown format: 2, naming the formats", args: []string{"--out", "pdf=" + filepath.Join(dir, "x.pdf")},
+			code: 2, stderr: `unknown format "pdf": want one of json, table`, fast: true},
+		{name: "--out into a missing directory: 2 before the run", args: []string{"--out", "json=" + filepath.Join(dir, "no", "r.json")},
+			code: 2, stderr: "--out json=" + filepath.Join(dir, "no", "r.json") + ": the directory", fast: true},
+		{name: "two outputs to standard output: 2", args: []string{"--json", "-", "--out", "table=-"},
+			code: 2, stderr: "--json - and --out table=- both write to standard output", fast: true},
+		{name: "two outputs to one file: 2", args: []string{"--json", filepath.Join(dir, "same"), "--out", "table=" + filepath.Join(dir, "same")},
+			code: 2, stderr: "write the same file", fast: true},
+		{name: "--out json=- and --out table=FILE: both written", args: []string{"--out", "json=-", "--out", "table=" + filepath.Join(dir, "t.txt")},
+			code: 0, stderr: "PASS: 2 of 2 thresholds held",
+			check: func(t *testing.T, r result) {
+				isJSON(t, []byte(r.stdout))
+				b, err := os.ReadFile(filepath.Join(dir, "t.txt"))
+				if err != nil || !strings.Contains(string(b), "\nPASS: 2 of 2 thresholds held") {
+					t.Errorf("table file: %v\n%s", err, b)
 				}
 			}},
 		{name: "--cpuprofile into a file: written whole", args: []string{"--cpuprofile", filepath.Join(dir, "cpu.out")}, code: 0,

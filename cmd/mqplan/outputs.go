@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mqplan/mqplan/internal/outfile"
+	"github.com/mqplan/mqplan/report"
+)
+
+// output is one --out FORMAT=FILE (or --json FILE).
+type output struct {
+	format report.Format
+	path   string
+	// flag is how the user asked for it, for messages: "--out md=x.md".
+	flag string
+}
+
+// outputs collects the repeatable --out flag; --json FILE adds to it too,
+// as --out json=FILE.
+type outputs struct{ list []output }
+
+// String is for the flag package's default-value display.
+func (o *outputs) String() string { return "" }
+
+// Set parses one --out FORMAT=FILE.
+func (o *outputs) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok || name == "" || path == "" {
+		return fmt.Errorf("want FORMAT=FILE (FORMAT one of %s; FILE - for standard output), got %q", report.FormatNames(), v)
+	}
+	f, ok := report.LookupFormat(name)
+	if !ok {
+		return fmt.Errorf("unknown format %q: want one of %s", name, report.FormatNames())
+	}
+	o.list = append(o.list, output{format: f, path: path, flag: "--out " + v})
+	return nil
+}
+
+// jsonFlag is --json FILE: --out json=FILE under its older name.
+type jsonFlag struct{ o *outputs }
+
+func (j jsonFlag) String() string { return "" }
+
+func (j jsonFlag) Set(path string) error {
+	if path == "" {
+		return errors.New("want a file name (- for standard output)")
+	}
+	f, _ := report.LookupFormat("json")
+	j.o.list = append(j.o.list, output{format: f, path: path, flag: "--json " + path})
+	return nil
+}
+
+// check refuses, before anything connects, outputs that cannot be
+// written: a directory that does not exist, two outputs to one file, or
+// two to standard output (their bytes would interleave).
+func (o *outputs) check() error {
+	seen := map[string]string{}
+	stdout := ""
+	for _, out := range o.list {
+		if outfile.IsStdout(out.path) {
+			if stdout != "" {
+				return invalid(fmt.Errorf("%s and %s both write to standard output: give one of them a file", stdout, out.flag))
+			}
+			stdout = out.flag
+			continue
+		}
+		if prev, ok := seen[out.path]; ok {
+			return invalid(fmt.Errorf("%s and %s write the same file", prev, out.flag))
+		}
+		seen[out.path] = out.flag
+		if err := outfile.Check(out.path); err != nil {
+			return invalid(fmt.Errorf("%s: %w", out.flag, err))
+		}
+	}
+	return nil
+}
+
+// toStdout reports whether an output owns standard output, in which case
+// the summary table goes to standard error so that the output can be
+// piped (to jq, say).
+func (o *outputs) toStdout() bool {
+	for _, out := range o.list {
+		if outfile.IsStdout(out.path) {
+			return true
+		}
+	}
+	return false
+}
+
+// write writes every output, in the order given, each whole or not at
+// all (see internal/outfile), and returns the first error; the others are
+// still written, since each is what was measured.
+func (o *outputs) write(e *env, res *report.Result) error {
+	var first error
+	for _, out := range o.list {
+		if err := out.writeOne(e, res); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (out output) writeOne(e *env, res *report.Result) error {
+	var b bytes.Buffer
+	if err := out.format.Write(&b, res); err != nil {
+		return fmt.Errorf("%s: %w", out.flag, err)
+	}
+	if outfile.IsStdout(out.path) {
+		if _, err := e.stdout.Write(b.Bytes()); err != nil {
+			return fmt.Errorf("%s: %w", out.flag, err)
+		}
+		return nil
+	}
+	if err := outfile.WriteFile(out.path, b.Bytes()); err != nil {
+		return fmt.Errorf("%s: %w", out.flag, err)
+	}
+	return nil
+}
