@@ -86,9 +86,6 @@ func exitCode(err error) int {
 	return exitIncomplete
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	os.Exit(run(osEnv(), os.Args[1:]))
 }
@@ -150,7 +147,7 @@ Usage:
   mqplan explain [flags] PLAN      print the compiled phases and load, without connecting
   mqplan broker [flags]            run the embedded MQTT broker until Ctrl-C
   mqplan conn|sub|pub [options]    emqtt-bench's commands and options, compiled into a plan
-  mqplan version                   print the version
+  mqplan version                   print the version, Go release and VCS revision
 
 Run "mqplan COMMAND --help" for a command's flags.
 
@@ -177,7 +174,7 @@ func dispatch(e *env, args []string) error {
 	case "conn", "sub", "pub":
 		return cmdEmqtt(e, emqttbench.Kind(args[0]), args[1:])
 	case "version", "--version":
-		fmt.Fprintf(e.stdout, "mqplan %s\n", version)
+		fmt.Fprintln(e.stdout, buildVersion())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
