@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -220,13 +221,28 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if outs.toStdout() {
 		tableOut = e.stderr
 	}
-	if err := report.WriteTable(tableOut, res); err != nil {
+	if err := writeTable(e, tableOut, res); err != nil {
 		return incomplete(fmt.Errorf("write report: %w", err))
 	}
 	if err := outs.write(e, res); err != nil {
 		return incomplete(err)
 	}
 	return verdict(res)
+}
+
+// writeTable writes the summary table to w, its verdicts coloured when w
+// is a terminal that takes colour (see env.colour).
+func writeTable(e *env, w io.Writer, res *report.Result) error {
+	var b bytes.Buffer
+	if err := report.WriteTable(&b, res); err != nil {
+		return err
+	}
+	out := b.Bytes()
+	if e.colour(w) {
+		out = colourVerdicts(out)
+	}
+	_, err := w.Write(out)
+	return err
 }
 
 // startCPUProfile starts the --cpuprofile profile, written like every

@@ -91,6 +91,8 @@ func (p *pipe) String() string {
 type cmdOpts struct {
 	stdin io.Reader         // nil: empty
 	vars  map[string]string // the environment; nothing else is set
+	// terminal makes standard output and error terminals, for colour.
+	terminal bool
 }
 
 // running is a command started in-process (startCmd).
@@ -139,7 +141,8 @@ func (r *running) fakeEnv(o cmdOpts) *env {
 		// GOMAXPROCS is the test binary's: the choice is tested on its
 		// own (TestGeneratorProcs), and parallel runs must not change it
 		// under each other.
-		setProcs: func(int) {},
+		setProcs:   func(int) {},
+		isTerminal: func(io.Writer) bool { return o.terminal },
 	}
 }
 

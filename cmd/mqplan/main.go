@@ -111,6 +111,8 @@ type env struct {
 	// setProcs sets how many CPUs the run may use (runtime.GOMAXPROCS,
 	// which is the whole process's).
 	setProcs func(n int)
+	// isTerminal says whether w is a terminal, for colour (nil: never).
+	isTerminal func(w io.Writer) bool
 }
 
 // osEnv is the real process's env.
@@ -124,6 +126,7 @@ func osEnv() *env {
 		stopNotify: signal.Stop,
 		exit:       os.Exit,
 		setProcs:   func(n int) { runtime.GOMAXPROCS(n) },
+		isTerminal: isTerminal,
 	}
 }
 
