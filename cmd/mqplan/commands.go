@@ -34,15 +34,45 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// newFlags returns a flag set that reports errors instead of exiting.
+// newFlags returns a flag set that reports errors instead of exiting. Its
+// --help shows the command's examples (commandExamples) after the flags.
 func newFlags(e *env, name, args, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: mqplan %s %s\n\n%s\n\nFlags:\n", name, args, help)
 		fs.PrintDefaults()
+		if ex := commandExamples[name]; len(ex) > 0 {
+			fmt.Fprintf(fs.Output(), "\nExamples:\n")
+			for _, line := range ex {
+				fmt.Fprintf(fs.Output(), "  %s\n", line)
+			}
+		}
 	}
 	return fs
+}
+
+// commandExamples are the command lines each command's --help ends with:
+// the shortest way to the common uses, runnable from a checkout.
+var commandExamples = map[string][]string{
+	"run": {
+		"mqplan run plans/1to1-qos1.yaml                                   # embedded broker",
+		"mqplan run --broker mqtt://127.0.0.1:1883 --set duration=30s plans/fanin-qos1.yaml",
+		"mqplan run --quiet --out json=result.json --out table=summary.txt plans/1to1-qos1.yaml",
+	},
+	"validate": {
+		"mqplan validate plans/*.yaml",
+		"mqplan validate --set groups.sensors.count=5000 plans/fanin-qos1.yaml",
+	},
+	"explain": {
+		"mqplan explain plans/conn-storm.yaml",
+		"mqplan explain --set groups.sub.count=100000 plans/fanout-qos0.yaml   # fds and ports it would need",
+	},
+	"broker": {
+		"mqplan broker --listen 127.0.0.1:1883",
+		"mqplan broker --listen 127.0.0.1:8883 --tls-cert server.pem --tls-key server.key --ws 127.0.0.1:8080",
+		"mqplan broker --duplicate-every 100                               # a broker that duplicates, on purpose",
+	},
 }
 
 // parseFlags parses, mapping --help to done with no error (exit 0) and
