@@ -151,6 +151,7 @@ Usage:
   mqplan broker [flags]            run the embedded MQTT broker until Ctrl-C
   mqplan conn|sub|pub [options]    emqtt-bench's commands and options, compiled into a plan
   mqplan version                   print the version, Go release and VCS revision
+  mqplan completion bash|zsh|fish  print a shell completion script
 
 Run "mqplan COMMAND --help" for a command's flags.
 
@@ -176,6 +177,8 @@ func dispatch(e *env, args []string) error {
 		return cmdBroker(e, args[1:])
 	case "conn", "sub", "pub":
 		return cmdEmqtt(e, emqttbench.Kind(args[0]), args[1:])
+	case "completion":
+		return cmdCompletion(e, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, buildVersion())
 		return nil
