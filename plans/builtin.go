@@ -51,13 +51,16 @@ var compiledBuiltins = sync.OnceValue(func() []*threshold.Threshold {
 
 // BuiltinThresholds returns the built-in integrity checks that the plan's
 // own thresholds (user, as compiled) leave to mqplan: each check none of
-// whose metrics a user threshold reads. They are marked Builtin so that
+// whose metrics a user threshold reads in this run (reading the baseline's
+// lost says nothing about this run's, so it leaves lost == 0 in place). They are marked Builtin so that
 // reports can say why a run failed without the plan asking.
 func BuiltinThresholds(user []*Threshold) []*Threshold {
 	read := map[metric.Name]bool{}
 	for _, t := range user {
 		for _, ref := range t.Reads {
-			read[ref.Metric] = true
+			if !ref.Baseline {
+				read[ref.Metric] = true
+			}
 		}
 	}
 	var out []*Threshold

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
 
 	"github.com/mqplan/mqplan/metric"
 )
@@ -19,6 +20,17 @@ type checker struct {
 	rw    rewrite
 	reads []Ref
 	err   *Error
+	// scaled are the multiplications of a duration by a fraction
+	// (baseline.p99 * 1.10), by their location in the rewritten text:
+	// compile turns each into scaleFunc, which keeps the duration type.
+	scaled []scaledAt
+}
+
+// scaledAt is one duration × fraction: where, and which side is the
+// duration.
+type scaledAt struct {
+	at           file.Location
+	durationLeft bool
 }
 
 // typ is the static type of a sub-expression in the walk.
@@ -201,13 +213,19 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 			return promoted
 		}
 		// expr multiplies a duration by an integer exactly; by a float it
-		// yields a float at run time while its checker says duration, so
-		// that case is refused here rather than failing after the run.
+		// would yield a float at run time while its checker says
+		// duration, so that case becomes scaleFunc (see compile), which
+		// rounds to the nanosecond and keeps the duration type:
+		// p99 <= baseline.p99 * 1.10 compares two durations.
 		if l.kind == kindDuration && r.kind == kindInt || l.kind == kindInt && r.kind == kindDuration {
 			return typ{kind: kindDuration}
 		}
+		if l.kind == kindDuration && r.kind == kindFloat || l.kind == kindFloat && r.kind == kindDuration {
+			c.scaled = append(c.scaled, scaledAt{at: n.Location(), durationLeft: l.kind == kindDuration})
+			return typ{kind: kindDuration}
+		}
 		if l.kind == kindDuration || r.kind == kindDuration {
-			return c.fail(n.Location().From, "a duration can only be multiplied by a whole number")
+			return c.fail(n.Location().From, "a duration can only be multiplied by a number")
 		}
 		return c.mismatch(n, l, r, "multiply")
 	case "/":
@@ -291,6 +309,13 @@ func (c *checker) metric(n ast.Node) typ {
 		return typ{}
 	}
 	ref := Ref{}
+	if parts[0].name == BaselineRoot {
+		if len(parts) == 1 {
+			return c.fail(parts[0].at, "%s needs a metric, e.g. %s.p99 (the baseline run's, from --baseline FILE)", BaselineRoot, BaselineRoot)
+		}
+		ref.Baseline = true
+		parts = parts[1:]
+	}
 	rest := parts
 	switch root := parts[0]; root.name {
 	case "$env":
@@ -341,6 +366,9 @@ func (c *checker) metric(n ast.Node) typ {
 		spelled = strings.Join(names, ".")
 	} else {
 		spelled = string(ref.Scope) + memberSyntax(ref.Name) + "." + strings.Join(names[2:], ".")
+	}
+	if ref.Baseline {
+		spelled = BaselineRoot + "." + spelled
 	}
 	t := typ{kind: kindInt, metric: &md, spelled: spelled}
 	switch md.Kind {

@@ -1,6 +1,7 @@
 package threshold
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -60,11 +61,18 @@ func NewEnv(s Scopes) *Env {
 		phases[name] = metrics
 	}
 	e.metrics = metrics
-	e.types = types.Map{string(Groups): groups, string(Phases): phases}
-	for k, v := range metrics {
-		e.types[k] = v
-	}
+	e.types = scopeTypes(metrics, groups, phases)
 	return e
+}
+
+// scopeTypes is one run's scopes as a types.Map: the metrics at the top,
+// groups and phases below; the baseline is a second run of this shape.
+func scopeTypes(metrics, groups, phases types.Map) types.Map {
+	m := types.Map{string(Groups): groups, string(Phases): phases}
+	for k, v := range metrics {
+		m[k] = v
+	}
+	return m
 }
 
 // durationType is the expr type of Duration metrics and duration literals.
@@ -137,12 +145,18 @@ func (e *Env) Compile(src string) (*Threshold, *Error) {
 		// most likely a metric name is missing.
 		return nil, c.errAt(0, "reads no metric, so it gives the same verdict whatever the run measures; compare a metric, like p99 < 10ms")
 	}
+	if !slices.ContainsFunc(c.reads, func(r Ref) bool { return !r.Baseline }) {
+		// baseline.p99 < 10ms judges the old run, not this one.
+		return nil, c.errAt(0, "reads only the baseline, so it gives the same verdict whatever this run measures; compare this run with it, like p99 <= baseline.p99 * 1.10")
+	}
 	// The checker has checked names and types already; expr's checker runs
 	// again over the same environment as a second line of defence (and to
 	// compile), so that a gap in ours still cannot reach a run.
 	fin := &finitePatch{c: c}
 	prog, err := expr.Compile(c.rw.out, expr.Env(e.narrowed(c.reads)), expr.AsBool(),
-		expr.Function(finiteFunc, finite, new(func(float64, int) float64)), expr.Patch(fin))
+		expr.Function(finiteFunc, finite, new(func(float64, int) float64)),
+		expr.Function(scaleFunc, scale, new(func(time.Duration, float64) time.Duration)),
+		expr.Patch(&scalePatch{c.scaled}), expr.Patch(fin))
 	if err != nil {
 		return nil, c.exprError(err)
 	}
@@ -212,22 +226,53 @@ func (p *finitePatch) Visit(node *ast.Node) {
 	})
 }
 
+// scalePatch turns each duration × fraction the checker found into
+// scaleFunc(duration, fraction) (expr's ast.Visitor). The nodes are found
+// again by location: expr parses the same text the checker walked.
+type scalePatch struct{ at []scaledAt }
+
+// Visit patches one node.
+func (p *scalePatch) Visit(node *ast.Node) {
+	n, ok := (*node).(*ast.BinaryNode)
+	if !ok || n.Operator != "*" {
+		return
+	}
+	for _, s := range p.at {
+		if s.at != n.Location() {
+			continue
+		}
+		d, f := n.Left, n.Right
+		if !s.durationLeft {
+			d, f = f, d
+		}
+		ast.Patch(node, &ast.CallNode{Callee: &ast.IdentifierNode{Value: scaleFunc}, Arguments: []ast.Node{d, f}})
+		return
+	}
+}
+
 // narrowed is the environment with only the groups the threshold reads:
 // expr walks its whole environment on every compile, so with every group
 // in it a plan of G groups and T thresholds cost O(G×T) (1,000 groups and
 // 100 thresholds took over a second). The checker has already resolved
 // every name against the full set, so nothing is lost.
 func (e *Env) narrowed(reads []Ref) types.Map {
-	used := types.Map{}
+	used, usedBase := types.Map{}, types.Map{}
+	baseline := false
 	for _, r := range reads {
-		if r.Scope == Groups {
+		baseline = baseline || r.Baseline
+		if r.Scope != Groups {
+			continue
+		}
+		if r.Baseline {
+			usedBase[r.Name] = e.metrics
+		} else {
 			used[r.Name] = e.metrics
 		}
 	}
-	env := make(types.Map, len(e.types))
-	for k, v := range e.types {
-		env[k] = v
+	phases := e.types[string(Phases)].(types.Map)
+	env := scopeTypes(e.metrics, used, phases)
+	if baseline {
+		env[BaselineRoot] = scopeTypes(e.metrics, usedBase, phases)
 	}
-	env[string(Groups)] = used
 	return env
 }

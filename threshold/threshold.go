@@ -75,6 +75,9 @@ const (
 
 // Ref names one metric in one scope, as a threshold reads it.
 type Ref struct {
+	// Baseline says the metric is read from the baseline run
+	// (baseline.p99, baseline.groups.sub.recv_rate) rather than this one.
+	Baseline bool
 	// Scope is Top, Groups or Phases.
 	Scope Scope
 	// Name is the group or phase name when Scope is not Top.
@@ -89,11 +92,20 @@ type Ref struct {
 // `groups["my-group"].latency.p99` for names that are not identifiers, so
 // that what a report prints can be pasted back into a plan.
 func (r Ref) String() string {
-	if r.Scope == Top {
-		return string(r.Metric)
+	prefix := ""
+	if r.Baseline {
+		prefix = BaselineRoot + "."
 	}
-	return string(r.Scope) + memberSyntax(r.Name) + "." + string(r.Metric)
+	if r.Scope == Top {
+		return prefix + string(r.Metric)
+	}
+	return prefix + string(r.Scope) + memberSyntax(r.Name) + "." + string(r.Metric)
 }
+
+// BaselineRoot is the name under which a threshold reads a baseline run's
+// figures: `p99 <= baseline.p99 * 1.10`. Below it, the scopes are this
+// run's: baseline.groups.sub.recv_rate, baseline.phases.steady.p99.
+const BaselineRoot = "baseline"
 
 // Measured is everything a run measured, in the three scopes thresholds
 // can name: the top level (the steady window), each group and each phase.
@@ -105,6 +117,10 @@ type Measured struct {
 	Groups map[string]metric.Set
 	// Phases is keyed by phase name; a phase without a set had no samples.
 	Phases map[string]metric.Set
+	// Baseline holds a baseline run's figures in the same scopes (mqplan
+	// run --baseline FILE); nil when none was given, and then every
+	// threshold that reads baseline.* fails, saying so.
+	Baseline *Measured
 }
 
 // Result is the verdict of one threshold on one run.
@@ -142,16 +158,27 @@ func (t *Threshold) Eval(m Measured) Result {
 	env := map[string]any{}
 	var missing []string
 	var bad string
+	noBaseline := false
 	for i, ref := range t.Reads {
 		mv := Value{Ref: ref}
+		from := &m
+		if ref.Baseline {
+			from = m.Baseline
+		}
+		if from == nil {
+			noBaseline = true
+			mv.Missing = true
+			res.Values[i] = mv
+			continue
+		}
 		var set metric.Set
 		switch ref.Scope {
 		case Top:
-			set = m.Top
+			set = from.Top
 		case Groups:
-			set = m.Groups[ref.Name]
+			set = from.Groups[ref.Name]
 		case Phases:
-			set = m.Phases[ref.Name]
+			set = from.Phases[ref.Name]
 		}
 		raw, ok := set[ref.Metric]
 		md, known := metric.Lookup(string(ref.Metric))
@@ -183,6 +210,10 @@ func (t *Threshold) Eval(m Measured) Result {
 		}
 		res.Values[i] = mv
 	}
+	if noBaseline {
+		res.Reason = "no baseline to compare with (mqplan run --baseline FILE)"
+		return res
+	}
 	if len(missing) > 0 {
 		res.Reason = "no samples for " + strings.Join(missing, ", ")
 		return res
@@ -193,6 +224,10 @@ func (t *Threshold) Eval(m Measured) Result {
 	}
 	out, err := expr.Run(t.program, env)
 	if nf := (*nonFinite)(nil); errors.As(err, &nf) {
+		if nf.index == -1 {
+			res.Reason = fmt.Sprintf("a duration multiplied by a number is %v ns, beyond any duration: a threshold that is not a finite number fails", nf.value)
+			return res
+		}
 		what := "a division or power"
 		if nf.index >= 0 && nf.index < len(t.arith) {
 			what = t.arith[nf.index]
@@ -273,6 +308,9 @@ func conform(kind metric.Kind, v any) (any, error) {
 // scoped. The env mirrors the compile-time types.Map shape exactly.
 func put(env map[string]any, ref Ref, v any) {
 	m := env
+	if ref.Baseline {
+		m = sub(m, BaselineRoot)
+	}
 	if ref.Scope != Top {
 		m = sub(sub(m, string(ref.Scope)), ref.Name)
 	}
@@ -303,6 +341,23 @@ func sub(m map[string]any, key string) map[string]any {
 // either would pass a run that proved nothing. The name cannot be written
 // in a threshold (the checker refuses unknown functions before this runs).
 const finiteFunc = "__mqplan_finite"
+
+// scaleFunc is the function a duration × fraction becomes (see
+// checker.binary): like finiteFunc, it cannot be written in a threshold.
+const scaleFunc = "__mqplan_scale"
+
+// scale multiplies a duration by a fraction, rounding to the nanosecond;
+// a product that is not a finite duration (the fraction is Inf or NaN, or
+// the product overflows) stops the evaluation as finite does.
+func scale(params ...any) (any, error) {
+	d, _ := params[0].(time.Duration)
+	f, _ := params[1].(float64)
+	v := float64(d) * f
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= math.MaxInt64 {
+		return nil, &nonFinite{value: v, index: -1}
+	}
+	return time.Duration(math.Round(v)), nil
+}
 
 // nonFinite is the error finite stops the evaluation with: which
 // arithmetic gave what.
