@@ -24,6 +24,8 @@ type Format struct {
 var formats = []Format{
 	{Name: "json", Help: "the full result, for scripts and for mqplan report/compare", Write: WriteJSON},
 	{Name: "table", Help: "the summary table the terminal shows", Write: WriteTable},
+	{Name: "junit", Help: "JUnit XML: a test case per threshold, for CI test reports (Jenkins, GitLab)", Write: WriteJUnit},
+	{Name: "md", Help: "a Markdown summary with a Mermaid chart (what GITHUB_STEP_SUMMARY gets)", Write: WriteMarkdown},
 }
 
 // LookupFormat finds a format by name.

@@ -1,7 +1,9 @@
 // Package report owns mqplan's verdicts and their presentation: it turns a
 // run's stats.Stats into the metric environment (Environment), judges the
 // plan's thresholds against it (Evaluate), and writes the outcome as a human
-// summary table (WriteTable) or a JSON document (WriteJSON, WriteJSONFile).
+// summary table (WriteTable), a JSON document (WriteJSON, WriteJSONFile),
+// JUnit XML for CI test reports (WriteJUnit) or a Markdown summary for
+// pull requests (WriteMarkdown); Format lists them for --out.
 //
 // Nothing here touches the network or reads a clock: every time shown comes
 // from the Stats, so the same run always renders the same report and golden
@@ -338,14 +340,7 @@ func (r *Result) Summary() string {
 	}
 	switch r.Verdict() {
 	case VerdictIncomplete:
-		var why []string
-		if r.Interrupted {
-			why = append(why, "interrupted")
-		}
-		if r.Incomplete != "" {
-			why = append(why, r.Incomplete)
-		}
-		s := VerdictIncomplete + ": " + strings.Join(why, "; ")
+		s := VerdictIncomplete + ": " + r.incompleteReasons()
 		if n > 0 {
 			s += fmt.Sprintf(" (%d of %d %s held on what was measured)", n-failed, n, plural(n, "threshold"))
 		}
@@ -369,6 +364,19 @@ func (r *Result) Summary() string {
 		}
 		return fmt.Sprintf("%s: %d of %d %s held%s", VerdictPass, n, n, plural(n, "threshold"), extra)
 	}
+}
+
+// incompleteReasons says why the run is INCOMPLETE: "interrupted", the
+// reason it could not complete, or both.
+func (r *Result) incompleteReasons() string {
+	var why []string
+	if r.Interrupted {
+		why = append(why, "interrupted")
+	}
+	if r.Incomplete != "" {
+		why = append(why, r.Incomplete)
+	}
+	return strings.Join(why, "; ")
 }
 
 func plural(n int, word string) string {

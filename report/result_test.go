@@ -118,7 +118,16 @@ func outputs(t *testing.T, r *Result) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{"table": table.String(), "json": js.String(), "json.Marshal": string(marshalled), "json file": string(file)}
+	out := map[string]string{"table": table.String(), "json": js.String(), "json.Marshal": string(marshalled), "json file": string(file)}
+	// And every --out format, by its name.
+	for _, f := range formats {
+		var b bytes.Buffer
+		if err := f.Write(&b, r); err != nil {
+			t.Fatalf("--out %s: %v", f.Name, err)
+		}
+		out["--out "+f.Name] = b.String()
+	}
+	return out
 }
 
 func TestNoSecretInOutputs(t *testing.T) {

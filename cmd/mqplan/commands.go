@@ -254,6 +254,11 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if err := writeTable(e, tableOut, res); err != nil {
 		return incomplete(fmt.Errorf("write report: %w", err))
 	}
+	// The step summary is GitHub's page, not an output the user named:
+	// one that cannot be written is said, and the verdict stands.
+	if err := appendStepSummary(e, res); err != nil {
+		fmt.Fprintf(e.stderr, "mqplan: warning: %v\n", err)
+	}
 	if err := outs.write(e, res); err != nil {
 		return incomplete(err)
 	}

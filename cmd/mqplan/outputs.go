@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/mqplan/mqplan/internal/outfile"
@@ -116,6 +117,42 @@ func (out output) writeOne(e *env, res *report.Result) error {
 	}
 	if err := outfile.WriteFile(out.path, b.Bytes()); err != nil {
 		return fmt.Errorf("%s: %w", out.flag, err)
+	}
+	return nil
+}
+
+// stepSummaryVar names the file GitHub Actions gives each step for a
+// Markdown summary shown on the run's page.
+const stepSummaryVar = "GITHUB_STEP_SUMMARY"
+
+// appendStepSummary appends the Markdown summary (report.WriteMarkdown)
+// to the file GITHUB_STEP_SUMMARY names, when it is set: a workflow that
+// runs mqplan shows the verdict, thresholds and chart on its page with no
+// flag. It appends, as GitHub asks, since earlier commands of the step may
+// have written their own summaries; the summary is written in one write,
+// after the run, so it is whole or absent.
+func appendStepSummary(e *env, res *report.Result) error {
+	path, ok := e.lookupEnv(stepSummaryVar)
+	if !ok || path == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := report.WriteMarkdown(&b, res); err != nil {
+		return fmt.Errorf("%s: %w", stepSummaryVar, err)
+	}
+	// A blank line ends it, so that what a later command appends starts
+	// a block of its own.
+	b.WriteByte('\n')
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	if err != nil {
+		return fmt.Errorf("%s: %w", stepSummaryVar, err)
+	}
+	_, err = f.Write(b.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", stepSummaryVar, path, err)
 	}
 	return nil
 }

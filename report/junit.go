@@ -1,0 +1,256 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mqplan/mqplan/metric"
+)
+
+// The JUnit XML report (--out junit=FILE), for CI servers that show test
+// results: Jenkins (the junit and xunit plugins), GitLab's test reports,
+// and the GitHub actions that read JUnit. Its shape is the one Jenkins'
+// JUnit schema describes (testdata/junit/jenkins-junit.xsd pins it):
+//
+//	<testsuites name="mqplan" tests failures errors time>
+//	  <testsuite name="mqplan PLAN" tests failures errors skipped time timestamp>
+//	    <properties> plan, plan_file, broker, timestamp, verdict, summary </properties>
+//	    <testcase classname="mqplan.PLAN.run" name="run completed" time>
+//	      <error type="incomplete" message="..."/>        only when INCOMPLETE
+//	    <testcase classname="mqplan.PLAN.thresholds" name="EXPR" time="0">
+//	      <failure type="threshold" message="EXPR: measured">details</failure>
+//	    <testcase classname="mqplan.PLAN.builtin" name="built-in check: EXPR" time="0">
+//	    <system-out> warnings and error samples </system-out>
+//
+// One run is one suite. The run itself is a test case ("run completed"),
+// so that an incomplete run is an error a CI server counts even when every
+// threshold held on the part that was measured; each threshold is a test
+// case, the built-in integrity checks named as such so that a reader knows
+// no plan line wrote them. Test case names are the expressions as written,
+// which stay the same from run to run, so that a CI server's history of a
+// threshold follows it; a threshold written twice gets " [2]" after its
+// second name. A threshold is judged in no measurable time: its time is 0;
+// the run's test case and the suite take the run's length.
+
+// junitSuites is the document's root.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  *junitCDATA     `xml:"system-out"`
+}
+
+// junitCDATA is an element's text as CDATA.
+type junitCDATA struct {
+	Text string `xml:",cdata"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Error     *junitProblem `xml:"error"`
+	Failure   *junitProblem `xml:"failure"`
+}
+
+// junitProblem is a failure or an error: a one-line message for lists, a
+// type, and the details as the element's text.
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	// Text is CDATA, so that its lines read as lines in the file.
+	Text string `xml:",cdata"`
+}
+
+// WriteJUnit writes the result as JUnit XML (see the shape above): one
+// test suite for the run, one test case for the run's completion and one
+// for each threshold, built-in checks included. The broker URL is shown
+// with its password masked, like everywhere else.
+func WriteJUnit(w io.Writer, r *Result) error {
+	doc := r.junit()
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("encoding the JUnit report: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("encoding the JUnit report: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// junitSeconds is a duration as JUnit's time attribute: seconds with
+// millisecond precision ("11.700").
+func junitSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+}
+
+func (r *Result) junit() junitSuites {
+	plan := orDash(r.name())
+	class := "mqplan." + plan
+	suite := junitSuite{
+		Name: "mqplan " + plan,
+		Time: junitSeconds(r.Elapsed),
+	}
+	if !r.Started.IsZero() {
+		// Ant's and Jenkins' timestamp: ISO 8601 without a zone, here
+		// in UTC; the timestamp property has the zone.
+		suite.Timestamp = r.Started.UTC().Format("2006-01-02T15:04:05")
+	}
+	file := ""
+	if r.Plan != nil {
+		file = r.Plan.File
+	}
+	suite.Properties = []junitProperty{
+		{"plan", plan},
+		{"plan_file", orDash(file)},
+		{"broker", orDash(redactURL(r.BrokerURL))},
+		{"timestamp", r.startedRFC3339()},
+		{"verdict", r.Verdict()},
+		{"summary", r.Summary()},
+	}
+
+	run := junitCase{Name: "run completed", Classname: class + ".run", Time: junitSeconds(r.Elapsed)}
+	if !r.Complete() {
+		why := r.incompleteReasons()
+		run.Error = &junitProblem{
+			Type:    "incomplete",
+			Message: why,
+			Text:    xmlText(r.Summary()) + "\nThe thresholds below were judged on what was measured before the run stopped; no verdict on them stands.\n",
+		}
+	}
+	suite.Cases = append(suite.Cases, run)
+
+	seen := map[string]int{}
+	for _, th := range r.Thresholds {
+		name, cls := th.Expr, class+".thresholds"
+		if th.Builtin {
+			name, cls = "built-in check: "+th.Expr, class+".builtin"
+		}
+		seen[name]++
+		if n := seen[name]; n > 1 {
+			name += " [" + strconv.Itoa(n) + "]"
+		}
+		c := junitCase{Name: name, Classname: cls, Time: junitSeconds(0)}
+		if !th.Pass {
+			c.Failure = &junitProblem{
+				Type:    "threshold",
+				Message: th.Expr + ": " + thresholdResult(th),
+				Text:    xmlText(thresholdDetails(th)),
+			}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+
+	for _, c := range suite.Cases {
+		suite.Tests++
+		if c.Failure != nil {
+			suite.Failures++
+		}
+		if c.Error != nil {
+			suite.Errors++
+		}
+	}
+
+	var out strings.Builder
+	for _, w := range r.headerWarnings() {
+		fmt.Fprintf(&out, "WARNING: %s\n", w)
+	}
+	if len(r.ErrorSamples) > 0 {
+		fmt.Fprintf(&out, "Errors (%s in all, by kind, over the whole run):\n", count(r.Measured.Top, metric.Errors))
+		for _, e := range r.ErrorSamples {
+			fmt.Fprintf(&out, "  %s\n", e)
+		}
+	}
+	if out.Len() > 0 {
+		suite.SystemOut = &junitCDATA{xmlText(out.String())}
+	}
+
+	return junitSuites{
+		Name: "mqplan", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
+		Time: suite.Time, Suites: []junitSuite{suite},
+	}
+}
+
+// xmlText replaces what XML cannot hold (control characters other than
+// tab and line breaks, invalid UTF-8) with U+FFFD, as encoding/xml does
+// for attributes and text but not for CDATA.
+func xmlText(s string) string {
+	return strings.Map(func(c rune) rune {
+		switch {
+		case c == '\t' || c == '\n' || c == '\r':
+			return c
+		case c < 0x20 || c == 0xFFFE || c == 0xFFFF || c >= 0xD800 && c <= 0xDFFF:
+			return '\uFFFD'
+		}
+		return c
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// startedRFC3339 is the run's start with its zone, or "-" when unknown.
+func (r *Result) startedRFC3339() string {
+	if r.Started.IsZero() {
+		return absent
+	}
+	return r.Started.Format(time.RFC3339Nano)
+}
+
+// thresholdResult is a failed threshold's outcome in a line: the values it
+// read, and the reason when it says more than "false" (no samples).
+func thresholdResult(th ThresholdOutcome) string {
+	s := measuredValues(th.Values)
+	if th.Reason != "" && th.Reason != "false" {
+		if s != "" {
+			s += " "
+		}
+		s += "(" + th.Reason + ")"
+	}
+	return s
+}
+
+// thresholdDetails is a failed threshold's failure text: what was
+// written, where, and what was measured.
+func thresholdDetails(th ThresholdOutcome) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "threshold: %s\n", th.Expr)
+	if th.Builtin {
+		b.WriteString("written by: mqplan (a built-in integrity check)\n")
+	} else {
+		fmt.Fprintf(&b, "written at: %s\n", th.Pos)
+	}
+	fmt.Fprintf(&b, "measured: %s\n", orDash(measuredValues(th.Values)))
+	if th.Reason != "" && th.Reason != "false" {
+		fmt.Fprintf(&b, "reason: %s\n", th.Reason)
+	}
+	return b.String()
+}
