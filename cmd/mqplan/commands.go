@@ -59,6 +59,7 @@ var commandExamples = map[string][]string{
 		"mqplan run plans/1to1-qos1.yaml                                   # embedded broker",
 		"mqplan run --broker mqtt://127.0.0.1:1883 --set duration=30s plans/fanin-qos1.yaml",
 		"mqplan run --quiet --out json=result.json --out table=summary.txt plans/1to1-qos1.yaml",
+		"mqplan run --quiet --out junit=junit.xml --out md=summary.md plans/1to1-qos1.yaml   # CI test report and summary",
 	},
 	"validate": {
 		"mqplan validate plans/*.yaml",
