@@ -56,12 +56,12 @@ func TestProgress(t *testing.T) {
 		}},
 		{name: "pub", kind: Pub, steps: []runner.Progress{
 			connect(1000*ms, 2),
-			{Phase: phase.Steady, Elapsed: 2001 * ms, Clients: 5, Subscribed: 5, Connected: 2, Sent: 20},
-			{Phase: phase.Steady, Elapsed: 3001 * ms, Clients: 5, Subscribed: 5, Connected: 2, Sent: 40, Received: 7},
+			{Phase: phase.Steady, Elapsed: 2001 * ms, Clients: 2, Connected: 2, Sent: 20},
+			{Phase: phase.Steady, Elapsed: 3001 * ms, Clients: 2, Connected: 2, Sent: 40, Received: 7},
 			// Jitter: 1.002s for 20 messages is still 20 a second.
-			{Phase: phase.Steady, Elapsed: 4003 * ms, Clients: 5, Subscribed: 5, Connected: 2, Sent: 60},
-			{Phase: phase.Drain, Elapsed: 4023 * ms, Clients: 5, Subscribed: 5, Connected: 2, Sent: 61},
-			{Phase: phase.Disconnect, Elapsed: 4100 * ms, Clients: 5, Subscribed: 5, Connected: 0, Sent: 61},
+			{Phase: phase.Steady, Elapsed: 4003 * ms, Clients: 2, Connected: 2, Sent: 60},
+			{Phase: phase.Drain, Elapsed: 4023 * ms, Clients: 2, Connected: 2, Sent: 61},
+			{Phase: phase.Disconnect, Elapsed: 4100 * ms, Clients: 2, Connected: 0, Sent: 61},
 		}},
 		{name: "conn", kind: Conn, steps: []runner.Progress{
 			connect(1000*ms, 3), connect(2000*ms, 5),
