@@ -22,7 +22,12 @@ import (
 //     figures (connect.*, subscribe.*, errors, disconnects, reconnects) summed
 //     over every phase, because clients connect in the connect phase and
 //     `connect.failed == 0` must see those failures.
-//   - Groups[name]: the same for one plan group.
+//     Rates are over the steady phase's length, except in a plan without
+//     publishers (mqplan sub), whose messages come from elsewhere whenever
+//     they come: there they are over the window in which its deliveries
+//     arrived (first to last), when there were at least two, so that a
+//     burst received after half a minute of waiting reads as its own rate.
+//   - Groups[name]: the same for one plan group (its own delivery window).
 //   - Phases[name]: one phase's own figures, for every name in
 //     phase.All, even a phase the run never reached (its counts are 0).
 //
@@ -60,8 +65,16 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		}
 	}
 
+	listen := listenOnly(p)
+	rateWindow := func(m *stats.Metrics) time.Duration {
+		if w := m.ReceiveWindow(); listen && w > 0 {
+			return w
+		}
+		return steadyDur
+	}
+
 	m := threshold.Measured{
-		Top:    metricSet(view{msg: &steadyTotal, conn: &runConn, dur: steadyDur, subscriberView: true}),
+		Top:    metricSet(view{msg: &steadyTotal, conn: &runConn, dur: rateWindow(&steadyTotal), subscriberView: true}),
 		Groups: make(map[string]metric.Set, len(groups)),
 		Phases: make(map[string]metric.Set, phase.Count),
 	}
@@ -72,7 +85,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		}
 		// A group that subscribes is judged by the deliveries to its
 		// clients; a pure publisher by the deliveries of its messages.
-		m.Groups[g.Name] = metricSet(view{msg: &gm, conn: &groupConn[gi], dur: steadyDur,
+		m.Groups[g.Name] = metricSet(view{msg: &gm, conn: &groupConn[gi], dur: rateWindow(&gm),
 			subscriberView: len(g.Subscribe) > 0 || g.Publish == nil})
 	}
 	for _, p := range phase.All {
@@ -85,6 +98,35 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		m.Phases[p.String()] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true})
 	}
 	return m
+}
+
+// listenOnly reports whether p has groups and none of them publishes (mqplan
+// sub): it listens to messages sent by others, whenever they come, so its
+// steady phase is mostly waiting and its rates cover the window in which
+// its deliveries arrived instead.
+func listenOnly(p *plans.Plan) bool {
+	if p == nil || len(p.Groups) == 0 {
+		return false
+	}
+	for _, g := range p.Groups {
+		if g.Publish != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// rateWindow is the window the top-level rates of st cover when it is not
+// the steady phase: for a plan without publishers, first to last delivery
+// of the steady phase when at least two arrived apart; 0 otherwise.
+func rateWindow(p *plans.Plan, st *stats.Stats) time.Duration {
+	if !listenOnly(p) {
+		return 0
+	}
+	if steady := st.Phase(phase.Steady); steady != nil {
+		return steady.Total.ReceiveWindow()
+	}
+	return 0
 }
 
 // addConnection adds the connection-related figures of src into dst. It

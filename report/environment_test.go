@@ -1,11 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -346,5 +348,78 @@ func TestFormat(t *testing.T) {
 		if got := fmtValue(tc.in); got != tc.want {
 			t.Errorf("fmtValue(%v) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestListenOnlyRates checks that a plan without publishers (mqplan sub)
+// has its rates over the window in which its deliveries arrived, not over
+// a steady phase spent mostly waiting, and that every other plan keeps
+// steady-phase rates. The fixture's steady phase lasts 10s; the
+// deliveries arrived within one second of it.
+func TestListenOnlyRates(t *testing.T) {
+	s := time.Second
+	pub := &plans.Publish{Topic: plans.MustTemplate("t"), QoS: 1, Size: 16, Rate: 10}
+	sub := []plans.Subscription{{Topic: plans.MustTemplate("t"), QoS: 1}}
+	tests := []struct {
+		name        string
+		group       plans.Group
+		steady      stats.Metrics
+		recvRate    float64
+		sendRate    float64
+		rateWindow  time.Duration
+		tableHeader string
+	}{
+		{name: "sub: over the delivery window", group: plans.Group{Name: "g", Count: 2, Subscribe: sub},
+			steady:   stats.Metrics{Received: 20000, FirstReceived: 3 * s, LastReceived: 4 * s},
+			recvRate: 20000, rateWindow: s, tableHeader: "rates: over the 1s from first to last delivery"},
+		{name: "sub: one delivery has no window, steady phase", group: plans.Group{Name: "g", Count: 2, Subscribe: sub},
+			steady:   stats.Metrics{Received: 1, FirstReceived: 3 * s, LastReceived: 3 * s},
+			recvRate: 0.1},
+		{name: "sub: nothing received, steady phase", group: plans.Group{Name: "g", Count: 2, Subscribe: sub},
+			recvRate: 0},
+		{name: "pub and sub: steady phase", group: plans.Group{Name: "g", Count: 2, Publish: pub, Subscribe: sub},
+			steady:   stats.Metrics{Sent: 20000, Received: 20000, FirstReceived: 3 * s, LastReceived: 4 * s},
+			recvRate: 2000, sendRate: 2000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &plans.Plan{Name: "x", Groups: []plans.Group{tt.group}}
+			phases := phasesAt()
+			for i := range phases {
+				if phases[i].Phase == phase.Steady {
+					phases[i].Groups = []stats.Metrics{tt.steady}
+					phases[i].Total = tt.steady
+				}
+			}
+			r := Evaluate(p, nil, &stats.Stats{Phases: phases, Elapsed: 12 * s})
+			for scope, set := range map[string]metric.Set{"top": r.Measured.Top, "groups.g": r.Measured.Groups["g"]} {
+				if got := set["recv_rate"]; got != tt.recvRate {
+					t.Errorf("%s recv_rate = %v, want %v", scope, got, tt.recvRate)
+				}
+				if got := set["send_rate"]; got != tt.sendRate {
+					t.Errorf("%s send_rate = %v, want %v", scope, got, tt.sendRate)
+				}
+			}
+			if got := r.Measured.Phases["steady"]["recv_rate"]; got != float64(tt.steady.Received)/10 {
+				t.Errorf("phases.steady recv_rate = %v, want it over the phase's 10s", got)
+			}
+			if r.RateWindow != tt.rateWindow {
+				t.Errorf("RateWindow = %v, want %v", r.RateWindow, tt.rateWindow)
+			}
+			var b bytes.Buffer
+			if err := WriteTable(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			if has := strings.Contains(b.String(), "from first to last delivery"); has != (tt.tableHeader != "") || !strings.Contains(b.String(), tt.tableHeader) {
+				t.Errorf("table's Groups title does not say %q:\n%s", tt.tableHeader, b.String())
+			}
+			var js bytes.Buffer
+			if err := WriteJSON(&js, r); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf(`"rate_window":%q`, tt.rateWindow.String()); !strings.Contains(strings.ReplaceAll(js.String(), `": `, `":`), want) {
+				t.Errorf("JSON lacks %s", want)
+			}
+		})
 	}
 }

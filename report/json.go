@@ -41,6 +41,8 @@ type jsonDoc struct {
 	Unsent        int64        `json:"unsent"`
 	InFlightAtEnd int64        `json:"in_flight_at_end"`
 	DrainQuiet    jsonDuration `json:"drain_quiet"`
+	// RateWindow: see Result ("0s": the rates are over the steady phase).
+	RateWindow jsonDuration `json:"rate_window"`
 }
 
 type jsonThreshold struct {
@@ -145,6 +147,7 @@ func (r *Result) doc() jsonDoc {
 		Unsent:        r.Unsent,
 		InFlightAtEnd: r.InFlightAtEnd,
 		DrainQuiet:    jsonDuration(r.DrainQuiet),
+		RateWindow:    jsonDuration(r.RateWindow),
 		Metrics: jsonMetrics{Top: metricSetJSON(r.Measured.Top), Groups: metricSetsJSON(r.Measured.Groups),
 			Phases: metricSetsJSON(r.Measured.Phases)},
 	}

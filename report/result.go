@@ -61,6 +61,11 @@ type Result struct {
 	// Measured is the metric environment the thresholds were judged
 	// against (see Environment).
 	Measured threshold.Measured
+	// RateWindow, when not 0, is what the top-level rates (send_rate,
+	// recv_rate) are measured over instead of the steady phase: a plan
+	// without publishers (mqplan sub) waits for others' messages, so its
+	// rates cover the window from its first delivery to its last.
+	RateWindow time.Duration
 	// Latency summarises the run's latency histograms: end-to-end and ack
 	// over the steady phase, connect and subscribe over the whole run.
 	Latency []LatencyRow
@@ -169,6 +174,7 @@ func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats) *Result {
 		ErrorSamples:  st.ErrorSamples,
 		InFlightAtEnd: st.InFlightAtEnd,
 		DrainQuiet:    st.DrainQuiet,
+		RateWindow:    rateWindow(p, st),
 	}
 	for i := range st.Phases {
 		r.Unsent += st.Phases[i].Total.Unsent

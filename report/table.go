@@ -128,7 +128,11 @@ func (g Group) role() string {
 }
 
 func writeGroups(b *bytes.Buffer, r *Result) error {
-	section(b, "Groups (messages: steady phase"+r.steadyLength()+"; clients and disconnects: whole run; per client = total / clients)")
+	rates := ""
+	if r.RateWindow > 0 {
+		rates = "; rates: over the " + fmtDuration(r.RateWindow) + " from first to last delivery"
+	}
+	section(b, "Groups (messages: steady phase"+r.steadyLength()+rates+"; clients and disconnects: whole run; per client = total / clients)")
 	t := newTableAligned(b, []align{alignLeft, alignLeft},
 		"group", "role", "clients", "connected", "lost", "disconnects", "sent", "unsent", "received",
 		"send/s total", "send/s per client", "recv/s total", "recv/s per client")

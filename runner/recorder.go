@@ -188,7 +188,9 @@ type recvRecord struct {
 	pubGroup int         // publishing client's group
 	bytes    int64
 	latency  time.Duration
-	kind     delivery
+	// at is when the delivery arrived, since the run's epoch.
+	at   time.Duration
+	kind delivery
 }
 
 // recordReceive counts one delivery.
@@ -205,6 +207,10 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 	}
 	m.Received++
 	m.ReceivedBytes += d.bytes
+	if m.LastReceived == 0 || d.at < m.FirstReceived {
+		m.FirstReceived = d.at
+	}
+	m.LastReceived = max(m.LastReceived, d.at)
 	switch d.kind {
 	case deliveryDuplicate:
 		m.Duplicates++

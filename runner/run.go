@@ -1203,6 +1203,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 			d.kind = r.observe(c, h, d.phase)
 			d.bytes = int64(len(payload))
 			d.latency = max(0, time.Duration(r.epochWall+now-h.intended))
+			d.at = time.Duration(now)
 			r.rec.recordReceive(pc.Index, d)
 			return
 		}
@@ -1219,6 +1220,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 	d.phase, d.group, d.pubGroup = ph, pc.Group, from.Group
 	d.bytes = int64(len(payload))
 	d.latency = time.Duration(now - sent)
+	d.at = time.Duration(now)
 	d.kind = r.observe(c, h, ph)
 	if d.kind == deliveryUnexpected {
 		r.rec.recordUnexpected(pc.Index, ph, pc.Group)

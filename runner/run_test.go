@@ -498,6 +498,12 @@ func TestListenOnlyMeasuresOtherRuns(t *testing.T) {
 	if got.Latency == nil || got.Latency.TotalCount() != got.Received || got.Latency.ValueAtQuantile(50) > 1e6 {
 		t.Errorf("latency of other-process messages: %v", got.Latency)
 	}
+	// The deliveries' window (what a listen-only plan's rates cover) lies
+	// within the subscribers' run and within the publishers' whole run,
+	// which is shorter.
+	if w := got.ReceiveWindow(); got.FirstReceived <= 0 || got.LastReceived > subStats.Elapsed || w <= 0 || w > pubStats.Elapsed {
+		t.Errorf("deliveries from %v to %v (%v) in a %v run, for a publisher run of %v", got.FirstReceived, got.LastReceived, w, subStats.Elapsed, pubStats.Elapsed)
+	}
 }
 
 // TestReconnect kicks clients out mid-run and checks that they come back,

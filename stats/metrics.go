@@ -100,11 +100,27 @@ type Metrics struct {
 	Late int64
 	// OverRange counts values above the histogram's 60 s maximum.
 	OverRange int64
+	// FirstReceived and LastReceived are when the first and the last
+	// delivery counted in Received arrived, as offsets from the run's start
+	// (LastReceived is 0 when none did). A plan without publishers (mqplan
+	// sub) has no schedule to measure rates against, so its rates cover the
+	// window between them (see report.Environment). Merge keeps the earliest
+	// first and the latest last.
+	FirstReceived, LastReceived time.Duration
 	// Latency is publish intent → delivery, Ack is PUBLISH → PUBACK/PUBCOMP,
 	// Connect is CONNECT → CONNACK, Subscribe is SUBSCRIBE → SUBACK and Lag
 	// is actual − intended send time, all in microseconds. Nil means no
 	// samples were ever taken in this scope.
 	Latency, Ack, Connect, Subscribe, Lag *hdrhistogram.Histogram
+}
+
+// ReceiveWindow is how long deliveries kept arriving: LastReceived −
+// FirstReceived, 0 when fewer than two arrived at different times.
+func (m *Metrics) ReceiveWindow() time.Duration {
+	if m.LastReceived == 0 {
+		return 0
+	}
+	return m.LastReceived - m.FirstReceived
 }
 
 // LateThreshold is how far behind schedule a send may be before it counts
@@ -148,6 +164,12 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.SubscribeFailed += o.SubscribeFailed
 	m.Late += o.Late
 	m.OverRange += o.OverRange
+	if o.LastReceived > 0 {
+		if m.LastReceived == 0 || o.FirstReceived < m.FirstReceived {
+			m.FirstReceived = o.FirstReceived
+		}
+		m.LastReceived = max(m.LastReceived, o.LastReceived)
+	}
 	m.Latency = mergeHist(m.Latency, o.Latency)
 	m.Ack = mergeHist(m.Ack, o.Ack)
 	m.Connect = mergeHist(m.Connect, o.Connect)

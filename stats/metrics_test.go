@@ -3,6 +3,7 @@ package stats
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -17,6 +18,20 @@ func TestMergeAddsEveryField(t *testing.T) {
 	v := reflect.ValueOf(a)
 	for i := 0; i < v.NumField(); i++ {
 		f, name := v.Field(i), v.Type().Field(i).Name
+		switch {
+		case name == "FirstReceived":
+			// The delivery window merges as the union: the earlier first…
+			if want := int64(1 * (i + 1)); f.Int() != want {
+				t.Errorf("%s = %d after merge, want the earlier %d", name, f.Int(), want)
+			}
+			continue
+		case name == "LastReceived":
+			// …and the later last.
+			if want := int64(10 * (i + 1)); f.Int() != want {
+				t.Errorf("%s = %d after merge, want the later %d", name, f.Int(), want)
+			}
+			continue
+		}
 		switch f.Kind() {
 		case reflect.Int64:
 			if want := int64(11 * (i + 1)); f.Int() != want {
@@ -46,6 +61,34 @@ func TestMergeNil(t *testing.T) {
 	}
 	if m.Ack != nil {
 		t.Error("a histogram neither side has was allocated")
+	}
+}
+
+// TestMergeReceiveWindow checks the delivery window's merge: a side
+// without deliveries leaves the other's window as it is, whichever side
+// it is on, and two windows merge into the span of both.
+func TestMergeReceiveWindow(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		name             string
+		a, b             Metrics
+		first, last, win time.Duration
+	}{
+		{name: "none and none", first: 0, last: 0, win: 0},
+		{name: "none into some", a: Metrics{FirstReceived: 2 * s, LastReceived: 5 * s}, first: 2 * s, last: 5 * s, win: 3 * s},
+		{name: "some into none", b: Metrics{FirstReceived: 2 * s, LastReceived: 5 * s}, first: 2 * s, last: 5 * s, win: 3 * s},
+		{name: "disjoint", a: Metrics{FirstReceived: 7 * s, LastReceived: 9 * s}, b: Metrics{FirstReceived: 2 * s, LastReceived: 3 * s}, first: 2 * s, last: 9 * s, win: 7 * s},
+		{name: "nested", a: Metrics{FirstReceived: 1 * s, LastReceived: 9 * s}, b: Metrics{FirstReceived: 2 * s, LastReceived: 3 * s}, first: 1 * s, last: 9 * s, win: 8 * s},
+		{name: "one delivery", b: Metrics{FirstReceived: 4 * s, LastReceived: 4 * s}, first: 4 * s, last: 4 * s, win: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := tt.a
+			m.Merge(&tt.b)
+			if m.FirstReceived != tt.first || m.LastReceived != tt.last || m.ReceiveWindow() != tt.win {
+				t.Errorf("merged window %v..%v (%v), want %v..%v (%v)", m.FirstReceived, m.LastReceived, m.ReceiveWindow(), tt.first, tt.last, tt.win)
+			}
+		})
 	}
 }
 

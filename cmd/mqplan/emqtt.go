@@ -58,6 +58,14 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	if err != nil {
 		return incomplete(err)
 	}
+	var sent int64
+	for i := range st.Phases {
+		sent += st.Phases[i].Total.Sent
+	}
+	if o.Limit() > 0 && sent >= int64(o.Limit()) {
+		// emqtt-bench's last line when -L is reached.
+		fmt.Fprintln(e.stdout, "publish complete")
+	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
 	if res.Interrupted && stopped.Load() && res.Incomplete == "" {
 		// Ctrl-C is how an emqtt-bench run ends: what ran is the run, and

@@ -139,7 +139,9 @@ func startEmqttBroker(t *testing.T, n int, args ...string) []*url.URL {
 	return urls
 }
 
-var emqttLineRE = regexp.MustCompile(`(?m)^(recv|sent|connected)\((\d+)s\): total=(\d+), rate=(-?\d+)\((msg|conn)/sec\)$`)
+// emqttLineRE is emqtt-bench's per-second counter line, "~s(~w): total=~w,
+// rate=~w(msg/sec)~n" with milliseconds since start in parentheses.
+var emqttLineRE = regexp.MustCompile(`(?m)^(recv|sent)\((\d+)\): total=(\d+), rate=(\d+)\(msg/sec\)$`)
 
 // lastTotal returns the total of the last per-second line of the kind.
 func lastTotal(out, name string) int {
@@ -158,8 +160,11 @@ func TestEmqttSubPub(t *testing.T) {
 	u := startEmqttBroker(t, 1)[0]
 	host, port := u.Hostname(), u.Port()
 
+	// The sub listens for 5s; the pub's 40 messages (200 deliveries)
+	// arrive within about 2s of it, so its rate over the deliveries' window
+	// is about 100/s, where over the whole listening it would be about 40/s.
 	sub := startCmd(t, "sub", "-h", host, "-p", port, "-t", "t", "-c", "5", "--duration", "5s",
-		"--threshold", "groups.sub.received > 0")
+		"--threshold", "groups.sub.received > 0", "--threshold", "recv_rate > 80")
 	// The reads below end when the command does; make sure they do.
 	killer := time.AfterFunc(20*time.Second, sub.kill)
 	defer killer.Stop()
@@ -206,8 +211,14 @@ func TestEmqttSubPub(t *testing.T) {
 		if got := lastTotal(out, "recv"); got != 200 {
 			t.Errorf("last recv total %d, want 200 (40 messages x 5 subscribers)", got)
 		}
-		if subCode != 0 || !strings.Contains(out, "PASS: 1 of 1 threshold held") {
-			t.Errorf("sub exit %d, want 0 with groups.sub.received > 0 held\n%s\n%s", subCode, out, subErr.String())
+		if subCode != 0 || !strings.Contains(out, "PASS: 2 of 2 thresholds held") {
+			t.Errorf("sub exit %d, want 0 with groups.sub.received > 0 and recv_rate > 80 held\n%s\n%s", subCode, out, subErr.String())
+		}
+		if !strings.Contains(out, "from first to last delivery") {
+			t.Errorf("the report does not say what the rates are over:\n%s", out)
+		}
+		if !strings.Contains(out, "connected: 5\n") {
+			t.Errorf("no connected line:\n%s", out)
 		}
 	})
 }
@@ -224,7 +235,7 @@ func TestEmqttCtrlC(t *testing.T) {
 	var out strings.Builder
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "connected(") && strings.Contains(sc.Text(), "total=3,") {
+		if sc.Text() == "connected: 3" {
 			break
 		}
 	}
@@ -236,7 +247,7 @@ func TestEmqttCtrlC(t *testing.T) {
 	if code != 0 || !strings.Contains(out.String(), "PASS: 1 of 1 threshold held") {
 		t.Fatalf("exit %d, want 0 with the report\n%s\n%s", code, out.String(), cmd.stderr.String())
 	}
-	if !strings.Contains(out.String(), "connected(") {
+	if !strings.Contains(out.String(), "connected: 3\n") {
 		t.Errorf("no connected line:\n%s", out.String())
 	}
 }
@@ -267,7 +278,7 @@ func TestEmqttExitCodes(t *testing.T) {
 		{"MQTT 3.1.1: 0", []string{"pub", "-V", "4", "-h", plain.Hostname(), "-p", plain.Port(), "-t", "t/%i", "-c", "2", "-I", "50", "-q", "1", "--duration", "1s", "--threshold", "acked == sent"}, 0,
 			[]string{"PASS: 1 of 1 threshold held"}},
 		{"-L ends pub: 0", []string{"pub", "-h", plain.Hostname(), "-p", plain.Port(), "-t", "t", "-c", "2", "-I", "20", "-L", "10"}, 0,
-			[]string{"sent(", "PASS"}},
+			[]string{"sent(", "publish complete\n", "PASS"}},
 		{"TLS with a password: 0", []string{"conn", "-S", "--cacertfile", certs.CA, "-u", "alice", "-P", "s3cret", "-h", tlsURL.Hostname(), "-p", tlsURL.Port(), "-c", "2", "--duration", "1s", "--threshold", "connect.ok == 2"}, 0,
 			[]string{"PASS: 1 of 1 threshold held", "mqtts://"}},
 		{"WebSocket over TLS: 0", []string{"conn", "-S", "--ws", "--cacertfile", certs.CA, "-u", "alice", "-P", "s3cret", "-h", wssURL.Hostname(), "-p", wssURL.Port(), "-c", "2", "--duration", "1s", "--threshold", "connect.ok == 2"}, 0,

@@ -10,9 +10,9 @@ import (
 // default and meaning.
 func WriteHelp(w io.Writer, kind Kind) {
 	what := map[Kind]string{
-		Conn: "Connects -c clients to the broker at -h/-p, like emqtt-bench conn, holds them, and\nprints connected(<s>s): total=N, rate=N(conn/sec) whenever the count changes.",
-		Sub:  "Connects -c clients that subscribe to -t, like emqtt-bench sub, and prints\nrecv(<s>s): total=N, rate=N(msg/sec) every second that messages arrive.",
-		Pub:  "Connects -c clients that each publish to -t every -I ms, like emqtt-bench pub, and\nprints sent(<s>s): total=N, rate=N(msg/sec) every second that messages are sent.",
+		Conn: "Connects -c clients to the broker at -h/-p, like emqtt-bench conn, holds them, and\nprints emqtt-bench's connected: N whenever the count changes.",
+		Sub:  "Connects -c clients that subscribe to -t, like emqtt-bench sub, and prints\nemqtt-bench's recv(<ms>): total=N, rate=N(msg/sec) every second that messages\narrive (<ms>: milliseconds since the start), and connected: N.",
+		Pub:  "Connects -c clients that each publish to -t every -I ms, like emqtt-bench pub, and\nprints emqtt-bench's sent(<ms>): total=N, rate=N(msg/sec) every second that\nmessages are sent (<ms>: milliseconds since the start), and connected: N.",
 	}[kind]
 	fmt.Fprintf(w, "Usage: mqplan %s [options]\n\n%s\n", kind, what)
 	fmt.Fprint(w, `

@@ -74,6 +74,10 @@ func (o *Options) Kind() Kind { return o.kind }
 // and nothing else (the other options are not checked).
 func (o *Options) Help() bool { return o.help }
 
+// Limit is -L: messages to publish in all, 0 for no limit. A pub that
+// sent them all ends with emqtt-bench's "publish complete" line.
+func (o *Options) Limit() int { return o.limit }
+
 // PrintPlan reports whether --print-plan was asked for: the command
 // prints the plan (Plan.Text) instead of running it.
 func (o *Options) PrintPlan() bool { return o.printPlan }

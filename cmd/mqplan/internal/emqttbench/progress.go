@@ -3,6 +3,7 @@ package emqttbench
 import (
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/mqplan/mqplan/phase"
@@ -10,12 +11,22 @@ import (
 )
 
 // Progress prints emqtt-bench's per-second lines from the runner's
-// progress, once a second, and only when the count changed (as
-// emqtt-bench does):
+// progress, in the format of emqtt-bench's print_stats and main loop (the
+// classic lines that scripts parse; current emqtt-bench releases print
+// `28s recv total=2440 rate=2440.00/sec` instead):
 //
-//	conn: connected(<s>s): total=N, rate=N(conn/sec)
-//	sub:  recv(<s>s): total=N, rate=N(msg/sec)
-//	pub:  sent(<s>s): total=N, rate=N(msg/sec)
+//	connected: N                                every command, when the count changed
+//	recv(<ms>): total=N, rate=N(msg/sec)        sub, in a second that received
+//	sent(<ms>): total=N, rate=N(msg/sec)        pub, in a second that sent
+//
+// <ms> is milliseconds since the run started, as emqtt-bench prints
+// (`recv(28004)`). A counter's line appears only when its total changed
+// since the previous snapshot, as emqtt-bench does; its rate is the change
+// per second since that snapshot, which at the runner's one-second ticks
+// is emqtt-bench's "total now − total a second ago". N in `connected: N`
+// is the number of clients connected now (emqtt-bench's count of
+// successful connects only grows: it never reconnects); the run's own
+// disconnect at its end prints no line.
 //
 // Once every client has connected (and subscribed), a notice says so on
 // notices (the command's standard error), since a sub prints nothing
@@ -25,13 +36,13 @@ type Progress struct {
 	w, notices io.Writer
 	kind       Kind
 
-	last                time.Duration
-	total, printedTotal int64
-	printed, ready      bool
-	// printedSecond is the second of the last line printed: the run's
-	// final snapshot comes a fraction of a second after the last tick and
-	// would print that second again.
-	printedSecond string
+	ready bool
+	// last is the previous snapshot's time and totals: a line's rate is
+	// the change since then.
+	last      time.Duration
+	lastTotal int64
+	// connected is the count last printed in a `connected: N` line.
+	connected int
 }
 
 // NewProgress returns the per-second lines of a kind command, written to
@@ -43,6 +54,11 @@ func NewProgress(w, notices io.Writer, kind Kind) *Progress {
 // Update takes one progress snapshot of the run and prints what it
 // changed.
 func (p *Progress) Update(pr runner.Progress) {
+	// The run's own disconnect at its end is not news.
+	if pr.Connected != p.connected && pr.Phase != phase.Disconnect {
+		p.connected = pr.Connected
+		fmt.Fprintf(p.w, "connected: %d\n", pr.Connected)
+	}
 	if !p.ready && p.notices != nil && pr.Phase != phase.Connect && pr.Phase != phase.Subscribe {
 		p.ready = true
 		what := map[Kind]string{Conn: "connected", Sub: "connected and subscribed", Pub: "connected and publishing"}[p.kind]
@@ -54,27 +70,25 @@ func (p *Progress) Update(pr runner.Progress) {
 		}
 		fmt.Fprintf(p.notices, "mqplan: %d of %d clients %s (Ctrl-C to stop)\n", n, pr.Clients, what)
 	}
+	var name string
+	var total int64
+	switch p.kind {
+	case Sub:
+		name, total = "recv", pr.Received
+	case Pub:
+		name, total = "sent", pr.Sent
+	default:
+		return
+	}
 	secs := (pr.Elapsed - p.last).Seconds()
-	p.last = pr.Elapsed
 	if secs <= 0 {
 		return
 	}
-	var name, unit string
-	var rate float64
-	switch p.kind {
-	case Conn:
-		name, unit = "connected", "conn/sec"
-		rate = float64(int64(pr.Connected)-p.total) / secs
-		p.total = int64(pr.Connected)
-	case Sub:
-		name, unit, rate, p.total = "recv", "msg/sec", pr.RecvRate, pr.Received
-	case Pub:
-		name, unit, rate, p.total = "sent", "msg/sec", pr.SendRate, pr.Sent
-	}
-	second := fmt.Sprintf("%.0fs", pr.Elapsed.Seconds())
-	if p.printed && (p.total == p.printedTotal || second == p.printedSecond) || !p.printed && p.total == 0 {
+	delta := total - p.lastTotal
+	p.last, p.lastTotal = pr.Elapsed, total
+	if delta == 0 {
 		return
 	}
-	p.printed, p.printedTotal, p.printedSecond = true, p.total, second
-	fmt.Fprintf(p.w, "%s(%s): total=%d, rate=%.0f(%s)\n", name, second, p.total, rate, unit)
+	rate := int64(math.Round(float64(delta) / secs))
+	fmt.Fprintf(p.w, "%s(%d): total=%d, rate=%d(msg/sec)\n", name, pr.Elapsed.Milliseconds(), total, rate)
 }
