@@ -153,6 +153,10 @@ func fullStats(t testing.TB) *stats.Stats {
 			At: time.Duration(s) * time.Second, Phase: phase.Steady, Connected: 7,
 			Sent: 800, Received: 799, P50: time.Millisecond, P99: 1500 * time.Microsecond,
 			Max: 2 * time.Millisecond, LagMax: 1200 * time.Microsecond,
+			Groups: []stats.GroupSecond{
+				{Group: "sub", Connected: 4, Received: 799, P50: time.Millisecond, P99: 1500 * time.Microsecond, Max: 2 * time.Millisecond},
+				{Group: "pub", Connected: 3, Sent: 800, LagMax: 1200 * time.Microsecond},
+			},
 		})
 	}
 	return st

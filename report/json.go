@@ -114,6 +114,25 @@ type jsonSecond struct {
 	P99    *jsonDuration `json:"p99"`
 	Max    *jsonDuration `json:"max"`
 	LagMax jsonDuration  `json:"lag_max"`
+	// Groups is the second per plan group ([] in a timeline kept
+	// without them).
+	Groups []jsonGroupSecond `json:"groups"`
+}
+
+// jsonGroupSecond is one group's share of a second (stats.GroupSecond).
+type jsonGroupSecond struct {
+	Group       string `json:"group"`
+	Connected   int    `json:"connected"`
+	Lost        int    `json:"lost"`
+	Sent        int64  `json:"sent"`
+	Received    int64  `json:"received"`
+	Errors      int64  `json:"errors"`
+	Disconnects int64  `json:"disconnects"`
+	// P50, P99 and Max are null when the group had no latency sample.
+	P50    *jsonDuration `json:"p50"`
+	P99    *jsonDuration `json:"p99"`
+	Max    *jsonDuration `json:"max"`
+	LagMax jsonDuration  `json:"lag_max"`
 }
 
 type jsonBroker struct {
@@ -182,8 +201,17 @@ func (r *Result) doc() jsonDoc {
 	for _, s := range r.Timeline {
 		js := jsonSecond{At: jsonDuration(s.At), Phase: s.Phase.String(), Connected: s.Connected, Lost: s.Lost,
 			Sent: s.Sent, Received: s.Received, Errors: s.Errors, Disconnects: s.Disconnects, LagMax: jsonDuration(s.LagMax)}
-		if s.Received > 0 {
+		if hasLatency(s.Received, s.Max) {
 			js.P50, js.P99, js.Max = optDuration(&s.P50), optDuration(&s.P99), optDuration(&s.Max)
+		}
+		js.Groups = make([]jsonGroupSecond, len(s.Groups))
+		for i, g := range s.Groups {
+			jg := jsonGroupSecond{Group: g.Group, Connected: g.Connected, Lost: g.Lost, Sent: g.Sent, Received: g.Received,
+				Errors: g.Errors, Disconnects: g.Disconnects, LagMax: jsonDuration(g.LagMax)}
+			if hasLatency(g.Received, g.Max) {
+				jg.P50, jg.P99, jg.Max = optDuration(&g.P50), optDuration(&g.P99), optDuration(&g.Max)
+			}
+			js.Groups[i] = jg
 		}
 		d.Timeline = append(d.Timeline, js)
 	}
@@ -193,6 +221,12 @@ func (r *Result) doc() jsonDoc {
 	}
 	return d
 }
+
+// hasLatency reports whether a second (or a group's share of one) has
+// latency figures: it received something, and measured it (every sample
+// is 1µs at least, so a zero Max is none; deliveries counted at the end
+// of a run without a latency, see stats.GroupSecond, leave it zero).
+func hasLatency(received int64, max time.Duration) bool { return received > 0 && max > 0 }
 
 // A compile-time check that the JSON mirror of stats.Broker still has the
 // same fields: the conversion fails to compile when they drift apart, so a
@@ -239,7 +273,9 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 //	latency      [{name, samples, min, mean, p50, p90, p99, p999, max}]
 //	metrics      {top: {...}, groups: {name: {...}}, phases: {name: {...}}},
 //	             the sets thresholds read, keyed by canonical metric name
-//	timeline     per-second figures
+//	timeline     per-second figures: [{at, phase, connected, lost, sent,
+//	             received, errors, disconnects, p50, p99, max, lag_max,
+//	             groups: [{group, the same figures for that plan group}]}]
 //	broker       the embedded broker's counters, or null
 //	error_samples
 func WriteJSON(w io.Writer, r *Result) error {

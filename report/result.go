@@ -2,8 +2,9 @@
 // run's stats.Stats into the metric environment (Environment), judges the
 // plan's thresholds against it (Evaluate), and writes the outcome as a human
 // summary table (WriteTable), a JSON document (WriteJSON, WriteJSONFile),
-// JUnit XML for CI test reports (WriteJUnit) or a Markdown summary for
-// pull requests (WriteMarkdown); Format lists them for --out.
+// JUnit XML for CI test reports (WriteJUnit), a Markdown summary for
+// pull requests (WriteMarkdown) or the per-second timeline, per group, as
+// CSV (WriteCSV); Format lists them for --out.
 //
 // Nothing here touches the network or reads a clock: every time shown comes
 // from the Stats, so the same run always renders the same report and golden

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -490,35 +491,82 @@ func TestEvaluateNil(t *testing.T) {
 }
 
 // TestJSONSecondMirrorsSecond keeps the JSON timeline in step with
-// stats.Second: same field names, in the same order.
+// stats.Second and stats.GroupSecond: same field names, in the same order.
 func TestJSONSecondMirrorsSecond(t *testing.T) {
-	a, b := reflect.TypeFor[stats.Second](), reflect.TypeFor[jsonSecond]()
-	if a.NumField() != b.NumField() {
-		t.Fatalf("stats.Second has %d fields, jsonSecond %d", a.NumField(), b.NumField())
-	}
-	for i := range a.NumField() {
-		if a.Field(i).Name != b.Field(i).Name {
-			t.Errorf("field %d: %s vs %s", i, a.Field(i).Name, b.Field(i).Name)
-		}
+	for _, tc := range []struct {
+		name        string
+		stats, json reflect.Type
+	}{
+		{"second", reflect.TypeFor[stats.Second](), reflect.TypeFor[jsonSecond]()},
+		{"group second", reflect.TypeFor[stats.GroupSecond](), reflect.TypeFor[jsonGroupSecond]()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := tc.stats, tc.json
+			if a.NumField() != b.NumField() {
+				t.Fatalf("%s has %d fields, %s %d", a, a.NumField(), b, b.NumField())
+			}
+			for i := range a.NumField() {
+				if a.Field(i).Name != b.Field(i).Name {
+					t.Errorf("field %d: %s vs %s", i, a.Field(i).Name, b.Field(i).Name)
+				}
+			}
+		})
 	}
 }
 
-// TestJSONTimelineEmptySecond: a second without deliveries has no latency
-// figures (null), not a misleading 0s.
+// TestJSONTimelineEmptySecond: a second, or a group's share of one,
+// without latency samples has no latency figures (null), not a misleading
+// 0s; that includes deliveries counted without a latency (Max 0). A
+// second kept without groups has "groups": [], never null.
 func TestJSONTimelineEmptySecond(t *testing.T) {
-	r := &Result{Timeline: []stats.Second{{At: 1e9, Phase: phase.Connect}, {At: 2e9, Phase: phase.Steady, Received: 5, P50: 1e6, P99: 2e6, Max: 3e6}}}
+	r := &Result{Timeline: []stats.Second{
+		{At: 1e9, Phase: phase.Connect},
+		{At: 2e9, Phase: phase.Steady, Sent: 5, Received: 7, P50: 1e6, P99: 2e6, Max: 3e6, Groups: []stats.GroupSecond{
+			{Group: "sub", Received: 5, P50: 1e6, P99: 2e6, Max: 3e6},
+			{Group: "pub", Sent: 5},
+			{Group: "late", Received: 2},
+		}},
+	}}
 	var b bytes.Buffer
 	if err := WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Timeline []map[string]any `json:"timeline"`
+		Timeline []struct {
+			P50, Max any
+			Groups   []map[string]any `json:"groups"`
+		} `json:"timeline"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Timeline) != 2 || doc.Timeline[0]["p50"] != nil || doc.Timeline[1]["p50"] != "1ms" || doc.Timeline[1]["max"] != "3ms" {
-		t.Errorf("timeline %v", doc.Timeline)
+	if len(doc.Timeline) != 2 {
+		t.Fatalf("timeline %+v", doc.Timeline)
+	}
+	if s := doc.Timeline[0]; s.P50 != nil || s.Groups == nil || len(s.Groups) != 0 {
+		t.Errorf("empty second: p50 %v, groups %#v", s.P50, s.Groups)
+	}
+	s := doc.Timeline[1]
+	if s.P50 != "1ms" || s.Max != "3ms" || len(s.Groups) != 3 {
+		t.Fatalf("second: p50 %v max %v groups %v", s.P50, s.Max, s.Groups)
+	}
+	for _, tc := range []struct {
+		name     string
+		p50, max any
+	}{
+		{"sub", "1ms", "3ms"},
+		{"pub", nil, nil},
+		{"late", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := slices.IndexFunc(s.Groups, func(g map[string]any) bool { return g["group"] == tc.name })
+			if i < 0 {
+				t.Fatalf("no group %q in %v", tc.name, s.Groups)
+			}
+			if g := s.Groups[i]; g["p50"] != tc.p50 || g["max"] != tc.max {
+				t.Errorf("p50 %v max %v, want %v and %v", g["p50"], g["max"], tc.p50, tc.max)
+			}
+		})
 	}
 }
 

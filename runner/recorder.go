@@ -25,16 +25,20 @@ type stripe struct {
 	mu sync.Mutex
 	// cells[phase*nGroups+group] are the totals per phase and group.
 	cells []stats.Metrics
-	// sec accumulates the current second for the timeline.
-	sec secondAcc
+	// sec[group] accumulates the current second for the timeline, one
+	// entry per plan group; the second's totals are their sums.
+	sec []secondAcc
 	_   [64]byte // keep neighbouring stripes' locks off one cache line
 }
 
-// secondAcc is one stripe's share of the current second.
+// secondAcc is one stripe's share of one group's current second.
 type secondAcc struct {
 	sent, received, errors, disconnects int64
-	latency                             *hdrhistogram.Histogram
-	lagMax                              int64
+	// latency is allocated on the group's first delivery recorded in the
+	// stripe, so that only receiving groups hold one (a histogram is
+	// ~144 KiB); it is reset, never freed, at each second.
+	latency *hdrhistogram.Histogram
+	lagMax  int64
 }
 
 func newRecorder(nGroups int) *recorder {
@@ -42,7 +46,7 @@ func newRecorder(nGroups int) *recorder {
 	r := &recorder{stripes: make([]stripe, n), nGroups: nGroups}
 	for i := range r.stripes {
 		r.stripes[i].cells = make([]stats.Metrics, phase.Count*nGroups)
-		r.stripes[i].sec.latency = stats.NewHistogram()
+		r.stripes[i].sec = make([]secondAcc, nGroups)
 	}
 	return r
 }
@@ -101,9 +105,10 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 	if s.lag > stats.LateThreshold {
 		m.Late++
 	}
-	st.sec.sent++
-	if lag > st.sec.lagMax {
-		st.sec.lagMax = lag
+	sec := &st.sec[s.group]
+	sec.sent++
+	if lag > sec.lagMax {
+		sec.lagMax = lag
 	}
 	st.mu.Unlock()
 }
@@ -154,6 +159,9 @@ func (r *recorder) recordMisjudgedCopies(ph phase.Phase, group int, n, size int6
 	m.Duplicates += n
 	m.Received += n
 	m.ReceivedBytes += n * size
+	// The timeline counts them too (in the second now ending, without a
+	// latency), so that its received adds up to the run's.
+	st.sec[group].received += n
 	st.mu.Unlock()
 }
 
@@ -177,7 +185,7 @@ func (r *recorder) recordError(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
 	st.cell(r.nGroups, ph, group).Errors++
-	st.sec.errors++
+	st.sec[group].errors++
 	st.mu.Unlock()
 }
 
@@ -222,8 +230,12 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 	}
 	us := micros(d.latency)
 	record(&m.Latency, us, &m.OverRange)
-	st.sec.received++
-	_ = st.sec.latency.RecordValue(min(max(us, stats.HistogramMin), stats.HistogramMax))
+	sec := &st.sec[d.group]
+	sec.received++
+	if sec.latency == nil {
+		sec.latency = stats.NewHistogram()
+	}
+	_ = sec.latency.RecordValue(min(max(us, stats.HistogramMin), stats.HistogramMax))
 	st.mu.Unlock()
 }
 
@@ -283,7 +295,7 @@ func (r *recorder) recordEvent(client int, ph phase.Phase, group int, ev event, 
 		m.SubscribeFailed++
 	case evDisconnect:
 		m.Disconnects++
-		st.sec.disconnects++
+		st.sec[group].disconnects++
 	case evReconnect:
 		m.Reconnects++
 	case evClientLost:
@@ -303,32 +315,71 @@ func (r *recorder) recordSubscribe(client int, ph phase.Phase, group int, d time
 	st.mu.Unlock()
 }
 
-// second takes and resets the current second's figures of every stripe.
-// scratch is a reusable histogram, so snapshots do not allocate.
-func (r *recorder) second(scratch *hdrhistogram.Histogram) stats.Second {
-	scratch.Reset()
-	var s stats.Second
-	var lagMax int64
+// secondScratch is the snapshot goroutine's reusable histograms: one per
+// group, allocated on the group's first delivery, and one for the whole
+// second, so that taking a second allocates nothing but its Groups.
+type secondScratch struct {
+	groups []*hdrhistogram.Histogram
+	total  *hdrhistogram.Histogram
+}
+
+func newSecondScratch(nGroups int) *secondScratch {
+	return &secondScratch{groups: make([]*hdrhistogram.Histogram, nGroups), total: stats.NewHistogram()}
+}
+
+// second takes and resets the current second's figures of every stripe,
+// per group, and their totals. Each stripe is read once, under its lock,
+// so a message is counted in exactly one second and one group. The
+// caller fills in what the recorder does not know (time, phase,
+// connections, group names).
+func (r *recorder) second(sc *secondScratch) stats.Second {
+	s := stats.Second{Groups: make([]stats.GroupSecond, r.nGroups)}
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()
-		s.Sent += st.sec.sent
-		s.Received += st.sec.received
-		s.Errors += st.sec.errors
-		s.Disconnects += st.sec.disconnects
-		lagMax = max(lagMax, st.sec.lagMax)
-		scratch.Merge(st.sec.latency)
-		st.sec.latency.Reset()
-		st.sec = secondAcc{latency: st.sec.latency}
+		for g := range st.sec {
+			acc, gs := &st.sec[g], &s.Groups[g]
+			gs.Sent += acc.sent
+			gs.Received += acc.received
+			gs.Errors += acc.errors
+			gs.Disconnects += acc.disconnects
+			gs.LagMax = max(gs.LagMax, time.Duration(acc.lagMax)*time.Microsecond)
+			if h := acc.latency; h != nil && h.TotalCount() > 0 {
+				if sc.groups[g] == nil {
+					sc.groups[g] = stats.NewHistogram()
+				}
+				sc.groups[g].Merge(h)
+				h.Reset()
+			}
+			*acc = secondAcc{latency: acc.latency}
+		}
 		st.mu.Unlock()
 	}
-	if scratch.TotalCount() > 0 {
-		s.P50 = time.Duration(scratch.ValueAtQuantile(50)) * time.Microsecond
-		s.P99 = time.Duration(scratch.ValueAtQuantile(99)) * time.Microsecond
-		s.Max = time.Duration(scratch.Max()) * time.Microsecond
+	for g := range s.Groups {
+		gs := &s.Groups[g]
+		s.Sent += gs.Sent
+		s.Received += gs.Received
+		s.Errors += gs.Errors
+		s.Disconnects += gs.Disconnects
+		s.LagMax = max(s.LagMax, gs.LagMax)
+		if h := sc.groups[g]; h != nil && h.TotalCount() > 0 {
+			gs.P50, gs.P99, gs.Max = quantiles(h)
+			sc.total.Merge(h)
+			h.Reset()
+		}
 	}
-	s.LagMax = time.Duration(lagMax) * time.Microsecond
+	if sc.total.TotalCount() > 0 {
+		s.P50, s.P99, s.Max = quantiles(sc.total)
+		sc.total.Reset()
+	}
 	return s
+}
+
+// quantiles reads a second's p50, p99 and max from h (µs).
+func quantiles(h *hdrhistogram.Histogram) (p50, p99, mx time.Duration) {
+	return time.Duration(h.ValueAtQuantile(50)) * time.Microsecond,
+		time.Duration(h.ValueAtQuantile(99)) * time.Microsecond,
+		time.Duration(h.Max()) * time.Microsecond
 }
 
 // totals reads the counters needed to know whether every expected

@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/plans"
 )
@@ -101,6 +100,9 @@ type run struct {
 	down atomic.Int64
 	// subscribed counts clients with at least one subscription granted.
 	subscribed atomic.Int64
+	// groupConns splits connected and down by plan group, for the
+	// timeline (their sums are connected and down).
+	groupConns []groupConns
 	// groups holds what the broker granted each group, for the notices.
 	groups []groupGrants
 
@@ -131,6 +133,11 @@ type run struct {
 	reconnecting atomic.Int64
 	// sentTotal and recvTotal are the snapshot goroutine's running totals.
 	sentTotal, recvTotal int64
+}
+
+// groupConns is one group's share of run.connected and run.down.
+type groupConns struct {
+	connected, down atomic.Int64
 }
 
 // now is the monotonic time since the run's epoch, in ns.
@@ -188,6 +195,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		r.pattern = padPattern(1 << 20)
 	}
 	r.groups = make([]groupGrants, len(prog.Groups))
+	r.groupConns = make([]groupConns, len(prog.Groups))
 	for i := range r.groups {
 		r.groups[i].minGranted.Store(3)
 	}
@@ -548,11 +556,14 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 		r.note("the broker says shared subscriptions are not available (CONNACK Shared Subscription Available = 0): the $share subscriptions will be refused or receive nothing")
 	}
 	c.live.Store(mc)
+	gc := &r.groupConns[pc.Group]
 	if c.lost.Swap(false) {
 		r.down.Add(-1)
+		gc.down.Add(-1)
 	}
 	c.ready.Store(true)
 	r.connected.Add(1)
+	gc.connected.Add(1)
 	// The connection may have ended between CONNACK and here.
 	select {
 	case <-mc.Done():
@@ -598,6 +609,9 @@ func (r *run) lost(c *client, err error) {
 	c.ready.Store(false)
 	r.connected.Add(-1)
 	r.down.Add(1)
+	gc := &r.groupConns[c.plan.Group]
+	gc.connected.Add(-1)
+	gc.down.Add(1)
 	ph := r.current()
 	c.lostPhase.Store(uint32(ph))
 	r.rec.recordEvent(c.plan.Index, ph, c.plan.Group, evDisconnect, 0)
@@ -1469,7 +1483,7 @@ func (r *run) groupInfo() []stats.GroupInfo {
 // snapshots takes the per-second timeline until stop is closed.
 func (r *run) snapshots(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	scratch := stats.NewHistogram()
+	scratch := newSecondScratch(len(r.prog.Groups))
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var errors int64
@@ -1485,13 +1499,22 @@ func (r *run) snapshots(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-func (r *run) snapshot(scratch *hdrhistogram.Histogram, errs *int64, last *time.Duration) {
+// snapshot takes one second of the timeline (see recorder.second) and
+// reports progress.
+func (r *run) snapshot(scratch *secondScratch, errs *int64, last *time.Duration) {
 	s := r.rec.second(scratch)
 	now := r.at()
 	s.At = now
 	s.Phase = r.current()
-	s.Connected = int(r.connected.Load())
-	s.Lost = int(r.down.Load())
+	// The whole run's connections are the sum of the groups' as read
+	// here, so that the timeline's groups add up to its totals.
+	for g := range s.Groups {
+		gs, gc := &s.Groups[g], &r.groupConns[g]
+		gs.Group = r.prog.Groups[g].Name
+		gs.Connected, gs.Lost = int(gc.connected.Load()), int(gc.down.Load())
+		s.Connected += gs.Connected
+		s.Lost += gs.Lost
+	}
 	*errs += s.Errors
 	r.sentTotal += s.Sent
 	r.recvTotal += s.Received

@@ -103,6 +103,54 @@ func all(st *stats.Stats) stats.Metrics {
 	return m
 }
 
+// checkTimeline checks that st's timeline accounts exactly: in every
+// second the groups add up to the second's totals, and over the run each
+// group's seconds add up to that group's figures over every phase.
+func checkTimeline(t *testing.T, st *stats.Stats) {
+	t.Helper()
+	type counts struct{ sent, received, errors, disconnects int64 }
+	perGroup := make([]counts, len(st.Groups))
+	for _, s := range st.Timeline {
+		if len(s.Groups) != len(st.Groups) {
+			t.Fatalf("second at %v has %d groups, the run %d", s.At, len(s.Groups), len(st.Groups))
+		}
+		var sum stats.GroupSecond
+		for g, gs := range s.Groups {
+			if gs.Group != st.Groups[g].Name {
+				t.Errorf("second at %v: group %d is %q, want %q", s.At, g, gs.Group, st.Groups[g].Name)
+			}
+			if (gs.Max == 0) != (gs.P50 == 0) || gs.P50 > gs.P99 || gs.P99 > gs.Max {
+				t.Errorf("second at %v, group %s: p50 %v p99 %v max %v", s.At, gs.Group, gs.P50, gs.P99, gs.Max)
+			}
+			sum.Sent += gs.Sent
+			sum.Received += gs.Received
+			sum.Errors += gs.Errors
+			sum.Disconnects += gs.Disconnects
+			sum.Connected += gs.Connected
+			sum.Lost += gs.Lost
+			sum.Max = max(sum.Max, gs.Max)
+			sum.LagMax = max(sum.LagMax, gs.LagMax)
+			c := &perGroup[g]
+			c.sent, c.received, c.errors, c.disconnects = c.sent+gs.Sent, c.received+gs.Received, c.errors+gs.Errors, c.disconnects+gs.Disconnects
+		}
+		want := stats.GroupSecond{Connected: s.Connected, Lost: s.Lost, Sent: s.Sent, Received: s.Received,
+			Errors: s.Errors, Disconnects: s.Disconnects, Max: s.Max, LagMax: s.LagMax}
+		if sum != want {
+			t.Errorf("second at %v: groups add up to %+v, the second says %+v", s.At, sum, want)
+		}
+	}
+	for g := range st.Groups {
+		var m stats.Metrics
+		for i := range st.Phases {
+			m.Merge(&st.Phases[i].Groups[g])
+		}
+		want := counts{m.Sent, m.Received, m.Errors, m.Disconnects}
+		if perGroup[g] != want {
+			t.Errorf("group %s: the timeline adds up to %+v, the run's figures are %+v", st.Groups[g].Name, perGroup[g], want)
+		}
+	}
+}
+
 func TestRunExactAccounting(t *testing.T) {
 	for _, qos := range []byte{0, 1, 2} {
 		t.Run("qos"+string('0'+qos), func(t *testing.T) {
@@ -157,6 +205,7 @@ func TestRunExactAccounting(t *testing.T) {
 			if len(st.Groups) != 2 || st.Groups[0].Connected != 5 || st.Groups[1].ConnectedAtEnd != 5 {
 				t.Errorf("groups: %+v", st.Groups)
 			}
+			checkTimeline(t, st)
 		})
 	}
 }
@@ -198,6 +247,7 @@ func TestRunFaults(t *testing.T) {
 			prog.Drain = time.Second
 			st, b := runWith(t, prog, broker.Options{Faults: tt.faults}, Options{})
 			tt.check(t, all(st), b.FaultCounts())
+			checkTimeline(t, st)
 		})
 	}
 }
@@ -301,6 +351,14 @@ func TestRunBrokerDropsConnections(t *testing.T) {
 	}
 	if m.Sent == 0 || m.Received == 0 {
 		t.Errorf("sent %d received %d", m.Sent, m.Received)
+	}
+	checkTimeline(t, st)
+	// The timeline sees the publishers go: the last second has none of
+	// them connected and all four down, the subscribers all still there.
+	if n := len(st.Timeline); n == 0 {
+		t.Error("no timeline")
+	} else if last := st.Timeline[n-1]; last.Groups[1].Connected != 0 || last.Groups[1].Lost != 4 || last.Groups[0].Connected != 4 {
+		t.Errorf("last second's groups: %+v", last.Groups)
 	}
 }
 
@@ -626,6 +684,21 @@ func TestReconnect(t *testing.T) {
 			}
 			if st.Groups[0].ConnectedAtEnd != 3 || st.Groups[1].ConnectedAtEnd != 3 {
 				t.Errorf("connected at end: %+v", st.Groups)
+			}
+			checkTimeline(t, st)
+			// The timeline has the kicked group's disconnects (its clients
+			// are back within a second, so a snapshot rarely sees them
+			// down) and ends with every client of both groups connected.
+			kicked, disconnects := 1, int64(0)
+			if tt.kick == "-sub-" {
+				kicked = 0
+			}
+			for _, s := range st.Timeline {
+				disconnects += s.Groups[kicked].Disconnects
+			}
+			last := st.Timeline[len(st.Timeline)-1]
+			if disconnects != 3 || last.Groups[0].Connected != 3 || last.Groups[1].Connected != 3 || last.Lost != 0 {
+				t.Errorf("group %s: %d disconnects in the timeline (want 3); last second %+v", st.Groups[kicked].Name, disconnects, last.Groups)
 			}
 			if want := planned(prog); m.Sent != want {
 				t.Errorf("sent %d of %d planned: a publisher did not resume its schedule", m.Sent, want)

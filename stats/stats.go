@@ -46,6 +46,36 @@ type Second struct {
 	Disconnects            int64
 	P50, P99, Max          time.Duration // latency of deliveries received in that second
 	LagMax                 time.Duration
+	// Groups splits the second by plan group, in plan order (as
+	// Stats.Groups), so that a chart or a CSV can show each group's own
+	// rates and latency over time. Its counts add up exactly to the
+	// second's: the sum over groups of Sent is Sent, and so on. Nil in a
+	// timeline recorded before groups were kept per second.
+	Groups []GroupSecond
+}
+
+// GroupSecond is one plan group's share of a Second. Like Second it holds
+// summaries only, so a run's memory grows by a few words per group and
+// second, whatever the rate.
+type GroupSecond struct {
+	// Group is the plan group's name, so that a timeline read back from a
+	// saved report needs nothing else to name its rows.
+	Group string
+	// Connected and Lost are the group's clients connected, and dropped
+	// and not yet back, at the end of the second.
+	Connected, Lost int
+	// Sent counts the group's PUBLISHes written; Received the deliveries
+	// to its clients (duplicates included, as Metrics.Received); Errors
+	// and Disconnects its clients' errors and connection losses.
+	Sent, Received, Errors, Disconnects int64
+	// P50, P99 and Max are the end-to-end latency of the deliveries to the
+	// group's clients in that second. All three are zero when there was no
+	// latency sample: a sample is recorded as 1µs at least, so Max == 0
+	// means "none", never "instant".
+	P50, P99, Max time.Duration
+	// LagMax is the largest lag behind schedule of the group's sends in
+	// that second (zero when it sent nothing).
+	LagMax time.Duration
 }
 
 // Broker holds the embedded broker's own counters, so that broker drops

@@ -1,0 +1,122 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mqplan/mqplan/stats"
+)
+
+// csvHeader names the CSV timeline's columns, in order. Times are in
+// seconds since the run's start, latencies in milliseconds, rates in
+// messages per second.
+var csvHeader = []string{
+	"at_s", "phase", "group", "sent", "received", "send_rate", "recv_rate",
+	"p50_ms", "p99_ms", "max_ms", "connected", "errors", "disconnects", "lag_max_ms",
+}
+
+// csvTotal is the group column of the row that sums a second's groups.
+const csvTotal = "total"
+
+// WriteCSV writes the per-second timeline as CSV (RFC 4180, through
+// encoding/csv), for spreadsheets and plotting scripts: a header, then
+// for each second a row for the whole run (group "total") followed by a
+// row per plan group in plan order (so a plan group itself named "total"
+// is the second such row of its second). A timeline saved before groups
+// were kept per second has the total rows only. The columns (csvHeader):
+//
+//   - at_s: when the second ended, in seconds since the start (ms precision).
+//   - sent, received: messages in that second; a group's received counts
+//     deliveries to its clients, duplicates included. The groups' rows add
+//     up exactly to the total row.
+//   - send_rate, recv_rate: sent and received divided by the second's real
+//     length (from the previous row's at_s; the last one is usually
+//     shorter than a second).
+//   - p50_ms, p99_ms, max_ms: end-to-end latency of that second's
+//     deliveries; lag_max_ms: the largest lag behind schedule of its sends.
+//   - connected, errors, disconnects: clients connected at the end of the
+//     second, errors and connection losses in it.
+//
+// A figure with no sample (no delivery, no send) is an empty cell, never
+// 0, so that a chart leaves a gap rather than plotting a false zero.
+func WriteCSV(w io.Writer, r *Result) error {
+	var b bytes.Buffer
+	cw := csv.NewWriter(&b)
+	if err := cw.Write(csvHeader); err != nil {
+		return fmt.Errorf("writing the CSV timeline: %w", err)
+	}
+	var prev time.Duration
+	for _, s := range r.Timeline {
+		length := s.At - prev
+		prev = s.At
+		at := strconv.FormatFloat(s.At.Seconds(), 'f', 3, 64)
+		ph := s.Phase.String()
+		total := stats.GroupSecond{Group: csvTotal, Connected: s.Connected, Lost: s.Lost, Sent: s.Sent, Received: s.Received,
+			Errors: s.Errors, Disconnects: s.Disconnects, P50: s.P50, P99: s.P99, Max: s.Max, LagMax: s.LagMax}
+		if err := cw.Write(csvRow(at, ph, length, &total)); err != nil {
+			return fmt.Errorf("writing the CSV timeline: %w", err)
+		}
+		for i := range s.Groups {
+			if err := cw.Write(csvRow(at, ph, length, &s.Groups[i])); err != nil {
+				return fmt.Errorf("writing the CSV timeline: %w", err)
+			}
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("writing the CSV timeline: %w", err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// csvRow is one row of the CSV timeline: g's figures over a second that
+// lasted length and ended at at.
+func csvRow(at, ph string, length time.Duration, g *stats.GroupSecond) []string {
+	row := []string{at, ph, csvText(g.Group), csvInt(g.Sent), csvInt(g.Received), "", "", "", "", "",
+		strconv.Itoa(g.Connected), csvInt(g.Errors), csvInt(g.Disconnects), ""}
+	if length > 0 {
+		row[5], row[6] = csvRate(g.Sent, length), csvRate(g.Received, length)
+	}
+	if hasLatency(g.Received, g.Max) {
+		row[7], row[8], row[9] = csvMillis(g.P50), csvMillis(g.P99), csvMillis(g.Max)
+	}
+	if g.Sent > 0 {
+		row[13] = csvMillis(g.LagMax)
+	}
+	return row
+}
+
+// csvText keeps a name from being taken for a formula by a spreadsheet
+// (CSV injection): one that starts like a formula and holds more than a
+// plan group name may ("-pub" may be a group; "=HYPERLINK(...)" in a
+// crafted saved result may not) is written behind an apostrophe.
+func csvText(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return s
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return "'" + s
+		}
+	}
+	return s
+}
+
+func csvInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// csvRate is n messages over d, per second, to a tenth.
+func csvRate(n int64, d time.Duration) string {
+	return strconv.FormatFloat(float64(n)/d.Seconds(), 'f', 1, 64)
+}
+
+// csvMillis is d in milliseconds to the microsecond, the histograms'
+// resolution.
+func csvMillis(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+}
