@@ -44,6 +44,8 @@ const csvTotal = "total"
 //
 // A figure with no sample (no delivery, no send) is an empty cell, never
 // 0, so that a chart leaves a gap rather than plotting a false zero.
+// The CSV is data for plotting: it holds no verdict and no warnings, so
+// it is read next to a report (table, JSON, Markdown) that has them.
 func WriteCSV(w io.Writer, r *Result) error {
 	var b bytes.Buffer
 	cw := csv.NewWriter(&b)

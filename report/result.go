@@ -97,7 +97,8 @@ type Result struct {
 	DrainQuiet time.Duration
 	// Warnings are the conditions that make figures misleading if read
 	// alone (a generator behind schedule, broker drops, values out of the
-	// histograms' range). Every output shows them: they are never silent.
+	// histograms' range). Every report shows them: they are never silent
+	// (the CSV, the timeline's data alone, has no verdict and no warnings).
 	Warnings []string
 }
 
