@@ -23,17 +23,7 @@ import (
 	"github.com/mqplan/mqplan/internal/yamlnode"
 )
 
-// The keys of each section, in the order the messages list them.
-var (
-	planKeys      = []string{"name", "description", "broker", "groups", "warmup", "ramp", "duration", "drain", "thresholds"}
-	brokerKeys    = []string{"url", "urls", "protocol", "connect_timeout", "tls", "source_addresses"}
-	tlsKeys       = []string{"ca", "cert", "key", "server_name", "insecure_skip_verify"}
-	groupKeys     = []string{"name", "count", "start", "client_id", "username", "password", "keepalive", "clean_start", "session_expiry", "connect_rate", "connect_every", "reconnect", "will", "protocol", "subscribe", "publish"}
-	reconnectKeys = []string{"after", "max"}
-	willKeys      = []string{"topic", "payload", "qos", "retain"}
-	subKeys       = []string{"topic", "qos", "no_local", "retain_as_published", "retain_handling"}
-	publishKeys   = []string{"topic", "qos", "size", "every", "rate", "retain", "count"}
-)
+// The keys of each section come from the field catalogue (fields.go).
 
 // Defaults and limits of the plan format (plan-format.md). Each is
 // documented where the plan's types are, and pinned by the loader tests.

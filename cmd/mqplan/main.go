@@ -150,6 +150,7 @@ Usage:
   mqplan explain [flags] PLAN      print the compiled phases and load, without connecting
   mqplan broker [flags]            run the embedded MQTT broker until Ctrl-C
   mqplan conn|sub|pub [options]    emqtt-bench's commands and options, compiled into a plan
+  mqplan schema                    print the JSON Schema of plan files, for editors
   mqplan version                   print the version, Go release and VCS revision
   mqplan completion bash|zsh|fish  print a shell completion script
 
@@ -179,6 +180,8 @@ func dispatch(e *env, args []string) error {
 		return cmdEmqtt(e, emqttbench.Kind(args[0]), args[1:])
 	case "completion":
 		return cmdCompletion(e, args[1:])
+	case "schema":
+		return cmdSchema(e, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, buildVersion())
 		return nil

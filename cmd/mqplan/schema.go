@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mqplan/mqplan/plans"
+)
+
+// cmdSchema prints the JSON Schema of plan files, for editors and for
+// tools that check plans without mqplan.
+func cmdSchema(e *env, args []string) error {
+	fs := newFlags(e, "schema", "", "Prints the JSON Schema (draft 2020-12) of plan files, generated from the fields the\nloader accepts. Editors with yaml-language-server use it when a plan starts with\n  # yaml-language-server: $schema=mqplan-plan.schema.json\nExample:\n  mqplan schema > mqplan-plan.schema.json")
+	args, done, err := parseFlags(fs, args)
+	if done {
+		return err
+	}
+	if len(args) > 0 {
+		fs.Usage()
+		return invalid(fmt.Errorf("schema takes no arguments, got %s", strings.Join(args, " ")))
+	}
+	if _, err := e.stdout.Write(plans.Schema()); err != nil {
+		return fmt.Errorf("writing the schema: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package plans
+
+import "math"
+
+// The field catalogue: every key of every mapping a plan file may hold,
+// with how the loader reads its value, its bounds and its one-line doc.
+// The loader's key lists (planKeys, groupKeys, ...) are taken from it,
+// and Schema generates the JSON Schema from it, so that the keys an
+// editor completes are the keys the loader accepts. The typed getters in
+// load_decode.go still decide what a value means; the catalogue says what
+// they accept, and the schema tests check both against the same plans.
+
+// fieldKind is how the loader reads a field's value.
+type fieldKind int
+
+const (
+	fieldText           fieldKind = iota // any scalar, read as text (str)
+	fieldSecret                          // a password: text never printed
+	fieldTemplate                        // a %c/%u/%i template (client id, user name, topic)
+	fieldGroupName                       // letters, digits, _ and -
+	fieldBrokerURL                       // embedded or scheme://host:port
+	fieldBool                            // true or false
+	fieldInt                             // a whole number in [min, max]
+	fieldQoS                             // 0, 1 or 2
+	fieldProtocol                        // 3, 4 or 5
+	fieldRetainHandling                  // 0, 1 or 2
+	fieldDuration                        // a Go duration: 10s, 1m30s, 250ms
+	fieldRate                            // a rate: 500/s, 60/min, or a number per second
+	fieldSize                            // a byte size: 1KB, 512B, 1024
+	fieldSection                         // a mapping of fields; null is an empty one
+	fieldURLList                         // broker.urls: a non-empty list of broker URLs
+	fieldAddressList                     // broker.source_addresses: a list of IP addresses
+	fieldGroupList                       // groups: a non-empty list of group mappings
+	fieldSubscribe                       // a filter, a subscription mapping, or a list of either
+	fieldExprList                        // thresholds: a list of expressions
+)
+
+// planField is one key of a mapping in a plan file.
+type planField struct {
+	name string
+	kind fieldKind
+	doc  string
+	// min and max bound fieldInt (and fieldSize) values.
+	min, max int64
+	// positive refuses 0 for a duration or rate.
+	positive bool
+	// required: the loader reports the key's absence.
+	required bool
+	// sec is the mapping of a fieldSection, or of one item of a
+	// fieldGroupList or fieldSubscribe.
+	sec *planSection
+}
+
+// planSection is one mapping of a plan file: its keys in the order the
+// docs and messages list them, and the presence rules between them that
+// the loader checks.
+type planSection struct {
+	// name names the section in the schema's $defs.
+	name string
+	doc  string
+	// extensions allows keys starting with "x-", which the loader skips
+	// (a place for YAML anchors).
+	extensions bool
+	fields     []planField
+	// notBoth lists pairs of keys that must not both be present.
+	notBoth [][2]string
+	// oneOf lists keys of which exactly one must be present.
+	oneOf []string
+}
+
+// keys returns the section's key names, the list the loader checks a
+// mapping against.
+func (s *planSection) keys() []string {
+	out := make([]string, len(s.fields))
+	for i, f := range s.fields {
+		out[i] = f.name
+	}
+	return out
+}
+
+var tlsSection = &planSection{
+	name: "tls",
+	doc:  "TLS settings for mqtts:// and wss:// brokers. File paths are relative to the plan file.",
+	fields: []planField{
+		{name: "ca", kind: fieldText, doc: "PEM file of the certificate authorities that sign the broker's certificate (default: the system's)."},
+		{name: "cert", kind: fieldText, doc: "PEM client certificate for mutual TLS; needs key."},
+		{name: "key", kind: fieldText, doc: "PEM private key of cert; needs cert."},
+		{name: "server_name", kind: fieldText, doc: "The name the broker's certificate must hold (default: the URL's host)."},
+		{name: "insecure_skip_verify", kind: fieldBool, doc: "Accept any broker certificate: for tests only."},
+	},
+}
+
+var brokerSection = &planSection{
+	name: "broker",
+	doc:  "Where clients connect; absent means the embedded in-process broker.",
+	fields: []planField{
+		{name: "url", kind: fieldBrokerURL, doc: "The broker: embedded, mqtt://host:1883, mqtts://host:8883, ws://host:8083/mqtt or wss://host/mqtt. Credentials go in the groups, never here."},
+		{name: "urls", kind: fieldURLList, doc: "A cluster's URLs: clients are spread over them round-robin. Set url or urls, not both."},
+		{name: "protocol", kind: fieldProtocol, doc: "MQTT version: 3 (3.1), 4 (3.1.1) or 5 (5.0, the default)."},
+		{name: "connect_timeout", kind: fieldDuration, positive: true, doc: "How long a CONNECT may wait for its CONNACK (default 10s)."},
+		{name: "tls", kind: fieldSection, sec: tlsSection, doc: tlsSection.doc},
+		{name: "source_addresses", kind: fieldAddressList, doc: "Local IP addresses clients connect from, round-robin per client (past the 64k-port limit of one address)."},
+	},
+	notBoth: [][2]string{{"url", "urls"}},
+}
+
+var reconnectSection = &planSection{
+	name: "reconnect",
+	doc:  "A dropped client reconnects (resuming its session if clean_start is false).",
+	fields: []planField{
+		{name: "after", kind: fieldDuration, positive: true, doc: "Wait before reconnecting (default 1s)."},
+		{name: "max", kind: fieldInt, min: 0, max: math.MaxInt32, doc: "Reconnections per client at most; 0 means no limit."},
+	},
+}
+
+var willSection = &planSection{
+	name: "will",
+	doc:  "The will message the broker publishes when a client drops.",
+	fields: []planField{
+		{name: "topic", kind: fieldTemplate, required: true, doc: "The will's topic; %c, %u and %i expand per client."},
+		{name: "payload", kind: fieldText, doc: "The will's payload."},
+		{name: "qos", kind: fieldQoS, doc: "The will's QoS: 0, 1 or 2 (default 0)."},
+		{name: "retain", kind: fieldBool, doc: "Publish the will retained."},
+	},
+}
+
+var subscriptionSection = &planSection{
+	name: "subscription",
+	doc:  "One subscription: a topic filter with its QoS and MQTT 5 options.",
+	fields: []planField{
+		{name: "topic", kind: fieldTemplate, required: true, doc: "The topic filter: wildcards + and #, $share/<group>/<filter>; %c, %u and %i expand per client."},
+		{name: "qos", kind: fieldQoS, doc: "The maximum QoS asked for: 0, 1 or 2 (default 0)."},
+		{name: "no_local", kind: fieldBool, doc: "MQTT 5: do not receive the client's own publishes (not on a shared subscription)."},
+		{name: "retain_as_published", kind: fieldBool, doc: "MQTT 5: keep the retain flag as published."},
+		{name: "retain_handling", kind: fieldRetainHandling, doc: "MQTT 5: 0 sends retained messages at every subscribe, 1 only for a new subscription, 2 never."},
+	},
+}
+
+var publishSection = &planSection{
+	name: "publish",
+	doc:  "What each client of the group publishes, and how often.",
+	fields: []planField{
+		{name: "topic", kind: fieldTemplate, required: true, doc: "The topic: %c client id, %u user name, %i sequence number, %% a literal %."},
+		{name: "qos", kind: fieldQoS, doc: "0, 1 or 2 (default 0)."},
+		{name: "size", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, doc: "Payload bytes (B, KB=1000, KiB=1024, MB, MiB, GB, GiB; default 256); at least 16, the measurement header."},
+		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every or rate, exactly one."},
+		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every or rate, exactly one."},
+		{name: "retain", kind: fieldBool, doc: "Publish retained."},
+		{name: "count", kind: fieldInt, min: 0, max: math.MaxInt32, doc: "Stop each client after this many messages; 0 means no limit."},
+	},
+	oneOf: []string{"every", "rate"},
+}
+
+var groupSection = &planSection{
+	name: "group",
+	doc:  "A group of identical clients: how they connect, subscribe and publish.",
+	fields: []planField{
+		{name: "name", kind: fieldGroupName, required: true, doc: "The group's name in reports and thresholds (groups.<name>): letters, digits, _ and -."},
+		{name: "count", kind: fieldInt, min: 1, max: maxGroupCount, doc: "Clients in the group (default 1)."},
+		{name: "start", kind: fieldInt, min: 0, max: maxGroupStart, doc: "The first %i (default 1)."},
+		{name: "client_id", kind: fieldTemplate, doc: "Client id template with %i and %u (default: unique per run and group)."},
+		{name: "username", kind: fieldTemplate, doc: "User name template with %i; %u expands to it."},
+		{name: "password", kind: fieldSecret, doc: "Password; write ${VAR} to take it from the environment. Never printed."},
+		{name: "keepalive", kind: fieldDuration, max: int64(maxKeepalive), doc: "MQTT keepalive, whole seconds (default 60s, at most 65535s)."},
+		{name: "clean_start", kind: fieldBool, doc: "Start with a new session (default true); false resumes a kept one."},
+		{name: "session_expiry", kind: fieldDuration, max: int64(maxSessionExpiry), doc: "MQTT 5 session expiry, whole seconds (default 0s)."},
+		{name: "connect_rate", kind: fieldRate, doc: "The group's connection ramp, connections per second (default 1000/s; 0 connects all at once). Set connect_rate or connect_every, not both."},
+		{name: "connect_every", kind: fieldDuration, positive: true, doc: "One connection every this long (at most 1h). Set connect_rate or connect_every, not both."},
+		{name: "reconnect", kind: fieldSection, sec: reconnectSection, doc: reconnectSection.doc},
+		{name: "will", kind: fieldSection, sec: willSection, doc: willSection.doc},
+		{name: "protocol", kind: fieldProtocol, doc: "MQTT version for this group: 3, 4 or 5 (default: broker.protocol)."},
+		{name: "subscribe", kind: fieldSubscribe, sec: subscriptionSection, doc: "One topic filter, one {topic, qos, ...} mapping, or a list of either."},
+		{name: "publish", kind: fieldSection, sec: publishSection, doc: publishSection.doc},
+	},
+	notBoth: [][2]string{{"connect_rate", "connect_every"}},
+}
+
+var planSectionTop = &planSection{
+	name:       "plan",
+	doc:        "An mqplan test plan: the broker, the client groups, the phases and the thresholds that decide the verdict.",
+	extensions: true,
+	fields: []planField{
+		{name: "name", kind: fieldText, doc: "The plan's name in reports (default: the file name without extension)."},
+		{name: "description", kind: fieldText, doc: "Shown in the report."},
+		{name: "broker", kind: fieldSection, sec: brokerSection, doc: brokerSection.doc},
+		{name: "groups", kind: fieldGroupList, sec: groupSection, required: true, doc: "The topology: who connects, subscribes and publishes. At least one group."},
+		{name: "warmup", kind: fieldDuration, doc: "Publishing, not measured (default 0s)."},
+		{name: "ramp", kind: fieldDuration, doc: "The publish rate grows linearly from 0 to its target (default 0s)."},
+		{name: "duration", kind: fieldDuration, positive: true, doc: "The measured steady phase; required unless every publishing group has a publish.count."},
+		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
+		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
+	},
+}
+
+// The keys of each section, in the order the messages list them.
+var (
+	planKeys      = planSectionTop.keys()
+	brokerKeys    = brokerSection.keys()
+	tlsKeys       = tlsSection.keys()
+	groupKeys     = groupSection.keys()
+	reconnectKeys = reconnectSection.keys()
+	willKeys      = willSection.keys()
+	subKeys       = subscriptionSection.keys()
+	publishKeys   = publishSection.keys()
+)

@@ -1,0 +1,427 @@
+package plans
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/mqplan/mqplan/internal/golden"
+)
+
+// schemaFile is the committed schema that the shipped plans' first line
+// points editors at; TestSchemaGolden keeps it equal to Schema().
+const schemaFile = "../docs/mqplan-plan.schema.json"
+
+func TestSchemaGolden(t *testing.T) {
+	golden.Check(t, schemaFile, Schema())
+}
+
+// compileSchema compiles Schema() with a real draft 2020-12 validator.
+func compileSchema(t *testing.T) *jsonschema.Schema { return compileSchemaTB(t) }
+
+func compileSchemaTB(t testing.TB) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema()))
+	if err != nil {
+		t.Fatalf("the schema is not JSON: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	const url = "mqplan-plan.schema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("compiling the schema: %v", err)
+	}
+	return s
+}
+
+// errNotJSON marks a plan that YAML cannot turn into one JSON document
+// (a syntax error, an alias cycle, a duplicate key): editors report those
+// as YAML errors, before any schema.
+var errNotJSON = errors.New("not a JSON document")
+
+// yamlToJSON decodes plan text as an editor's YAML server does, into the
+// JSON value a schema validates.
+func yamlToJSON(data []byte) (any, error) {
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotJSON, err)
+	}
+	v, err := jsonValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotJSON, err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotJSON, err)
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
+}
+
+// jsonValue turns the maps YAML decodes with non-string keys into JSON
+// objects, as YAML servers do (a key 1 is the property "1").
+func jsonValue(v any) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			y, err := jsonValue(x)
+			if err != nil {
+				return nil, err
+			}
+			v[k] = y
+		}
+		return v, nil
+	case map[any]any:
+		out := map[string]any{}
+		for k, x := range v {
+			y, err := jsonValue(x)
+			if err != nil {
+				return nil, err
+			}
+			out[fmt.Sprint(k)] = y
+		}
+		return out, nil
+	case []any:
+		for i, x := range v {
+			y, err := jsonValue(x)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = y
+		}
+		return v, nil
+	}
+	return v, nil
+}
+
+// validateFile validates a plan file against the schema.
+func validatePlan(s *jsonschema.Schema, data []byte) error {
+	v, err := yamlToJSON(data)
+	if err != nil {
+		return err
+	}
+	return s.Validate(v)
+}
+
+// TestSchemaKeysMatchLoader walks the schema's mappings and the key lists
+// the loader checks mappings against, and fails when one has a key the
+// other lacks: an editor must complete exactly the keys mqplan accepts.
+func TestSchemaKeysMatchLoader(t *testing.T) {
+	var root map[string]any
+	if err := json.Unmarshal(Schema(), &root); err != nil {
+		t.Fatal(err)
+	}
+	if got := root["$schema"]; got != "https://json-schema.org/draft/2020-12/schema" {
+		t.Errorf("$schema = %v, want draft 2020-12", got)
+	}
+	defs, _ := root["$defs"].(map[string]any)
+	mappings := map[string]map[string]any{"(top level)": root}
+	for name, d := range defs {
+		mappings[name], _ = d.(map[string]any)
+	}
+	// What the loader checks each mapping against (load_decode.go), and
+	// whether it skips x- keys there.
+	loader := map[string]struct {
+		keys       []string
+		extensions bool
+	}{
+		"(top level)":  {planKeys, true},
+		"broker":       {brokerKeys, false},
+		"tls":          {tlsKeys, false},
+		"group":        {groupKeys, false},
+		"reconnect":    {reconnectKeys, false},
+		"will":         {willKeys, false},
+		"subscription": {subKeys, false},
+		"publish":      {publishKeys, false},
+	}
+	for _, name := range slices.Sorted(maps.Keys(mappings)) {
+		m := mappings[name]
+		want, ok := loader[name]
+		if !ok {
+			t.Errorf("the schema has a mapping %q that the loader has no key list for", name)
+			continue
+		}
+		props, _ := m["properties"].(map[string]any)
+		for k := range props {
+			if !slices.Contains(want.keys, k) {
+				t.Errorf("%s: the schema has the key %q, the loader does not accept it", name, k)
+			}
+			if doc, _ := props[k].(map[string]any)["description"].(string); doc == "" {
+				t.Errorf("%s: the schema's key %q has no description", name, k)
+			}
+		}
+		for _, k := range want.keys {
+			if _, ok := props[k]; !ok {
+				t.Errorf("%s: the loader accepts the key %q, the schema lacks it", name, k)
+			}
+		}
+		if m["additionalProperties"] != false {
+			t.Errorf("%s: the schema allows unknown keys, the loader refuses them", name)
+		}
+		pp, _ := m["patternProperties"].(map[string]any)
+		_, ext := pp["^x-"]
+		if ext != want.extensions {
+			t.Errorf("%s: the schema allows x- keys: %v, the loader: %v", name, ext, want.extensions)
+		}
+	}
+	for name := range loader {
+		if _, ok := mappings[name]; !ok {
+			t.Errorf("the loader has a key list for %q, the schema no mapping", name)
+		}
+	}
+}
+
+// validPlans are every plan file the loader accepts: the shipped ones,
+// the valid fixtures and the command tests' valid plans.
+func validPlans(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"*.yaml", validDir + "/*.yaml", "../testdata/cli/*.yaml"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	shipped, err := fs.Glob(Shipped, "*.yaml")
+	if err != nil || len(shipped) == 0 {
+		t.Fatalf("no shipped plans: %v", err)
+	}
+	var out []string
+	for _, f := range files {
+		if f == "../testdata/cli/invalid.yaml" {
+			continue
+		}
+		out = append(out, f)
+	}
+	if len(out) < len(shipped)+10 {
+		t.Fatalf("found only %d valid plans: %v", len(out), out)
+	}
+	return out
+}
+
+func TestSchemaAcceptsValidPlans(t *testing.T) {
+	s := compileSchema(t)
+	for _, f := range validPlans(t) {
+		t.Run(f, func(t *testing.T) {
+			if _, err := Load(f, LoadOptions{LookupEnv: lookupTestEnv}); err != nil {
+				t.Fatalf("the loader refuses it, so it does not belong here: %v", err)
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := validatePlan(s, data); err != nil {
+				t.Errorf("the loader accepts it, the schema does not:\n%v", err)
+			}
+		})
+	}
+}
+
+func TestShippedPlansNameTheSchema(t *testing.T) {
+	shipped, err := fs.Glob(Shipped, "*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "# yaml-language-server: $schema=../docs/mqplan-plan.schema.json\n"
+	for _, f := range shipped {
+		data, err := fs.ReadFile(Shipped, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(data, []byte(want)) {
+			t.Errorf("%s does not start with %q", f, want)
+		}
+	}
+	// The path is relative to the plans: it must lead to the schema.
+	if _, err := os.Stat(filepath.Join(".", "../docs/mqplan-plan.schema.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSchemaInvalidFixtures sorts every invalid fixture by what the schema
+// can tell of it, so that a new fixture must be sorted too.
+func TestSchemaInvalidFixtures(t *testing.T) {
+	// Problems the schema finds: unknown keys, wrong types, values out of
+	// range or not in their format, missing keys, keys set together.
+	caught := []string{
+		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names",
+		"bad_rates", "bad_sizes", "bad_subscription_options", "bad_thresholds",
+		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
+		"every_and_rate", "groups_empty", "groups_not_list", "neither_every_nor_rate",
+		"not_mapping", "qos3", "thresholds_not_list", "unknown_keys", "url_and_urls",
+		"wrong_types",
+	}
+	// Plans that are not one JSON document: YAML itself refuses them.
+	notJSON := []string{
+		"alias_bomb", "alias_cycle", "bad_merge", "duplicate_keys", "syntax_error",
+		"syntax_indent", "syntax_tab", "syntax_unclosed", "syntax_unknown_alias",
+	}
+	// Problems beyond a schema, each a check the loader makes across
+	// fields, files or the environment; the schema accepts these plans.
+	beyond := map[string]string{
+		"bad_env_syntax":                 "${...} syntax: the schema lets any ${ through",
+		"bad_templates":                  "template placeholders (%c, %u, %i) and which a field allows",
+		"client_id_collisions":           "client ids colliding across groups",
+		"duplicate_group_names":          "group names unique across the list",
+		"duration_missing":               "duration required unless every publishing group has a count",
+		"duration_missing_no_publishers": "duration required unless every publishing group has a count",
+		"embedded_mixed":                 "embedded mixed with other URLs",
+		"multi_document":                 "a second YAML document (a schema sees one)",
+		"timeline_counts":                "the timeline's length from counts and intervals",
+		"timeline_overflow":              "the timeline's length from durations, rates and counts",
+		"too_much_work":                  "the whole plan's budgets (clients x filters)",
+		"unset_var":                      "environment variables that are not set",
+	}
+	files, err := filepath.Glob(invalidDir + "/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no invalid fixtures: %v", err)
+	}
+	s := compileSchema(t)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := LoadBytes(f, data, LoadOptions{LookupEnv: lookupTestEnv}); err == nil {
+				t.Fatal("the loader accepts it: it is not an invalid fixture")
+			}
+			err = validatePlan(s, data)
+			switch {
+			case slices.Contains(caught, name):
+				if err == nil || errors.Is(err, errNotJSON) {
+					t.Errorf("the schema should refuse it, got %v", err)
+				}
+			case slices.Contains(notJSON, name):
+				if !errors.Is(err, errNotJSON) {
+					t.Errorf("YAML should refuse it, got %v", err)
+				}
+			case beyond[name] != "":
+				if err != nil {
+					t.Errorf("listed as beyond the schema (%s), but the schema refuses it: move it to caught\n%v", beyond[name], err)
+				}
+			default:
+				t.Errorf("not sorted: say whether the schema can tell it is invalid (error: %v)", err)
+			}
+		})
+	}
+}
+
+// TestSchemaFieldForms checks each kind of field against the schema and
+// the loader together: forms both accept, and mistakes both refuse.
+func TestSchemaFieldForms(t *testing.T) {
+	s := compileSchema(t)
+	const pub = "groups:\n  - name: p\n    publish: {topic: t, every: 1s}\nduration: 10s\n"
+	tests := []struct {
+		name string
+		plan string
+		ok   bool
+	}{
+		{"minimal", pub, true},
+		{"x- key at the top", "x-base: {qos: 1}\n" + pub, true},
+		{"x- key in a group", "groups:\n  - name: p\n    x-note: 1\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"unknown top key", "nmae: a\n" + pub, false},
+		{"int as text", "groups:\n  - name: p\n    count: \"1_000\"\n    publish: {topic: t, every: 1s}\nduration: 10s\n", true},
+		{"int from env", "groups:\n  - name: p\n    count: ${SUBS}\n    publish: {topic: t, every: 1s}\nduration: 10s\n", true},
+		{"int not a number", "groups:\n  - name: p\n    count: many\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"int below range", "groups:\n  - name: p\n    count: 0\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"int above range", "groups:\n  - name: p\n    count: 500001\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"qos as text", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, qos: \"2\"}\nduration: 10s\n", true},
+		{"qos 3", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, qos: 3}\nduration: 10s\n", false},
+		{"qos from env", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, qos: \"${QOS}\"}\nduration: 10s\n", true},
+		{"protocol 3", "broker: {protocol: 3}\n" + pub, true},
+		{"protocol 6", "broker: {protocol: 6}\n" + pub, false},
+		{"protocol as text", "broker: {protocol: \"4\"}\n" + pub, true},
+		{"retain_handling 2", "groups:\n  - name: s\n    subscribe: {topic: t, retain_handling: 2}\nduration: 10s\n", true},
+		{"retain_handling 3", "groups:\n  - name: s\n    subscribe: {topic: t, retain_handling: 3}\nduration: 10s\n", false},
+		{"bool true", "groups:\n  - name: p\n    clean_start: false\n    publish: {topic: t, every: 1s, retain: true}\nduration: 10s\n", true},
+		{"bool yes", "groups:\n  - name: p\n    clean_start: yes\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"bool as number", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, retain: 1}\nduration: 10s\n", false},
+		{"duration units", "groups:\n  - name: p\n    publish: {topic: t, every: 1.5ms}\nwarmup: 1m30s\nramp: 0\ndrain: 250us\nduration: 1h\n", true},
+		{"duration without unit", "groups:\n  - name: p\n    keepalive: 60\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"duration negative", pub + "warmup: -1s\n", false},
+		{"duration unknown unit", pub + "drain: 5d\n", false},
+		{"rate forms", "groups:\n  - name: p\n    connect_rate: 0\n    publish: {topic: t, rate: 60/min}\n  - name: q\n    connect_rate: 2.5/ms\n    publish: {topic: t, rate: 500}\nduration: 10s\n", true},
+		{"rate zero", "groups:\n  - name: p\n    publish: {topic: t, rate: 0}\nduration: 10s\n", false},
+		{"rate too high", "groups:\n  - name: p\n    publish: {topic: t, rate: 2000000000}\nduration: 10s\n", false},
+		{"rate unknown unit", "groups:\n  - name: p\n    publish: {topic: t, rate: 5/day}\nduration: 10s\n", false},
+		{"size forms", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, size: 1.5 KiB}\n  - name: q\n    publish: {topic: t, every: 1s, size: 16}\nduration: 10s\n", true},
+		{"size too small", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, size: 15}\nduration: 10s\n", false},
+		{"size unknown unit", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, size: 1TB}\nduration: 10s\n", false},
+		{"every and rate", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, rate: 5/s}\nduration: 10s\n", false},
+		{"neither every nor rate", "groups:\n  - name: p\n    publish: {topic: t}\nduration: 10s\n", false},
+		{"connect_rate and connect_every", "groups:\n  - name: p\n    connect_rate: 5/s\n    connect_every: 1s\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"url and urls", "broker: {url: embedded, urls: [embedded]}\n" + pub, false},
+		{"urls", "broker: {urls: [mqtt://a:1883, mqtts://b]}\n" + pub, true},
+		{"url without scheme", "broker: {url: \"broker:1883\"}\n" + pub, false},
+		{"null sections", "broker:\n  tls:\n  source_addresses:\ngroups:\n  - name: p\n    reconnect:\n    will:\n    subscribe:\n    publish: {topic: t, every: 1s}\nthresholds:\nduration: 10s\n", true},
+		{"will without topic", "groups:\n  - name: p\n    will: {qos: 1}\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"group without name", "groups:\n  - publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"group name with a dot", "groups:\n  - name: a.b\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"numeric group name", "groups:\n  - name: -7\n    publish: {topic: t, every: 1s}\nduration: 10s\n", true},
+		{"no groups", "duration: 10s\n", false},
+		{"subscribe forms", "groups:\n  - name: a\n    subscribe: t/#\n  - name: b\n    subscribe: {topic: t, qos: 1}\n  - name: c\n    subscribe: [a, {topic: b, qos: 2}]\nduration: 10s\n", true},
+		{"subscribe nested list", "groups:\n  - name: a\n    subscribe: [[a, b]]\nduration: 10s\n", false},
+		{"threshold not a string", pub + "thresholds:\n  - {p99: 10ms}\n", false},
+		{"password from env", "groups:\n  - name: p\n    username: u\n    password: ${MQTT_PASSWORD}\n    publish: {topic: t, every: 1s}\nduration: 10s\n", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, loadErr := LoadBytes("plan.yaml", []byte(tc.plan), LoadOptions{LookupEnv: lookupTestEnv})
+			if (loadErr == nil) != tc.ok {
+				t.Fatalf("the loader: ok = %v, want %v (%v): fix the case", loadErr == nil, tc.ok, loadErr)
+			}
+			err := validatePlan(s, []byte(tc.plan))
+			if errors.Is(err, errNotJSON) {
+				t.Fatal(err)
+			}
+			if (err == nil) != tc.ok {
+				t.Errorf("the schema: ok = %v, want %v\n%v", err == nil, tc.ok, err)
+			}
+		})
+	}
+}
+
+// FuzzSchemaAcceptsWhatLoads checks that the schema is never stricter than
+// the loader: a plan the loader accepts must pass the schema, or an editor
+// would flag a plan that runs. Plans that YAML cannot turn into one JSON
+// document are left out: an editor reports those as YAML errors.
+func FuzzSchemaAcceptsWhatLoads(f *testing.F) {
+	for _, dir := range []string{validDir, invalidDir} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	s := compileSchemaTB(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := LoadBytes("plan.yaml", data, LoadOptions{LookupEnv: fuzzEnv}); err != nil {
+			return
+		}
+		if err := validatePlan(s, data); err != nil && !errors.Is(err, errNotJSON) {
+			t.Errorf("the loader accepts this plan, the schema does not:\n%s\n%v", data, err)
+		}
+	})
+}
