@@ -1,6 +1,8 @@
 // Package plans is mqplan's plan language: it loads a YAML test plan
 // strictly (every error with its position), validates it, and compiles it
-// into a Program, a pure description of what a run does and when.
+// into a Program, a pure description of what a run does and when. It
+// also owns the field catalogue the loader checks keys against
+// (fields.go) and the JSON Schema for editors generated from it (Schema).
 //
 // Nothing here opens a socket, reads a clock or starts a goroutine, so a
 // plan can be explained, validated and tested exactly without a broker.

@@ -6,6 +6,7 @@
 //	mqplan explain plans/1to1-qos1.yaml    print the compiled phases and load
 //	mqplan broker --listen 127.0.0.1:1883  run the embedded broker standalone
 //	mqplan conn|sub|pub [options]          emqtt-bench's commands, compiled into a plan
+//	mqplan schema > plan.schema.json       the JSON Schema of plan files, for editors
 //
 // Exit codes: 0 every threshold held, 1 a threshold failed, 2 the plan or
 // the command line is invalid, 3 the run could not complete.
