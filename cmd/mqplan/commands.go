@@ -74,6 +74,9 @@ var commandExamples = map[string][]string{
 		"mqplan broker --listen 127.0.0.1:8883 --tls-cert server.pem --tls-key server.key --ws 127.0.0.1:8080",
 		"mqplan broker --duplicate-every 100                               # a broker that duplicates, on purpose",
 	},
+	"schema": {
+		"mqplan schema > mqplan-plan.schema.json   # then start a plan with: # yaml-language-server: $schema=mqplan-plan.schema.json",
+	},
 }
 
 // parseFlags parses, mapping --help to done with no error (exit 0) and

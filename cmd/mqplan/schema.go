@@ -10,7 +10,7 @@ import (
 // cmdSchema prints the JSON Schema of plan files, for editors and for
 // tools that check plans without mqplan.
 func cmdSchema(e *env, args []string) error {
-	fs := newFlags(e, "schema", "", "Prints the JSON Schema (draft 2020-12) of plan files, generated from the fields the\nloader accepts. Editors with yaml-language-server use it when a plan starts with\n  # yaml-language-server: $schema=mqplan-plan.schema.json\nExample:\n  mqplan schema > mqplan-plan.schema.json")
+	fs := newFlags(e, "schema", "", "Prints the JSON Schema (draft 2020-12) of plan files, generated from the keys the\nloader accepts: editors with yaml-language-server complete and check a plan whose\nfirst line names it. The repository's copy is docs/mqplan-plan.schema.json.")
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
