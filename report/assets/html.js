@@ -17,7 +17,12 @@
 
   var data = JSON.parse(document.getElementById("mqplan-data").textContent);
   var palette = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#0a7ea4", "#d1242f", "#57606a"];
-  var phaseFill = ["rgba(9,105,218,0.06)", "rgba(130,80,223,0.08)", "rgba(26,127,55,0.06)", "rgba(191,135,0,0.08)"];
+  // One tint per phase, the same in every report: steady is always green.
+  var phaseFill = {
+    connect: "rgba(9,105,218,0.07)", subscribe: "rgba(130,80,223,0.09)", warmup: "rgba(191,135,0,0.07)",
+    ramp: "rgba(191,135,0,0.13)", steady: "rgba(26,127,55,0.06)", drain: "rgba(87,96,106,0.09)",
+    disconnect: "rgba(207,34,46,0.07)"
+  };
   var drawn = 0;
 
   // shadePhases fills each phase's span under the series, its name on top.
@@ -26,12 +31,12 @@
     ctx.save();
     ctx.font = (11 * devicePixelRatio) + "px system-ui, sans-serif";
     ctx.textBaseline = "top";
-    data.phases.forEach(function (ph, i) {
+    data.phases.forEach(function (ph) {
       var x0 = u.valToPos(ph.start, "x", true), x1 = u.valToPos(ph.end, "x", true);
       x0 = Math.max(x0, bb.left);
       x1 = Math.min(x1, bb.left + bb.width);
       if (!(x1 > x0)) return;
-      ctx.fillStyle = phaseFill[i % phaseFill.length];
+      ctx.fillStyle = phaseFill[ph.name] || "rgba(87,96,106,0.06)";
       ctx.fillRect(x0, bb.top, x1 - x0, bb.height);
       // The name only where it fits: drain and disconnect are often
       // a sliver.
@@ -95,7 +100,9 @@
       title: title,
       width: width,
       height: opts.height || 240,
-      scales: { x: xscale },
+      // From zero: a rate or a latency read against a cut axis looks
+      // worse (or better) than it is.
+      scales: { x: xscale, y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.08 : 1]; } } },
       axes: [
         { label: opts.xLabel || "seconds since start", values: opts.xValues, splits: opts.xSplits },
         { label: opts.yLabel || "", size: 60 }
