@@ -93,7 +93,7 @@ func TestOutputFiles(t *testing.T) {
 		{name: "--out without FORMAT=: 2 before the run", args: []string{"--out", filepath.Join(dir, "x.json")},
 			code: 2, stderr: "want FORMAT=FILE", fast: true},
 		{name: "--out with an unknown format: 2, naming the formats", args: []string{"--out", "pdf=" + filepath.Join(dir, "x.pdf")},
-			code: 2, stderr: `unknown format "pdf": want one of json, table, html`, fast: true},
+			code: 2, stderr: `unknown format "pdf": want one of json, table`, fast: true},
 		{name: "--out into a missing directory: 2 before the run", args: []string{"--out", "json=" + filepath.Join(dir, "no", "r.json")},
 			code: 2, stderr: "--out json=" + filepath.Join(dir, "no", "r.json") + ": the directory", fast: true},
 		{name: "two outputs to standard output: 2", args: []string{"--json", "-", "--out", "table=-"},
