@@ -107,7 +107,15 @@ type htmlData struct {
 	Phases   []htmlDataPhase `json:"phases"`
 	Timeline htmlTimeline    `json:"timeline"`
 	Dists    []htmlDist      `json:"dists"`
+	// DistsLeftOut counts, by curve name, the groups' curves left out of
+	// the page (see maxGroupCurves).
+	DistsLeftOut map[string]int `json:"distsLeftOut"`
 }
+
+// maxGroupCurves bounds the groups' curves a percentile plot draws: past
+// a handful the lines and the legend are unreadable, and a plan may have
+// hundreds of groups. The JSON keeps them all.
+const maxGroupCurves = 8
 
 type htmlDataPhase struct {
 	Name  string  `json:"name"`
@@ -315,7 +323,7 @@ func htmlTables(r *Result) []htmlTable {
 // chartData converts the timeline and the percentile curves for the
 // page script.
 func chartData(r *Result) htmlData {
-	d := htmlData{Elapsed: r.Elapsed.Seconds(), Phases: []htmlDataPhase{}, Dists: []htmlDist{}}
+	d := htmlData{Elapsed: r.Elapsed.Seconds(), Phases: []htmlDataPhase{}, Dists: []htmlDist{}, DistsLeftOut: map[string]int{}}
 	for _, ph := range r.Phases {
 		if ph.Duration() > 0 {
 			d.Phases = append(d.Phases, htmlDataPhase{Name: ph.Phase.String(), Start: ph.Start.Seconds(), End: ph.End.Seconds()})
@@ -344,7 +352,14 @@ func chartData(r *Result) htmlData {
 		tl.Errors = append(tl.Errors, s.Errors)
 		tl.Lag = append(tl.Lag, ms(s.LagMax))
 	}
+	groupCurves := map[string]int{}
 	for _, dist := range r.Distributions {
+		if dist.Group != "" {
+			if groupCurves[dist.Name]++; groupCurves[dist.Name] > maxGroupCurves {
+				d.DistsLeftOut[dist.Name]++
+				continue
+			}
+		}
 		hd := htmlDist{Name: dist.Name, Group: dist.Group, Samples: dist.Samples}
 		for _, pt := range dist.Points {
 			hd.P = append(hd.P, pt.Percentile)

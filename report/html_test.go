@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -108,6 +110,35 @@ func TestHTMLLongRun(t *testing.T) {
 	}
 }
 
+// TestHTMLManyGroups: a plan with many groups draws the curves of the
+// first maxGroupCurves and says how many it left out.
+func TestHTMLManyGroups(t *testing.T) {
+	r := manyGroups(t)
+	if n := len(r.Distributions); n != 1+20+1 {
+		t.Fatalf("%d distributions, want all groups' e2e, 20 groups' and the ack of all", n)
+	}
+	out := renderHTML(t, r)
+	if !strings.Contains(out, `"g07"`) || strings.Contains(out, `"g08"`) {
+		t.Errorf("the page does not draw exactly the first %d groups' curves", maxGroupCurves)
+	}
+	if !strings.Contains(out, `"distsLeftOut":{"e2e":12}`) {
+		t.Errorf("the page does not count the 12 curves left out")
+	}
+}
+
+// manyGroups is the fixture run with 20 subscribing groups instead of
+// its own two, each with its own latency.
+func manyGroups(t *testing.T) *Result {
+	st := fullStats(t)
+	ph := st.Phase(phase.Steady)
+	st.Groups, ph.Groups = nil, nil
+	for i := range 20 {
+		st.Groups = append(st.Groups, stats.GroupInfo{Name: fmt.Sprintf("g%02d", i), Clients: 1, Connected: 1})
+		ph.Groups = append(ph.Groups, stats.Metrics{Latency: hist(t, 1000+50*int64(i), 10)})
+	}
+	return Evaluate(nil, nil, st)
+}
+
 func TestHTMLContent(t *testing.T) {
 	p := testPlan("p99 < 10ms", "loss_rate == 0")
 	r := Evaluate(p, withBuiltins(t, p), faultStats(t))
@@ -147,8 +178,14 @@ func TestHTMLInBrowser(t *testing.T) {
 	for id := range full {
 		none[id] = 0
 	}
-	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "incomplete": none}
-	for _, tc := range goldenCases(t) {
+	many := maps.Clone(full)
+	many["chart-dist-e2e"], many["chart-dist-ack"] = 1+maxGroupCurves, 1
+	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "incomplete": none, "many-groups": many}
+	cases := append(goldenCases(t), struct {
+		name string
+		r    *Result
+	}{"many-groups", manyGroups(t)})
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "report.html")
 			if err := os.WriteFile(path, []byte(renderHTML(t, tc.r)), 0o644); err != nil {

@@ -16,7 +16,9 @@
   });
 
   var data = JSON.parse(document.getElementById("mqplan-data").textContent);
-  var palette = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#0a7ea4", "#d1242f", "#57606a"];
+  // Ten colours: the percentile plots draw all groups and at most eight
+  // groups (maxGroupCurves in html.go), each in its own.
+  var palette = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#0a7ea4", "#d1242f", "#57606a", "#e16f24", "#6639ba"];
   // One tint per phase, the same in every report: steady is always green.
   var phaseFill = {
     connect: "rgba(9,105,218,0.07)", subscribe: "rgba(130,80,223,0.09)", warmup: "rgba(191,135,0,0.07)",
@@ -190,6 +192,13 @@
       return;
     }
     var joined = uPlot.join(tables);
+    var left = (data.distsLeftOut || {})[name] || 0;
+    if (left > 0) {
+      var note = document.createElement("p");
+      note.className = "note";
+      note.textContent = left + " more groups' curves are left out here; the JSON result has them all.";
+      document.getElementById(id).after(note);
+    }
     var series = ds.map(function (d, i) {
       return { label: (d.group === "" ? "all groups" : "group " + d.group) + " (" + d.samples + ")", values: joined[i + 1],
         dash: d.group === "" ? undefined : [6, 3], color: palette[i % palette.length] };
