@@ -86,13 +86,17 @@ func Open(t testing.TB, path string, width int, ready, value string) *Page {
 		t.Fatalf("creating a page: %v", err)
 	}
 	var tid struct{ TargetID string }
-	json.Unmarshal(target, &tid)
+	if err := json.Unmarshal(target, &tid); err != nil || tid.TargetID == "" {
+		t.Fatalf("creating a page: no target id in %s (%v)", target, err)
+	}
 	att, err := s.call("", "Target.attachToTarget", map[string]any{"targetId": tid.TargetID, "flatten": true})
 	if err != nil {
 		t.Fatalf("attaching to the page: %v", err)
 	}
 	var sid struct{ SessionID string }
-	json.Unmarshal(att, &sid)
+	if err := json.Unmarshal(att, &sid); err != nil || sid.SessionID == "" {
+		t.Fatalf("attaching to the page: no session id in %s (%v)", att, err)
+	}
 	session := sid.SessionID
 
 	for _, m := range []string{"Runtime.enable", "Log.enable", "Network.enable", "Page.enable"} {
@@ -140,7 +144,9 @@ func Open(t testing.TB, path string, width int, ready, value string) *Page {
 	var metrics struct {
 		CSSContentSize struct{ Height float64 } `json:"cssContentSize"`
 	}
-	json.Unmarshal(lm, &metrics)
+	if err := json.Unmarshal(lm, &metrics); err != nil {
+		t.Fatalf("measuring the page: %s: %v", lm, err)
+	}
 	h := int(metrics.CSSContentSize.Height)
 	if h < 100 || h > 30000 {
 		h = 3000
@@ -154,7 +160,9 @@ func Open(t testing.TB, path string, width int, ready, value string) *Page {
 		t.Fatalf("taking the screenshot: %v", err)
 	}
 	var data struct{ Data string }
-	json.Unmarshal(shot, &data)
+	if err := json.Unmarshal(shot, &data); err != nil {
+		t.Fatalf("taking the screenshot: %v", err)
+	}
 	if p.Screenshot, err = base64.StdEncoding.DecodeString(data.Data); err != nil {
 		t.Fatalf("decoding the screenshot: %v", err)
 	}
@@ -413,6 +421,15 @@ func (s *session) call(sessionID, method string, params any) (json.RawMessage, e
 	select {
 	case r := <-ch:
 		return r.result, r.err
+	case <-s.done:
+		// The reader failed the calls pending when it ended; this one
+		// may have come after.
+		select {
+		case r := <-ch:
+			return r.result, r.err
+		default:
+			return nil, fmt.Errorf("the browser ended before replying to %s; its stderr:\n%s", method, s.stderr.String())
+		}
 	case <-time.After(Timeout):
 		return nil, fmt.Errorf("no reply to %s in %v", method, Timeout)
 	}
