@@ -135,6 +135,26 @@ type htmlTimeline struct {
 	Disconnects []int64    `json:"disconnects"`
 	Errors      []int64    `json:"errors"`
 	Lag         []float64  `json:"lag"`
+	// Groups are the per-group series of the charts, by metric: only
+	// the groups with data for it (a subscriber sends nothing), at most
+	// maxGroupCurves of them; LeftOut counts the others by metric.
+	Groups  htmlGroupSeries `json:"groups"`
+	LeftOut map[string]int  `json:"leftOut"`
+}
+
+// htmlGroupSeries holds, for each chart metric, one series per group.
+type htmlGroupSeries struct {
+	Sent      []htmlSeries `json:"sent"`
+	Received  []htmlSeries `json:"received"`
+	P99       []htmlSeries `json:"p99"`
+	Connected []htmlSeries `json:"connected"`
+	Lag       []htmlSeries `json:"lag"`
+}
+
+// htmlSeries is one group's values, null where the group had no sample.
+type htmlSeries struct {
+	Group  string     `json:"group"`
+	Values []*float64 `json:"values"`
 }
 
 type htmlDist struct {
@@ -353,6 +373,7 @@ func chartData(r *Result) htmlData {
 		tl.Lag = append(tl.Lag, ms(s.LagMax))
 	}
 	groupCurves := map[string]int{}
+	groupSeries(r, tl)
 	for _, dist := range r.Distributions {
 		if dist.Group != "" {
 			if groupCurves[dist.Name]++; groupCurves[dist.Name] > maxGroupCurves {
@@ -368,6 +389,70 @@ func chartData(r *Result) htmlData {
 		d.Dists = append(d.Dists, hd)
 	}
 	return d
+}
+
+// groupSeries fills tl.Groups from the timeline's per-group seconds
+// (absent in a timeline saved before they were kept).
+func groupSeries(r *Result, tl *htmlTimeline) {
+	tl.LeftOut = map[string]int{}
+	var names []string
+	for _, s := range r.Timeline {
+		if len(s.Groups) > len(names) {
+			names = names[:0]
+			for _, g := range s.Groups {
+				names = append(names, g.Group)
+			}
+		}
+	}
+	metrics := []struct {
+		name string
+		dst  *[]htmlSeries
+		// value is the group's figure in a second, or nil for none.
+		value func(g stats.GroupSecond) *float64
+	}{
+		{"sent", &tl.Groups.Sent, func(g stats.GroupSecond) *float64 { return num(float64(g.Sent), g.Sent > 0) }},
+		{"received", &tl.Groups.Received, func(g stats.GroupSecond) *float64 { return num(float64(g.Received), g.Received > 0) }},
+		{"p99", &tl.Groups.P99, func(g stats.GroupSecond) *float64 { return num(ms(g.P99), g.Max > 0) }},
+		{"connected", &tl.Groups.Connected, func(g stats.GroupSecond) *float64 { return num(float64(g.Connected), g.Connected > 0) }},
+		{"lag", &tl.Groups.Lag, func(g stats.GroupSecond) *float64 { return num(ms(g.LagMax), g.LagMax > 0) }},
+	}
+	for _, m := range metrics {
+		*m.dst = []htmlSeries{}
+		for gi, name := range names {
+			vals := make([]*float64, len(r.Timeline))
+			has := false
+			for i, s := range r.Timeline {
+				if gi >= len(s.Groups) {
+					continue
+				}
+				// A second with nothing of this group's is 0 for counts
+				// (null for latency and lag, which have no value then),
+				// once the group has data at all.
+				if v := m.value(s.Groups[gi]); v != nil {
+					vals[i], has = v, true
+				} else if m.name != "p99" && m.name != "lag" {
+					zero := 0.0
+					vals[i] = &zero
+				}
+			}
+			if !has {
+				continue
+			}
+			if len(*m.dst) == maxGroupCurves {
+				tl.LeftOut[m.name]++
+				continue
+			}
+			*m.dst = append(*m.dst, htmlSeries{Group: name, Values: vals})
+		}
+	}
+}
+
+// num is &x when ok, else nil.
+func num(x float64, ok bool) *float64 {
+	if !ok {
+		return nil
+	}
+	return &x
 }
 
 // ms is d in milliseconds, rounded to the nanosecond's three decimals so

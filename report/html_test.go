@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -100,6 +99,10 @@ func TestHTMLLongRun(t *testing.T) {
 			At: time.Duration(s) * time.Second, Phase: phase.Steady, Connected: 8,
 			Sent: 12345, Received: 12344, P50: 1234 * time.Microsecond, P99: 23456 * time.Microsecond,
 			Max: 123456 * time.Microsecond, LagMax: 345 * time.Microsecond,
+			Groups: []stats.GroupSecond{
+				{Group: "sub", Connected: 4, Received: 12344, P50: 1234 * time.Microsecond, P99: 23456 * time.Microsecond, Max: 123456 * time.Microsecond},
+				{Group: "pub", Connected: 4, Sent: 12345, LagMax: 345 * time.Microsecond},
+			},
 		})
 	}
 	st.Elapsed = time.Hour
@@ -124,6 +127,9 @@ func TestHTMLManyGroups(t *testing.T) {
 	if !strings.Contains(out, `"distsLeftOut":{"e2e":12}`) {
 		t.Errorf("the page does not count the 12 curves left out")
 	}
+	if !strings.Contains(out, `"leftOut":{"connected":12,"lag":12,"p99":12,"received":12,"sent":12}`) {
+		t.Errorf("the page does not count the 12 groups' series left out of each timeline chart")
+	}
 }
 
 // manyGroups is the fixture run with 20 subscribing groups instead of
@@ -135,6 +141,16 @@ func manyGroups(t *testing.T) *Result {
 	for i := range 20 {
 		st.Groups = append(st.Groups, stats.GroupInfo{Name: fmt.Sprintf("g%02d", i), Clients: 1, Connected: 1})
 		ph.Groups = append(ph.Groups, stats.Metrics{Latency: hist(t, 1000+50*int64(i), 10)})
+	}
+	for s := range st.Timeline {
+		sec := &st.Timeline[s]
+		sec.Groups = nil
+		for i := range 20 {
+			d := time.Duration(i) * 50 * time.Microsecond
+			sec.Groups = append(sec.Groups, stats.GroupSecond{Group: fmt.Sprintf("g%02d", i), Connected: 1,
+				Sent: 40, Received: 40, P50: time.Millisecond + d, P99: 1500*time.Microsecond + d, Max: 2*time.Millisecond + d,
+				LagMax: 100*time.Microsecond + d})
+		}
 	}
 	return Evaluate(nil, nil, st)
 }
@@ -170,16 +186,22 @@ func TestHTMLInBrowser(t *testing.T) {
 	if browsertest.Binary() == "" && os.Getenv("CI") == "" {
 		t.Skip("chromium is not installed (apt-get install chromium); skipping the browser test")
 	}
+	// The fixture's groups: sub receives, pub sends, so only the
+	// connections chart has two groups' lines, besides its totals.
 	full := map[string]int{
-		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2, "chart-errors": 2, "chart-lag": 1,
+		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
 		"chart-dist-e2e": 2, "chart-dist-ack": 2,
 	}
 	none := map[string]int{}
 	for id := range full {
 		none[id] = 0
 	}
-	many := maps.Clone(full)
-	many["chart-dist-e2e"], many["chart-dist-ack"] = 1+maxGroupCurves, 1
+	// Twenty groups that all send and receive: the totals and the first
+	// maxGroupCurves groups' lines.
+	many := map[string]int{
+		"chart-rate": 2 + 2*maxGroupCurves, "chart-latency": 3 + maxGroupCurves, "chart-connections": 2 + maxGroupCurves,
+		"chart-errors": 2, "chart-lag": 1 + maxGroupCurves, "chart-dist-e2e": 1 + maxGroupCurves, "chart-dist-ack": 1,
+	}
 	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "incomplete": none, "many-groups": many}
 	cases := append(goldenCases(t), struct {
 		name string

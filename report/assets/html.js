@@ -140,26 +140,65 @@
   }
 
   var tl = data.timeline;
-  chart("chart-rate", tl.t, [
-    { label: "sent/s", values: tl.sent },
-    { label: "received/s", values: tl.received, dash: [6, 3] }
-  ], { yLabel: "msg/s" });
-  chart("chart-latency", tl.t, [
+  var tg = tl.groups || {};
+  var leftOut = tl.leftOut || {};
+
+  // perGroup adds a series per group for metric m (dashed, "label
+  // group"), when at least two groups have data for it: with one, the
+  // group's line is the total's. ids collects the metrics whose groups
+  // were cut short, for the note under the chart.
+  function perGroup(series, m, label, notes) {
+    var gs = tg[m] || [];
+    if (gs.length < 2) return series;
+    gs.forEach(function (g) {
+      series.push({ label: label + " " + g.group, values: g.values, dash: [5, 3] });
+    });
+    if (leftOut[m] > 0) notes.push(leftOut[m] + " more groups' " + label + " left out here; the JSON and CSV results have them all.");
+    return series;
+  }
+  function noteAfter(id, notes) {
+    // Each goes right under the chart: the last first, so they read in order.
+    notes.slice().reverse().forEach(function (text) {
+      var p = document.createElement("p");
+      p.className = "note";
+      p.textContent = text;
+      document.getElementById(id).after(p);
+    });
+  }
+
+  var notes = [];
+  var rate = [{ label: "sent/s", values: tl.sent }];
+  perGroup(rate, "sent", "sent/s", notes);
+  rate.push({ label: "received/s", values: tl.received, dash: (tg.received || []).length >= 2 ? undefined : [6, 3] });
+  perGroup(rate, "received", "received/s", notes);
+  chart("chart-rate", tl.t, rate, { yLabel: "msg/s" });
+  noteAfter("chart-rate", notes);
+
+  notes = [];
+  chart("chart-latency", tl.t, perGroup([
     { label: "p50", values: tl.p50 },
     { label: "p99", values: tl.p99 },
     { label: "max", values: tl.max }
-  ], { yLabel: "ms" });
-  chart("chart-connections", tl.t, [
+  ], "p99", "p99", notes), { yLabel: "ms" });
+  noteAfter("chart-latency", notes);
+
+  notes = [];
+  chart("chart-connections", tl.t, perGroup([
     { label: "connected", values: tl.connected },
     { label: "down (lost, not back)", values: tl.lost }
-  ], { yLabel: "clients" });
+  ], "connected", "connected", notes), { yLabel: "clients" });
+  noteAfter("chart-connections", notes);
+
   chart("chart-errors", tl.t, [
     { label: "errors/s", values: tl.errors },
     { label: "disconnects/s", values: tl.disconnects }
   ], { yLabel: "per second" });
-  chart("chart-lag", tl.t, [
+
+  notes = [];
+  chart("chart-lag", tl.t, perGroup([
     { label: "lag max", values: tl.lag }
-  ], { yLabel: "ms" });
+  ], "lag", "lag max", notes), { yLabel: "ms" });
+  noteAfter("chart-lag", notes);
 
   // The percentile plots: x is 1/(1-p), log scale, so that 90%, 99%,
   // 99.9% ... are evenly spaced; the maximum (p = 100) sits at one in
