@@ -27,6 +27,7 @@ var formats = []Format{
 	{Name: "junit", Help: "JUnit XML: a test case per threshold, for CI test reports (Jenkins, GitLab)", Write: WriteJUnit},
 	{Name: "md", Help: "a Markdown summary with a Mermaid chart (what GITHUB_STEP_SUMMARY gets)", Write: WriteMarkdown},
 	{Name: "csv", Help: "the per-second timeline, a row per second and group", Write: WriteCSV},
+	{Name: "html", Help: "one self-contained page with charts, to open offline", Write: WriteHTML},
 }
 
 // LookupFormat finds a format by name.

@@ -17,26 +17,29 @@ const JSONVersion = 1
 
 // jsonDoc is the JSON report's top level; see WriteJSON for its shape.
 type jsonDoc struct {
-	Version      int             `json:"version"`
-	Verdict      string          `json:"verdict"`
-	Summary      string          `json:"summary"`
-	Passed       bool            `json:"passed"`
-	Complete     bool            `json:"complete"`
-	Interrupted  bool            `json:"interrupted"`
-	Incomplete   string          `json:"incomplete"`
-	Plan         *jsonPlan       `json:"plan"`
-	BrokerURL    string          `json:"broker_url"`
-	Started      time.Time       `json:"started"`
-	Elapsed      jsonDuration    `json:"elapsed"`
-	Warnings     []string        `json:"warnings"`
-	Thresholds   []jsonThreshold `json:"thresholds"`
-	Phases       []jsonPhase     `json:"phases"`
-	Groups       []jsonGroup     `json:"groups"`
-	Latency      []jsonLatency   `json:"latency"`
-	Metrics      jsonMetrics     `json:"metrics"`
-	Timeline     []jsonSecond    `json:"timeline"`
-	Broker       *jsonBroker     `json:"broker"`
-	ErrorSamples []string        `json:"error_samples"`
+	Version     int             `json:"version"`
+	Verdict     string          `json:"verdict"`
+	Summary     string          `json:"summary"`
+	Passed      bool            `json:"passed"`
+	Complete    bool            `json:"complete"`
+	Interrupted bool            `json:"interrupted"`
+	Incomplete  string          `json:"incomplete"`
+	Plan        *jsonPlan       `json:"plan"`
+	BrokerURL   string          `json:"broker_url"`
+	Started     time.Time       `json:"started"`
+	Elapsed     jsonDuration    `json:"elapsed"`
+	Warnings    []string        `json:"warnings"`
+	Thresholds  []jsonThreshold `json:"thresholds"`
+	Phases      []jsonPhase     `json:"phases"`
+	Groups      []jsonGroup     `json:"groups"`
+	Latency     []jsonLatency   `json:"latency"`
+	// Distributions were added after version 1 first shipped: a reader
+	// of an older document finds the key absent.
+	Distributions []jsonDistribution `json:"distributions"`
+	Metrics       jsonMetrics        `json:"metrics"`
+	Timeline      []jsonSecond       `json:"timeline"`
+	Broker        *jsonBroker        `json:"broker"`
+	ErrorSamples  []string           `json:"error_samples"`
 	// Unsent, InFlightAtEnd and DrainQuiet: see Result.
 	Unsent        int64        `json:"unsent"`
 	InFlightAtEnd int64        `json:"in_flight_at_end"`
@@ -92,6 +95,19 @@ type jsonLatency struct {
 	P99     *jsonDuration `json:"p99"`
 	P999    *jsonDuration `json:"p999"`
 	Max     *jsonDuration `json:"max"`
+}
+
+// jsonDistribution is a Distribution; group is "" for all groups.
+type jsonDistribution struct {
+	Name    string           `json:"name"`
+	Group   string           `json:"group"`
+	Samples int64            `json:"samples"`
+	Points  []jsonPercentile `json:"points"`
+}
+
+type jsonPercentile struct {
+	Percentile float64      `json:"percentile"`
+	Value      jsonDuration `json:"value"`
 }
 
 type jsonMetrics struct {
@@ -161,6 +177,7 @@ func (r *Result) doc() jsonDoc {
 		Phases:        []jsonPhase{},
 		Groups:        []jsonGroup{},
 		Latency:       []jsonLatency{},
+		Distributions: []jsonDistribution{},
 		Timeline:      []jsonSecond{},
 		ErrorSamples:  list(r.ErrorSamples),
 		Unsent:        r.Unsent,
@@ -197,6 +214,13 @@ func (r *Result) doc() jsonDoc {
 			jl.P99, jl.P999, jl.Max = optDuration(&l.P99), optDuration(&l.P999), optDuration(&l.Max)
 		}
 		d.Latency = append(d.Latency, jl)
+	}
+	for _, dist := range r.Distributions {
+		jd := jsonDistribution{Name: dist.Name, Group: dist.Group, Samples: dist.Samples, Points: []jsonPercentile{}}
+		for _, pt := range dist.Points {
+			jd.Points = append(jd.Points, jsonPercentile{Percentile: pt.Percentile, Value: jsonDuration(pt.Value)})
+		}
+		d.Distributions = append(d.Distributions, jd)
 	}
 	for _, s := range r.Timeline {
 		js := jsonSecond{At: jsonDuration(s.At), Phase: s.Phase.String(), Connected: s.Connected, Lost: s.Lost,
@@ -271,6 +295,10 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 //	phases       [{name, start, end, duration}] as offsets from the start
 //	groups       [{name, role flags, clients, connected, connected_at_end, late}]
 //	latency      [{name, samples, min, mean, p50, p90, p99, p999, max}]
+//	distributions  [{name, group, samples, points: [{percentile, value}]}]:
+//	             the steady phase's e2e and ack latency as percentile
+//	             curves, all groups together (group "") and per group; the
+//	             last point is the maximum, at percentile 100
 //	metrics      {top: {...}, groups: {name: {...}}, phases: {name: {...}}},
 //	             the sets thresholds read, keyed by canonical metric name
 //	timeline     per-second figures: [{at, phase, connected, lost, sent,

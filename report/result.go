@@ -3,8 +3,10 @@
 // plan's thresholds against it (Evaluate), and writes the outcome as a human
 // summary table (WriteTable), a JSON document (WriteJSON, WriteJSONFile),
 // JUnit XML for CI test reports (WriteJUnit), a Markdown summary for
-// pull requests (WriteMarkdown) or the per-second timeline, per group, as
-// CSV (WriteCSV); Format lists them for --out.
+// pull requests (WriteMarkdown), the per-second timeline, per group, as
+// CSV (WriteCSV) or a self-contained HTML page with charts (WriteHTML,
+// whose charting library, uPlot, is vendored in assets/uplot); Format
+// lists them for --out.
 //
 // Nothing here touches the network or reads a clock: every time shown comes
 // from the Stats, so the same run always renders the same report and golden
@@ -70,6 +72,10 @@ type Result struct {
 	// Latency summarises the run's latency histograms: end-to-end and ack
 	// over the steady phase, connect and subscribe over the whole run.
 	Latency []LatencyRow
+	// Distributions are the steady phase's e2e and ack latency as
+	// percentile curves, all groups together and per group (the HTML
+	// report's percentile plot).
+	Distributions []Distribution
 	// Late counts steady-phase sends more than stats.LateThreshold behind
 	// their schedule (late_rate is Late / sent).
 	Late int64
@@ -203,6 +209,7 @@ func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats) *Result {
 		}
 	}
 	r.Latency = latencyRows(st)
+	r.Distributions = distributions(st)
 
 	for _, th := range ths {
 		res := th.Eval(env)

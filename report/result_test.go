@@ -7,6 +7,7 @@ import (
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
+	"html"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -126,7 +127,12 @@ func outputs(t *testing.T, r *Result) map[string]string {
 		if err := f.Write(&b, r); err != nil {
 			t.Fatalf("--out %s: %v", f.Name, err)
 		}
-		out["--out "+f.Name] = b.String()
+		text := b.String()
+		if f.Name == "html" {
+			// As a reader sees it: "broker's", not "broker&#39;s".
+			text = html.UnescapeString(text)
+		}
+		out["--out "+f.Name] = text
 	}
 	return out
 }

@@ -106,7 +106,7 @@ func TestNoPasswordInOutput(t *testing.T) {
 		{name: "run ${PW} against the broker that wants it, --json", env: pwEnv, args: []string{"run", "--json", jsonOut("env.json"), "--broker", brokerURL, envPlan}, code: 0},
 		{name: "run ${PW}, every --out format and the step summary", env: map[string]string{"PW": canary, "GITHUB_STEP_SUMMARY": jsonOut("summary.md")},
 			args: []string{"run", "--quiet", "--out", "junit=" + jsonOut("env.junit.xml"), "--out", "md=" + jsonOut("env.md"),
-				"--out", "csv=" + jsonOut("env.csv"), "--broker", brokerURL, envPlan}, code: 0},
+				"--out", "csv=" + jsonOut("env.csv"), "--out", "html=" + jsonOut("env.html"), "--broker", brokerURL, envPlan}, code: 0},
 		{name: "run ${PW}, wrong user", env: pwEnv, args: []string{"run", "--quiet", "--broker", brokerURL, "--set", "groups.pub.username=mallory", envPlan}, code: 3, want: "bad user name or password"},
 		{name: "run ${PW}, unreachable broker, --json", env: pwEnv, args: []string{"run", "--quiet", "--json", jsonOut("unreachable.json"), "--broker", "mqtt://127.0.0.1:1", envPlan}, code: 3, want: "connection refused"},
 
@@ -135,7 +135,7 @@ func TestNoPasswordInOutput(t *testing.T) {
 	}
 
 	// Every file written (the --json reports) is free of it too.
-	for _, name := range []string{"set.json", "env.json", "unreachable.json", "env.junit.xml", "env.md", "env.csv", "summary.md"} {
+	for _, name := range []string{"set.json", "env.json", "unreachable.json", "env.junit.xml", "env.md", "env.csv", "env.html", "summary.md"} {
 		b, err := os.ReadFile(jsonOut(name))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)

@@ -1,0 +1,467 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/stats"
+)
+
+// The HTML report's assets, inlined into every report so that it works
+// offline: uPlot (MIT, vendored from the npm registry; see
+// assets/uplot/README.md) draws the charts, html.js feeds it the data and
+// html.css lays out the page.
+var (
+	//go:embed assets/uplot/uPlot.iife.min.js
+	uplotJS string
+	//go:embed assets/uplot/uPlot.min.css
+	uplotCSS string
+	//go:embed assets/uplot/LICENSE
+	uplotLicense string
+	//go:embed assets/html.js
+	pageJS string
+	//go:embed assets/html.css
+	pageCSS string
+	//go:embed assets/html.tmpl
+	pageTemplate string
+)
+
+// htmlTemplate is parsed once; html/template escapes every value by its
+// context (text, attribute, the JSON data in a script), so a plan's name
+// or an error message cannot inject markup.
+var htmlTemplate = template.Must(template.New("report").Parse(pageTemplate))
+
+// WriteHTML writes the report as one self-contained HTML page: the
+// verdict and thresholds, the plan, the charts over time with the phases
+// shaded, the latency percentile curves and the tables of the summary.
+// Nothing is fetched: the charting library, the styles and the data are
+// all inline, so the file can be mailed, archived by CI or opened offline.
+// Like every format it renders from the Result alone, so a saved JSON
+// result renders the same page; secrets are masked as in the table.
+//
+// The charts are drawn in the browser from the data in the page (a
+// <script type="application/json">); each chart's element gets
+// data-drawn="true", data-series (the series with data) and
+// data-series-pixels (the pixels each series painted) once drawn, and the
+// body data-charts-drawn with their count and data-errors with the
+// script errors seen, which the browser test reads.
+func WriteHTML(w io.Writer, r *Result) error {
+	var b bytes.Buffer
+	if err := htmlTemplate.Execute(&b, newHTMLView(r)); err != nil {
+		return fmt.Errorf("rendering the HTML report: %w", err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// htmlView is what the page template reads: texts and table cells
+// already formatted as the table formats them, and the chart data.
+type htmlView struct {
+	Title, Verdict, VerdictClass, Summary string
+	Description                           []string
+	BrokerURL, Started, Elapsed           string
+	Warnings                              []string
+	Thresholds                            []htmlThreshold
+	PlanGroups                            []htmlPlanGroup
+	Phases                                []htmlPhase
+	Tables                                []htmlTable
+	ErrorSamples                          []string
+	ErrorsTitle                           string
+	Data                                  htmlData
+	UPlotJS, PageJS                       template.JS
+	UPlotCSS, PageCSS                     template.CSS
+	UPlotLicense                          string
+}
+
+type htmlThreshold struct {
+	Expr, Where, Measured, Reason string
+	Pass                          bool
+}
+
+type htmlPlanGroup struct {
+	Name, Role, Clients, Connect, Publish, Subscribe string
+}
+
+type htmlPhase struct{ Name, Start, Duration string }
+
+type htmlTable struct {
+	Title string
+	Head  []string
+	Rows  [][]string
+	Notes []string
+}
+
+// htmlData is the chart data, as the page script reads it: times in
+// seconds from the start, latencies in milliseconds, null for a second
+// without deliveries (never a 0, which would read as a measurement).
+type htmlData struct {
+	// Elapsed is the run's length, the time axis's end.
+	Elapsed  float64         `json:"elapsed"`
+	Phases   []htmlDataPhase `json:"phases"`
+	Timeline htmlTimeline    `json:"timeline"`
+	Dists    []htmlDist      `json:"dists"`
+	// DistsLeftOut counts, by curve name, the groups' curves left out of
+	// the page (see maxGroupCurves).
+	DistsLeftOut map[string]int `json:"distsLeftOut"`
+}
+
+// maxGroupCurves bounds the groups' curves a percentile plot draws: past
+// a handful the lines and the legend are unreadable, and a plan may have
+// hundreds of groups. The JSON keeps them all.
+const maxGroupCurves = 8
+
+type htmlDataPhase struct {
+	Name  string  `json:"name"`
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
+}
+
+type htmlTimeline struct {
+	T           []float64  `json:"t"`
+	Sent        []int64    `json:"sent"`
+	Received    []int64    `json:"received"`
+	P50         []*float64 `json:"p50"`
+	P99         []*float64 `json:"p99"`
+	Max         []*float64 `json:"max"`
+	Connected   []int      `json:"connected"`
+	Lost        []int      `json:"lost"`
+	Disconnects []int64    `json:"disconnects"`
+	Errors      []int64    `json:"errors"`
+	Lag         []float64  `json:"lag"`
+	// Groups are the per-group series of the charts, by metric: only
+	// the groups with data for it (a subscriber sends nothing), at most
+	// maxGroupCurves of them; LeftOut counts the others by metric.
+	Groups  htmlGroupSeries `json:"groups"`
+	LeftOut map[string]int  `json:"leftOut"`
+}
+
+// htmlGroupSeries holds, for each chart metric, one series per group.
+type htmlGroupSeries struct {
+	Sent      []htmlSeries `json:"sent"`
+	Received  []htmlSeries `json:"received"`
+	P99       []htmlSeries `json:"p99"`
+	Connected []htmlSeries `json:"connected"`
+	Lag       []htmlSeries `json:"lag"`
+}
+
+// htmlSeries is one group's values, null where the group had no sample.
+type htmlSeries struct {
+	Group  string     `json:"group"`
+	Values []*float64 `json:"values"`
+}
+
+type htmlDist struct {
+	Name    string    `json:"name"`
+	Group   string    `json:"group"`
+	Samples int64     `json:"samples"`
+	P       []float64 `json:"p"`
+	V       []float64 `json:"v"`
+}
+
+func newHTMLView(r *Result) *htmlView {
+	v := &htmlView{
+		Title:        orDash(r.name()),
+		Verdict:      r.Verdict(),
+		VerdictClass: strings.ToLower(r.Verdict()),
+		Summary:      r.Summary(),
+		BrokerURL:    orDash(redactURL(r.BrokerURL)),
+		Elapsed:      fmtDuration(r.Elapsed),
+		Warnings:     r.headerWarnings(),
+		ErrorSamples: r.ErrorSamples,
+		ErrorsTitle:  fmt.Sprintf("Errors (%s in all, by kind, over the whole run)", count(r.Measured.Top, metric.Errors)),
+		UPlotJS:      template.JS(uplotJS),
+		PageJS:       template.JS(pageJS),
+		UPlotCSS:     template.CSS(uplotCSS),
+		PageCSS:      template.CSS(pageCSS),
+		UPlotLicense: uplotLicense,
+	}
+	if !r.Started.IsZero() {
+		v.Started = r.Started.UTC().Format(time.RFC3339)
+	}
+	if r.Plan != nil {
+		for _, line := range strings.Split(strings.TrimSpace(r.Plan.Description), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				v.Description = append(v.Description, line)
+			}
+		}
+	}
+	for _, th := range r.Thresholds {
+		ht := htmlThreshold{Expr: th.Expr, Measured: measuredValues(th.Values), Pass: th.Pass}
+		switch {
+		case th.Builtin:
+			ht.Where = "built in"
+		case th.Pos.Line > 0:
+			ht.Where = fmt.Sprintf("line %d", th.Pos.Line)
+		}
+		if !th.Pass && th.Reason != "false" {
+			ht.Reason = th.Reason
+		}
+		v.Thresholds = append(v.Thresholds, ht)
+	}
+	v.PlanGroups = planGroups(r)
+	for _, ph := range r.Phases {
+		if ph.Duration() > 0 {
+			v.Phases = append(v.Phases, htmlPhase{Name: ph.Phase.String(), Start: fmtDuration(ph.Start), Duration: fmtDuration(ph.Duration())})
+		}
+	}
+	v.Tables = htmlTables(r)
+	v.Data = chartData(r)
+	return v
+}
+
+// planGroups describes each plan group in a line per column: what it
+// connects, publishes and subscribes. Passwords, wills' payloads and TLS
+// files are left out: the page is for reading results.
+func planGroups(r *Result) []htmlPlanGroup {
+	if r.Plan == nil {
+		return nil
+	}
+	var out []htmlPlanGroup
+	for i := range r.Plan.Groups {
+		g := &r.Plan.Groups[i]
+		role := Group{Publishes: g.Publish != nil, Subscribes: len(g.Subscribe) > 0}.role()
+		hg := htmlPlanGroup{Name: g.Name, Role: role, Clients: itoa(g.Count), Connect: "all at once"}
+		if g.ConnectRate > 0 {
+			hg.Connect = fmtRate(g.ConnectRate) + " connections/s"
+		}
+		if p := g.Publish; p != nil {
+			var rate string
+			switch {
+			case p.Rate > 0:
+				rate = fmtRate(p.Rate) + " msg/s for the group"
+			case p.Every > 0:
+				rate = "every " + fmtDuration(p.Every) + " per client"
+				if g.Count > 0 {
+					rate += fmt.Sprintf(" (%s msg/s for the group)", fmtRate(float64(g.Count)/p.Every.Seconds()))
+				}
+			}
+			hg.Publish = fmt.Sprintf("%s, QoS %d, %d B, %s", p.Topic.String(), p.QoS, p.Size, rate)
+			if p.Count > 0 {
+				hg.Publish += fmt.Sprintf(", %d per client", p.Count)
+			}
+		}
+		var subs []string
+		for _, s := range g.Subscribe {
+			subs = append(subs, fmt.Sprintf("%s (QoS %d)", s.Topic.String(), s.QoS))
+		}
+		hg.Subscribe = strings.Join(subs, ", ")
+		out = append(out, hg)
+	}
+	return out
+}
+
+// htmlTables are the summary table's sections, with the same cells.
+func htmlTables(r *Result) []htmlTable {
+	var out []htmlTable
+
+	groups := htmlTable{Title: "Groups (messages: steady phase" + r.steadyLength() + "; clients and disconnects: whole run)",
+		Head: []string{"group", "role", "clients", "connected", "lost", "disconnects", "sent", "unsent", "received",
+			"send/s total", "send/s per client", "recv/s total", "recv/s per client"}}
+	clients, connected, lost := 0, 0, 0
+	for _, g := range r.Groups {
+		m := r.Measured.Groups[g.Name]
+		clients += g.Clients
+		connected += g.Connected
+		lost += g.Lost
+		groups.Rows = append(groups.Rows, []string{
+			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected), itoa(g.Lost), count(m, metric.Disconnects),
+			count(m, metric.Sent), count(m, metric.Unsent), count(m, metric.Received),
+			rate(m, metric.SendRate, 1), rate(m, metric.SendRate, g.Clients),
+			rate(m, metric.RecvRate, 1), rate(m, metric.RecvRate, g.Clients),
+		})
+	}
+	top := r.Measured.Top
+	groups.Rows = append(groups.Rows, []string{
+		"total", "", itoa(clients), itoa(connected), itoa(lost), count(top, metric.Disconnects),
+		count(top, metric.Sent), count(top, metric.Unsent), count(top, metric.Received),
+		rate(top, metric.SendRate, 1), absent, rate(top, metric.RecvRate, 1), absent,
+	})
+	out = append(out, groups)
+
+	lat := htmlTable{Title: "Latency (e2e and ack over the steady phase; connect and subscribe over the whole run)",
+		Head: []string{"", "samples", "min", "p50", "p90", "p99", "p99.9", "max"}}
+	for _, l := range r.Latency {
+		row := []string{l.Name, fmt.Sprint(l.Samples)}
+		for _, d := range []time.Duration{l.Min, l.P50, l.P90, l.P99, l.P999, l.Max} {
+			if l.Samples == 0 {
+				row = append(row, absent)
+			} else {
+				row = append(row, fmtDuration(d))
+			}
+		}
+		lat.Rows = append(lat.Rows, row)
+	}
+	out = append(out, lat)
+
+	del := htmlTable{Title: "Delivery (steady-phase messages, deliveries during drain included)",
+		Head: []string{"group", "expected", "received", "lost", "unsent", "unacked", "by broker", "dup", "out-of-order", "corrupted", "loss rate", "dup rate"},
+		Notes: []string{"A subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages.",
+			"lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered)."}}
+	delRow := func(name string, m metric.Set) []string {
+		return []string{name,
+			count(m, metric.Expected), count(m, metric.Received), count(m, metric.Lost),
+			count(m, metric.LostUnsent), count(m, metric.LostUnacked), count(m, metric.LostBroker),
+			count(m, metric.Duplicates), count(m, metric.OutOfOrder), count(m, metric.Corrupted),
+			percent(m, metric.LossRate), percent(m, metric.DupRate),
+		}
+	}
+	for _, g := range r.Groups {
+		del.Rows = append(del.Rows, delRow(g.Name, r.Measured.Groups[g.Name]))
+	}
+	del.Rows = append(del.Rows, delRow("total", top))
+	out = append(out, del)
+
+	health := htmlTable{Title: "Generator health (steady phase; lag = actual - intended send time; late = lag over " + fmtDuration(stats.LateThreshold) + ")",
+		Head: []string{"group", "lag p99", "lag max", "late sends", "late %"}}
+	healthRow := func(name string, m metric.Set, late int64) []string {
+		return []string{name, duration(m, metric.LagP99), duration(m, metric.LagMax), fmt.Sprint(late), percent(m, metric.LateRate)}
+	}
+	for _, g := range r.Groups {
+		if g.Publishes {
+			health.Rows = append(health.Rows, healthRow(g.Name, r.Measured.Groups[g.Name], g.Late))
+		}
+	}
+	health.Rows = append(health.Rows, healthRow("total", top, r.Late))
+	out = append(out, health)
+
+	if br := r.Broker; br != nil {
+		out = append(out, htmlTable{Title: "Embedded broker (its own counters: drops here are the broker's, not mqplan's)",
+			Head: []string{"publishes in", "publishes out", "dropped: queue full", "dropped: inflight full", "max clients"},
+			Rows: [][]string{{fmt.Sprint(br.MessagesReceived), fmt.Sprint(br.MessagesSent),
+				fmt.Sprint(br.MessagesDropped), fmt.Sprint(br.InflightDropped), fmt.Sprint(br.ClientsMaximum)}}})
+	}
+	return out
+}
+
+// chartData converts the timeline and the percentile curves for the
+// page script.
+func chartData(r *Result) htmlData {
+	d := htmlData{Elapsed: r.Elapsed.Seconds(), Phases: []htmlDataPhase{}, Dists: []htmlDist{}, DistsLeftOut: map[string]int{}}
+	for _, ph := range r.Phases {
+		if ph.Duration() > 0 {
+			d.Phases = append(d.Phases, htmlDataPhase{Name: ph.Phase.String(), Start: ph.Start.Seconds(), End: ph.End.Seconds()})
+		}
+	}
+	tl := &d.Timeline
+	n := len(r.Timeline)
+	tl.T, tl.Sent, tl.Received = make([]float64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+	tl.P50, tl.P99, tl.Max = make([]*float64, 0, n), make([]*float64, 0, n), make([]*float64, 0, n)
+	tl.Connected, tl.Lost = make([]int, 0, n), make([]int, 0, n)
+	tl.Disconnects, tl.Errors, tl.Lag = make([]int64, 0, n), make([]int64, 0, n), make([]float64, 0, n)
+	for _, s := range r.Timeline {
+		tl.T = append(tl.T, s.At.Seconds())
+		tl.Sent = append(tl.Sent, s.Sent)
+		tl.Received = append(tl.Received, s.Received)
+		if s.Received > 0 {
+			tl.P50 = append(tl.P50, msPtr(s.P50))
+			tl.P99 = append(tl.P99, msPtr(s.P99))
+			tl.Max = append(tl.Max, msPtr(s.Max))
+		} else {
+			tl.P50, tl.P99, tl.Max = append(tl.P50, nil), append(tl.P99, nil), append(tl.Max, nil)
+		}
+		tl.Connected = append(tl.Connected, s.Connected)
+		tl.Lost = append(tl.Lost, s.Lost)
+		tl.Disconnects = append(tl.Disconnects, s.Disconnects)
+		tl.Errors = append(tl.Errors, s.Errors)
+		tl.Lag = append(tl.Lag, ms(s.LagMax))
+	}
+	groupCurves := map[string]int{}
+	groupSeries(r, tl)
+	for _, dist := range r.Distributions {
+		if dist.Group != "" {
+			if groupCurves[dist.Name]++; groupCurves[dist.Name] > maxGroupCurves {
+				d.DistsLeftOut[dist.Name]++
+				continue
+			}
+		}
+		hd := htmlDist{Name: dist.Name, Group: dist.Group, Samples: dist.Samples}
+		for _, pt := range dist.Points {
+			hd.P = append(hd.P, pt.Percentile)
+			hd.V = append(hd.V, ms(pt.Value))
+		}
+		d.Dists = append(d.Dists, hd)
+	}
+	return d
+}
+
+// groupSeries fills tl.Groups from the timeline's per-group seconds
+// (absent in a timeline saved before they were kept).
+func groupSeries(r *Result, tl *htmlTimeline) {
+	tl.LeftOut = map[string]int{}
+	var names []string
+	for _, s := range r.Timeline {
+		if len(s.Groups) > len(names) {
+			names = names[:0]
+			for _, g := range s.Groups {
+				names = append(names, g.Group)
+			}
+		}
+	}
+	metrics := []struct {
+		name string
+		dst  *[]htmlSeries
+		// value is the group's figure in a second, or nil for none.
+		value func(g stats.GroupSecond) *float64
+	}{
+		{"sent", &tl.Groups.Sent, func(g stats.GroupSecond) *float64 { return num(float64(g.Sent), g.Sent > 0) }},
+		{"received", &tl.Groups.Received, func(g stats.GroupSecond) *float64 { return num(float64(g.Received), g.Received > 0) }},
+		{"p99", &tl.Groups.P99, func(g stats.GroupSecond) *float64 { return num(ms(g.P99), g.Max > 0) }},
+		{"connected", &tl.Groups.Connected, func(g stats.GroupSecond) *float64 { return num(float64(g.Connected), g.Connected > 0) }},
+		{"lag", &tl.Groups.Lag, func(g stats.GroupSecond) *float64 { return num(ms(g.LagMax), g.LagMax > 0) }},
+	}
+	for _, m := range metrics {
+		*m.dst = []htmlSeries{}
+		for gi, name := range names {
+			vals := make([]*float64, len(r.Timeline))
+			has := false
+			for i, s := range r.Timeline {
+				if gi >= len(s.Groups) {
+					continue
+				}
+				// A second with nothing of this group's is 0 for counts
+				// (null for latency and lag, which have no value then),
+				// once the group has data at all.
+				if v := m.value(s.Groups[gi]); v != nil {
+					vals[i], has = v, true
+				} else if m.name != "p99" && m.name != "lag" {
+					zero := 0.0
+					vals[i] = &zero
+				}
+			}
+			if !has {
+				continue
+			}
+			if len(*m.dst) == maxGroupCurves {
+				tl.LeftOut[m.name]++
+				continue
+			}
+			*m.dst = append(*m.dst, htmlSeries{Group: name, Values: vals})
+		}
+	}
+}
+
+// num is &x when ok, else nil.
+func num(x float64, ok bool) *float64 {
+	if !ok {
+		return nil
+	}
+	return &x
+}
+
+// ms is d in milliseconds, rounded to the nanosecond's three decimals so
+// that the page does not carry float noise.
+func ms(d time.Duration) float64 {
+	return math.Round(float64(d)/1e3) / 1e3
+}
+
+func msPtr(d time.Duration) *float64 {
+	f := ms(d)
+	return &f
+}

@@ -1,0 +1,286 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mqplan/mqplan/internal/browsertest"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
+)
+
+func renderHTML(t *testing.T, r *Result) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestHTMLEscapes: what a plan or a broker wrote (names, descriptions,
+// error messages) is text in the page, never markup or script, wherever it
+// lands: in the body or in the chart data inside a script element.
+func TestHTMLEscapes(t *testing.T) {
+	const inject = `</script><img src=x onerror=alert(1)>`
+	tests := []struct {
+		name   string
+		modify func(*Result)
+	}{
+		{"plan name", func(r *Result) { r.Plan.Name = inject }},
+		{"description", func(r *Result) { r.Plan.Description = inject }},
+		{"error sample", func(r *Result) { r.ErrorSamples = []string{inject} }},
+		{"warning", func(r *Result) { r.Warnings = append(r.Warnings, inject) }},
+		{"threshold", func(r *Result) { r.Thresholds[0].Expr = inject }},
+		{"group name in the chart data", func(r *Result) { r.Distributions[1].Group = inject }},
+		{"incomplete reason", func(r *Result) { r.Incomplete = inject }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPlan("p99 < 10ms")
+			r := Evaluate(p, compile(t, p), fullStats(t))
+			tt.modify(r)
+			out := renderHTML(t, r)
+			if strings.Contains(out, "<img") || strings.Contains(out, "onerror=alert(1)>") {
+				t.Errorf("the page carries the injected markup")
+			}
+			if n := strings.Count(out, "</script>"); n != 3 {
+				t.Errorf("%d </script> in the page, want the 3 of its own scripts", n)
+			}
+		})
+	}
+}
+
+// TestHTMLSelfContained: the page fetches nothing (no src, no stylesheet
+// link, no import) and its inlined assets cannot end their element early.
+func TestHTMLSelfContained(t *testing.T) {
+	for _, a := range []struct{ name, text, end string }{
+		{"uPlot's script", uplotJS, "</script"}, {"the page script", pageJS, "</script"},
+		{"uPlot's styles", uplotCSS, "</style"}, {"the page styles", pageCSS, "</style"},
+	} {
+		low := strings.ToLower(a.text)
+		if strings.Contains(low, a.end) || strings.Contains(low, "<!--") {
+			t.Errorf("%s contains %s or <!--: it cannot be inlined as it is", a.name, a.end)
+		}
+	}
+	fetch := regexp.MustCompile(`(?i)\ssrc\s*=|<link\b|@import|url\(\s*['"]?(https?:)?//`)
+	links := regexp.MustCompile(`(?i)href\s*=\s*"([^"]*)"`)
+	for _, tc := range goldenCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			out := renderHTML(t, tc.r)
+			if m := fetch.FindString(out); m != "" {
+				t.Errorf("the page would fetch something: %q", m)
+			}
+			for _, m := range links.FindAllStringSubmatch(out, -1) {
+				if m[1] != "https://github.com/leeoniya/uPlot" {
+					t.Errorf("unexpected link %q", m[1])
+				}
+			}
+			if len(out) > 150<<10 {
+				t.Errorf("%d bytes for a short run, more than 150 KiB", len(out))
+			}
+		})
+	}
+}
+
+// TestHTMLLongRun: an hour's timeline keeps the page within a few hundred
+// kilobytes.
+func TestHTMLLongRun(t *testing.T) {
+	st := fullStats(t)
+	st.Timeline = nil
+	for s := 1; s <= 3600; s++ {
+		st.Timeline = append(st.Timeline, stats.Second{
+			At: time.Duration(s) * time.Second, Phase: phase.Steady, Connected: 8,
+			Sent: 12345, Received: 12344, P50: 1234 * time.Microsecond, P99: 23456 * time.Microsecond,
+			Max: 123456 * time.Microsecond, LagMax: 345 * time.Microsecond,
+			Groups: []stats.GroupSecond{
+				{Group: "sub", Connected: 4, Received: 12344, P50: 1234 * time.Microsecond, P99: 23456 * time.Microsecond, Max: 123456 * time.Microsecond},
+				{Group: "pub", Connected: 4, Sent: 12345, LagMax: 345 * time.Microsecond},
+			},
+		})
+	}
+	st.Elapsed = time.Hour
+	out := renderHTML(t, Evaluate(testPlan(), nil, st))
+	t.Logf("an hour: %d bytes", len(out))
+	if len(out) > 600<<10 {
+		t.Errorf("an hour's report takes %d bytes, more than 600 KiB", len(out))
+	}
+}
+
+// TestHTMLManyGroups: a plan with many groups draws the curves of the
+// first maxGroupCurves and says how many it left out.
+func TestHTMLManyGroups(t *testing.T) {
+	r := manyGroups(t)
+	if n := len(r.Distributions); n != 1+20+1 {
+		t.Fatalf("%d distributions, want all groups' e2e, 20 groups' and the ack of all", n)
+	}
+	out := renderHTML(t, r)
+	if !strings.Contains(out, `"g07"`) || strings.Contains(out, `"g08"`) {
+		t.Errorf("the page does not draw exactly the first %d groups' curves", maxGroupCurves)
+	}
+	if !strings.Contains(out, `"distsLeftOut":{"e2e":12}`) {
+		t.Errorf("the page does not count the 12 curves left out")
+	}
+	if !strings.Contains(out, `"leftOut":{"connected":12,"lag":12,"p99":12,"received":12,"sent":12}`) {
+		t.Errorf("the page does not count the 12 groups' series left out of each timeline chart")
+	}
+}
+
+// manyGroups is the fixture run with 20 subscribing groups instead of
+// its own two, each with its own latency.
+func manyGroups(t *testing.T) *Result {
+	st := fullStats(t)
+	ph := st.Phase(phase.Steady)
+	st.Groups, ph.Groups = nil, nil
+	for i := range 20 {
+		st.Groups = append(st.Groups, stats.GroupInfo{Name: fmt.Sprintf("g%02d", i), Clients: 1, Connected: 1})
+		ph.Groups = append(ph.Groups, stats.Metrics{Latency: hist(t, 1000+50*int64(i), 10)})
+	}
+	for s := range st.Timeline {
+		sec := &st.Timeline[s]
+		sec.Groups = nil
+		for i := range 20 {
+			d := time.Duration(i) * 50 * time.Microsecond
+			sec.Groups = append(sec.Groups, stats.GroupSecond{Group: fmt.Sprintf("g%02d", i), Connected: 1,
+				Sent: 40, Received: 40, P50: time.Millisecond + d, P99: 1500*time.Microsecond + d, Max: 2*time.Millisecond + d,
+				LagMax: 100*time.Microsecond + d})
+		}
+	}
+	return Evaluate(nil, nil, st)
+}
+
+func TestHTMLContent(t *testing.T) {
+	p := testPlan("p99 < 10ms", "loss_rate == 0")
+	r := Evaluate(p, withBuiltins(t, p), faultStats(t))
+	out := renderHTML(t, r)
+	for _, want := range []string{
+		"<title>mqplan 1to1-qos1: FAIL</title>",
+		`<header class="verdict fail">`,
+		"<code>loss_rate == 0</code></td><td>line 31</td><td><code>loss_rate=0.007453</code></td><td>FAIL</td>",
+		"<code>unsent == 0</code></td><td>built in</td>",
+		"bench/%i, QoS 1, 1000 B, 800 msg/s for the group",
+		"bench/%i (QoS 1)",
+		"<td>steady</td><td class=\"num\">1.1s</td><td class=\"num\">10s</td>",
+		"group sub: asked QoS 2, the broker granted QoS 1",
+		"publish pub-3: connection closed (and 1 more like it)",
+		"Embedded broker",
+		`"dists":[{"name":"e2e","group":"","samples":7993`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
+
+// TestHTMLInBrowser opens the report of each fixture run in headless
+// Chromium: no console error, nothing fetched, every chart drawn, or
+// showing its "no data" note for a run that measured nothing. The
+// screenshots are left in $TMPDIR/mqplan-screenshots/report-*.png.
+func TestHTMLInBrowser(t *testing.T) {
+	if browsertest.Binary() == "" && os.Getenv("CI") == "" {
+		t.Skip("chromium is not installed (apt-get install chromium); skipping the browser test")
+	}
+	// The fixture's groups: sub receives, pub sends, so only the
+	// connections chart has two groups' lines, besides its totals.
+	full := map[string]int{
+		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
+		"chart-dist-e2e": 2, "chart-dist-ack": 2,
+	}
+	none := map[string]int{}
+	for id := range full {
+		none[id] = 0
+	}
+	// Twenty groups that all send and receive: the totals and the first
+	// maxGroupCurves groups' lines.
+	many := map[string]int{
+		"chart-rate": 2 + 2*maxGroupCurves, "chart-latency": 3 + maxGroupCurves, "chart-connections": 2 + maxGroupCurves,
+		"chart-errors": 2, "chart-lag": 1 + maxGroupCurves, "chart-dist-e2e": 1 + maxGroupCurves, "chart-dist-ack": 1,
+	}
+	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "incomplete": none, "many-groups": many}
+	cases := append(goldenCases(t), struct {
+		name string
+		r    *Result
+	}{"many-groups", manyGroups(t)})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "report.html")
+			if err := os.WriteFile(path, []byte(renderHTML(t, tc.r)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := browsertest.Open(t, path, 1400, browsertest.ChartsReady, browsertest.ChartsState)
+			browsertest.SaveScreenshot(t, p, "report-"+tc.name)
+			for _, e := range p.Errors {
+				t.Errorf("browser error: %s", e)
+			}
+			for _, u := range p.Requests {
+				t.Errorf("the page fetched %s: it must work offline", u)
+			}
+			browsertest.CheckCharts(t, p, want[tc.name])
+		})
+	}
+}
+
+func TestDistributions(t *testing.T) {
+	pts := func(d Distribution) (ps []float64, vs []time.Duration) {
+		for _, p := range d.Points {
+			ps, vs = append(ps, p.Percentile), append(vs, p.Value)
+		}
+		return
+	}
+	tests := []struct {
+		name string
+		h    func(t *testing.T) *stats.Metrics
+		// points is the curve's length; first and last its ends.
+		points      int
+		first, last time.Duration
+	}{
+		{"one sample: its value at 0 and at 100", func(t *testing.T) *stats.Metrics {
+			return &stats.Metrics{Latency: hist(t, 700, 1)}
+		}, 2, 700 * time.Microsecond, 700 * time.Microsecond},
+		{"8000 samples: stops at one in 8000, then the maximum", func(t *testing.T) *stats.Metrics {
+			return &stats.Metrics{Latency: hist(t, 1000, 7900, 1500, 90, 2000, 10)}
+		}, 66, time.Millisecond, 2 * time.Millisecond},
+		{"a billion samples: bounded at p99.9999", func(t *testing.T) *stats.Metrics {
+			return &stats.Metrics{Latency: hist(t, 100, 1e9, 900, 1)}
+		}, distTicks*distHalvings + 2, 100 * time.Microsecond, 900 * time.Microsecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &stats.Stats{Phases: phasesAt(), Groups: []stats.GroupInfo{{Name: "sub"}, {Name: "pub"}}}
+			st.Phase(phase.Steady).Total = *tt.h(t)
+			ds := distributions(st)
+			if len(ds) != 1 || ds[0].Name != "e2e" || ds[0].Group != "" {
+				t.Fatalf("distributions %+v, want the e2e of all groups alone", ds)
+			}
+			ps, vs := pts(ds[0])
+			if len(ps) != tt.points || vs[0] != tt.first || vs[len(vs)-1] != tt.last || ps[0] != 0 || ps[len(ps)-1] != 100 {
+				t.Errorf("%d points from %v@%v to %v@%v, want %d from %v@0 to %v@100",
+					len(ps), vs[0], ps[0], vs[len(vs)-1], ps[len(ps)-1], tt.points, tt.first, tt.last)
+			}
+			for i := 1; i < len(ps); i++ {
+				if ps[i] <= ps[i-1] || vs[i] < vs[i-1] {
+					t.Errorf("point %d (%v@%v) after %v@%v: the curve must rise", i, vs[i], ps[i], vs[i-1], ps[i-1])
+				}
+			}
+		})
+	}
+	t.Run("per group, in plan order, e2e then ack", func(t *testing.T) {
+		r := Evaluate(testPlan(), nil, fullStats(t))
+		var got []string
+		for _, d := range r.Distributions {
+			got = append(got, d.Name+"/"+d.Group)
+		}
+		if want := "e2e/ e2e/sub ack/ ack/pub"; strings.Join(got, " ") != want {
+			t.Errorf("distributions %q, want %q", got, want)
+		}
+		if r := Evaluate(testPlan(), nil, emptyStats(t)); len(r.Distributions) != 0 {
+			t.Errorf("a run that measured nothing has distributions %+v", r.Distributions)
+		}
+	})
+}
