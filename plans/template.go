@@ -103,6 +103,19 @@ func (t Template) Literal() string {
 // MarshalText writes the template as written.
 func (t Template) MarshalText() ([]byte, error) { return []byte(t.raw), nil }
 
+// UnmarshalText parses a template as MarshalText wrote it, so that a plan
+// echoed in a saved JSON report reads back (mqplan report, compare). Every
+// placeholder is allowed: which ones a field may use was checked when the
+// plan was loaded.
+func (t *Template) UnmarshalText(b []byte) error {
+	v, err := ParseTemplate(string(b), "cui")
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
 // Expand fills the placeholders.
 func (t Template) Expand(v TemplateVars) string {
 	return string(t.AppendExpand(nil, v))

@@ -46,6 +46,9 @@ type jsonDoc struct {
 	DrainQuiet    jsonDuration `json:"drain_quiet"`
 	// RateWindow: see Result ("0s": the rates are over the steady phase).
 	RateWindow jsonDuration `json:"rate_window"`
+	// Late is Result.Late, the steady phase's late sends (a pointer so
+	// that ReadJSON knows a document written before the key).
+	Late *int64 `json:"late"`
 }
 
 type jsonThreshold struct {
@@ -184,6 +187,7 @@ func (r *Result) doc() jsonDoc {
 		InFlightAtEnd: r.InFlightAtEnd,
 		DrainQuiet:    jsonDuration(r.DrainQuiet),
 		RateWindow:    jsonDuration(r.RateWindow),
+		Late:          &r.Late,
 		Metrics: jsonMetrics{Top: metricSetJSON(r.Measured.Top), Groups: metricSetsJSON(r.Measured.Groups),
 			Phases: metricSetsJSON(r.Measured.Phases)},
 	}
@@ -306,6 +310,9 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 //	             groups: [{group, the same figures for that plan group}]}]
 //	broker       the embedded broker's counters, or null
 //	error_samples
+//	unsent, in_flight_at_end, drain_quiet, rate_window, late   see Result
+//
+// ReadJSON reads the document back.
 func WriteJSON(w io.Writer, r *Result) error {
 	var b bytes.Buffer
 	if err := encode(&b, r.doc()); err != nil {

@@ -1,0 +1,210 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/threshold"
+)
+
+// roundTripCases are the golden runs and a few more that exercise what
+// the golden ones do not: a plan that skips certificate checks (its
+// warning is the plan's, not the run's), a group whose name is not an
+// identifier (groups["pub-1"] in a threshold), phase-scoped thresholds, a
+// reconnect policy, a will and a publisher with an interval.
+func roundTripCases(t *testing.T) []struct {
+	name string
+	r    *Result
+} {
+	cases := goldenCases(t)
+
+	insecure := testPlan("p99 < 10ms")
+	insecure.Broker.TLS = &plans.TLS{CA: "ca.pem", InsecureSkipVerify: true}
+	insecure.Broker.URLs = []string{"mqtts://user:secret@broker.example:8883"}
+	cases = append(cases, struct {
+		name string
+		r    *Result
+	}{"insecure TLS", Evaluate(insecure, withBuiltins(t, insecure), fullStats(t))})
+
+	odd := testPlan(`groups["pub-1"].send_rate >= 790`, "phases.steady.latency.p99 < 1s", "phases.connect.connect.p99 < 1s")
+	odd.Groups[1].Name = "pub-1"
+	odd.Groups[1].Reconnect = &plans.Reconnect{After: 1500 * 1e6, Max: 3}
+	odd.Groups[1].Will = &plans.Will{Topic: plans.MustTemplate("will/%c"), Payload: "gone", QoS: 1}
+	odd.Groups[1].Publish.Rate, odd.Groups[1].Publish.Every = 0, 5e6
+	odd.Warmup, odd.Ramp = 2e9, 3e9
+	st := fullStats(t)
+	st.Groups[1].Name = "pub-1"
+	cases = append(cases, struct {
+		name string
+		r    *Result
+	}{"odd names", Evaluate(odd, withBuiltins(t, odd), st)})
+	return cases
+}
+
+// TestReadJSONRoundTrip: writing what ReadJSON read gives the same bytes,
+// as JSON and as the table, so that a saved result re-renders as the run
+// printed it.
+func TestReadJSONRoundTrip(t *testing.T) {
+	for _, tc := range roundTripCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			var want bytes.Buffer
+			if err := WriteJSON(&want, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			back, err := ReadJSON(bytes.NewReader(want.Bytes()))
+			if err != nil {
+				t.Fatalf("ReadJSON: %v", err)
+			}
+			var got bytes.Buffer
+			if err := WriteJSON(&got, back); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("JSON differs after a round trip:\n%s", firstDiff(want.String(), got.String()))
+			}
+			var wantTable, gotTable bytes.Buffer
+			if err := WriteTable(&wantTable, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteTable(&gotTable, back); err != nil {
+				t.Fatal(err)
+			}
+			if gotTable.String() != wantTable.String() {
+				t.Errorf("table differs after a round trip:\n%s", firstDiff(wantTable.String(), gotTable.String()))
+			}
+			if back.Verdict() != tc.r.Verdict() {
+				t.Errorf("verdict %s, want %s", back.Verdict(), tc.r.Verdict())
+			}
+		})
+	}
+}
+
+// firstDiff shows the first line where a and b differ.
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return "line " + itoa(i+1) + ":\n  want " + x + "\n  got  " + y
+		}
+	}
+	return "(no line differs)"
+}
+
+// TestReadJSONRefuses: a file that is not an mqplan result of this
+// version is refused with one line saying so, never read into a report.
+func TestReadJSONRefuses(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, goldenCases(t)[0].r); err != nil {
+		t.Fatal(err)
+	}
+	good := b.String()
+	edit := func(old, new string) string {
+		if !strings.Contains(good, old) {
+			t.Fatalf("fixture lacks %q", old)
+		}
+		return strings.Replace(good, old, new, 1)
+	}
+	tests := []struct {
+		name, doc, want string
+		limit           int64
+	}{
+		{name: "empty", doc: "", want: "not an mqplan result: line 1: unexpected end of JSON input"},
+		{name: "not JSON", doc: "mqplan 1to1 | PASS\n", want: "not an mqplan result: line 1: invalid character"},
+		{name: "a list", doc: "[1, 2]", want: "not an mqplan result: line 1: json: cannot unmarshal array"},
+		{name: "another JSON document", doc: `{"name": "x", "version": "1.2.3"}`, want: `not an mqplan result: no "version" or "verdict" key`},
+		{name: "version not a number", doc: `{"version": "1", "verdict": "PASS"}`, want: `not an mqplan result: "version" is "1", not a number`},
+		{name: "newer version", doc: edit(`"version": 1,`, `"version": 2,`), want: "the result is JSON version 2, written by a newer mqplan; this mqplan reads version 1"},
+		{name: "older version", doc: edit(`"version": 1,`, `"version": 0,`), want: "the result is JSON version 0, written by an older mqplan"},
+		{name: "trailing data", doc: good + "{}", want: "invalid character '{' after top-level value"},
+		{name: "verdict edited", doc: edit(`"verdict": "FAIL"`, `"verdict": "PASS"`), want: `its verdict "PASS" disagrees with its thresholds and completion, which give "FAIL"`},
+		{name: "bad duration", doc: edit(`"elapsed": "11.7s"`, `"elapsed": "soon"`), want: `bad duration "soon"`},
+		{name: "count as a duration", doc: edit(`"acked": 7998`, `"acked": "1s"`), want: "metrics.top: acked: a string for a count"},
+		{name: "unknown phase", doc: edit(`"name": "connect"`, `"name": "launch"`), want: `phases: unknown phase "launch"`},
+		{name: "bad reference", doc: edit(`"metric": "connect.failed"`, `"metric": "groups."`), want: `bad metric reference "groups."`},
+		{name: "too large", doc: good, limit: 1000, want: "larger than the 1000 bytes a result may have"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			limit := tt.limit
+			if limit == 0 {
+				limit = MaxJSONSize
+			}
+			r, err := readJSON(strings.NewReader(tt.doc), limit)
+			if err == nil {
+				t.Fatalf("read a result (%s), want an error", r.Verdict())
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+// TestReadJSONNewKeys: keys a newer mqplan of the same version adds are
+// ignored, and metrics this one does not know keep the type their JSON
+// form suggests.
+func TestReadJSONNewKeys(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, goldenCases(t)[1].r); err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(b.String(), `"top": {`, `"top": {"future.count": 3, "future.rate": 2.5, "future.time": "2ms",`, 1)
+	doc = strings.Replace(doc, `"version": 1,`, `"version": 1, "future_key": {"a": [1]},`, 1)
+	r, err := ReadJSON(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[metric.Name]string{"future.count": "3 int", "future.rate": "2.5 float64", "future.time": "2ms time.Duration"} {
+		v := r.Measured.Top[name]
+		if got := fmt.Sprintf("%s %T", fmtValue(v), v); got != want {
+			t.Errorf("%s = %s, want %s", name, got, want)
+		}
+	}
+}
+
+func TestParseRef(t *testing.T) {
+	tests := []struct {
+		in   string
+		want threshold.Ref
+	}{
+		{"latency.p99", threshold.Ref{Metric: metric.LatencyP99}},
+		{"sent", threshold.Ref{Metric: metric.Sent}},
+		{"groups.sub.recv_rate", threshold.Ref{Scope: threshold.Groups, Name: "sub", Metric: metric.RecvRate}},
+		{`groups["my-group"].latency.p99`, threshold.Ref{Scope: threshold.Groups, Name: "my-group", Metric: metric.LatencyP99}},
+		{`groups["a\"].b"].sent`, threshold.Ref{Scope: threshold.Groups, Name: `a"].b`, Metric: metric.Sent}},
+		{"phases.steady.ack.p99", threshold.Ref{Scope: threshold.Phases, Name: "steady", Metric: metric.AckP99}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseRef(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("parseRef(%q) = %+v, want %+v", tt.in, got, tt.want)
+			}
+			if got.String() != tt.in {
+				t.Errorf("String() = %q, want %q", got.String(), tt.in)
+			}
+		})
+	}
+	for _, bad := range []string{"", "groups.", "groups.sub", `groups["x`, `groups["x"]`, `groups["x"]sent`} {
+		if _, err := parseRef(bad); err == nil {
+			t.Errorf("parseRef(%q) succeeded, want an error", bad)
+		}
+	}
+}
