@@ -1,0 +1,539 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/threshold"
+)
+
+// DefaultTolerance is the relative change mqplan compare lets pass
+// unmarked: run-to-run noise of a latency percentile on a quiet machine
+// is a few percent.
+const DefaultTolerance = 0.05
+
+// MaxTolerance bounds --tolerance: beyond 1000% nothing would ever be
+// marked, which is better said by not comparing.
+const MaxTolerance = 10.0
+
+// Mark says how a compared metric changed, given the tolerance.
+type Mark int
+
+// The marks. A change is marked only when it goes beyond the tolerance.
+const (
+	// Same: within the tolerance, or nothing to compare.
+	Same Mark = iota
+	// Better: beyond the tolerance toward better (lower latency, higher
+	// rate, less loss).
+	Better
+	// Worse: beyond the tolerance toward worse, or measured in A and
+	// without samples in B.
+	Worse
+)
+
+// String is the mark as the table shows it.
+func (m Mark) String() string {
+	switch m {
+	case Better:
+		return "better"
+	case Worse:
+		return "WORSE"
+	}
+	return ""
+}
+
+// compared is one key metric of the comparison and which way is better.
+type compared struct {
+	name         metric.Name
+	higherBetter bool
+}
+
+// comparedMetrics are the key metrics mqplan compare shows, in order:
+// throughput, latency, delivery, errors, connections.
+var comparedMetrics = []compared{
+	{metric.SendRate, true},
+	{metric.RecvRate, true},
+	{metric.LatencyP50, false},
+	{metric.LatencyP90, false},
+	{metric.LatencyP99, false},
+	{metric.LatencyMax, false},
+	{metric.AckP99, false},
+	{metric.Lost, false},
+	{metric.LossRate, false},
+	{metric.Duplicates, false},
+	{metric.Errors, false},
+	{metric.ConnectP99, false},
+}
+
+// Comparison is two results side by side: their key metrics over the
+// measured window, in total and for each group both have, with the change
+// from A to B and which changes go beyond the tolerance. It is built from
+// Results alone, so saved JSON results compare as well as fresh ones.
+type Comparison struct {
+	// A is the reference (the last release, a baseline); B is compared
+	// with it.
+	A, B *Result
+	// LabelA and LabelB name the two in the output (their file names).
+	LabelA, LabelB string
+	// Tolerance is the relative change (0.05 is 5%) within which a change
+	// is not marked.
+	Tolerance float64
+	// Sections are the total, then each group both results have, in B's
+	// order.
+	Sections []CompareSection
+	// OnlyA and OnlyB are the groups only one of the results has: their
+	// figures have nothing to compare with.
+	OnlyA, OnlyB []string
+	// Notes say what makes the comparison less than like for like
+	// (different plans, an incomplete run, warnings).
+	Notes []string
+}
+
+// CompareSection is the rows of one scope: the total or one group.
+type CompareSection struct {
+	// Group is the group's name, empty for the total.
+	Group string
+	Rows  []CompareRow
+}
+
+// CompareRow is one metric in A and in B.
+type CompareRow struct {
+	Metric metric.Name
+	// A and B are the values in their kind's Go type (see metric.Set),
+	// nil when that result has no samples of it.
+	A, B any
+	// Change is (B - A) / A: 0.1 is 10% more. NaN when either is absent,
+	// ±Inf when A is 0 and B is not.
+	Change float64
+	// Mark is Worse or Better when Change goes beyond the tolerance.
+	Mark Mark
+	// higherBetter is the metric's better direction.
+	higherBetter bool
+}
+
+// Compare compares B with A. tolerance is a fraction (0.05 for 5%).
+func Compare(a, b *Result, labelA, labelB string, tolerance float64) *Comparison {
+	c := &Comparison{A: a, B: b, LabelA: labelA, LabelB: labelB, Tolerance: tolerance}
+	c.Sections = append(c.Sections, CompareSection{Rows: compareSets(a.Measured.Top, b.Measured.Top, tolerance, nil)})
+	inA := map[string]Group{}
+	for _, g := range a.Groups {
+		inA[g.Name] = g
+	}
+	inB := map[string]bool{}
+	for _, gb := range b.Groups {
+		inB[gb.Name] = true
+		ga, ok := inA[gb.Name]
+		if !ok {
+			c.OnlyB = append(c.OnlyB, gb.Name)
+			continue
+		}
+		publishes := ga.Publishes || gb.Publishes
+		keep := func(n metric.Name) bool { return n != metric.SendRate || publishes }
+		rows := compareSets(a.Measured.Groups[gb.Name], b.Measured.Groups[gb.Name], tolerance, keep)
+		c.Sections = append(c.Sections, CompareSection{Group: gb.Name, Rows: rows})
+	}
+	for _, g := range a.Groups {
+		if !inB[g.Name] {
+			c.OnlyA = append(c.OnlyA, g.Name)
+		}
+	}
+	c.Notes = compareNotes(c)
+	return c
+}
+
+// compareSets builds the rows of one scope. The total shows every key
+// metric; a group (keep non-nil) only those one of the two measured and
+// keep allows.
+func compareSets(a, b metric.Set, tolerance float64, keep func(metric.Name) bool) []CompareRow {
+	var rows []CompareRow
+	for _, m := range comparedMetrics {
+		va, vb := present(a, m.name), present(b, m.name)
+		if keep != nil && (!keep(m.name) || va == nil && vb == nil) {
+			continue
+		}
+		row := CompareRow{Metric: m.name, A: va, B: vb, Change: math.NaN(), higherBetter: m.higherBetter}
+		switch {
+		case va != nil && vb == nil:
+			// Measured before, not now: no samples must never pass
+			// for no change.
+			row.Mark = Worse
+		case va != nil && vb != nil:
+			fa, fb := number(va), number(vb)
+			switch {
+			case fa == fb:
+				row.Change = 0
+			case fa == 0:
+				row.Change = math.Inf(int(math.Copysign(1, fb)))
+			default:
+				row.Change = (fb - fa) / math.Abs(fa)
+			}
+			if math.Abs(row.Change) > tolerance {
+				if (row.Change > 0) == m.higherBetter {
+					row.Mark = Better
+				} else {
+					row.Mark = Worse
+				}
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// present is m's value in s, or nil when s lacks it or it is not a
+// finite number (a rate over no time).
+func present(s metric.Set, m metric.Name) any {
+	v, ok := s[m]
+	if !ok {
+		return nil
+	}
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return nil
+	}
+	return v
+}
+
+// number is a metric value as a float64 (a duration in nanoseconds).
+func number(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case time.Duration:
+		return float64(x)
+	}
+	return math.NaN()
+}
+
+// compareNotes says what makes the two results less than like for like.
+func compareNotes(c *Comparison) []string {
+	var notes []string
+	for _, s := range []struct {
+		label string
+		r     *Result
+	}{{"A", c.A}, {"B", c.B}} {
+		if v := s.r.Verdict(); v == VerdictIncomplete {
+			notes = append(notes, fmt.Sprintf("%s is %s: its figures cover only part of a run", s.label, v))
+		}
+		if n := len(s.r.headerWarnings()); n > 0 {
+			notes = append(notes, fmt.Sprintf("%s has %d %s: see mqplan report %s", s.label, n, plural(n, "warning"), c.label(s.label)))
+		}
+	}
+	if na, nb := c.A.name(), c.B.name(); na != nb {
+		notes = append(notes, fmt.Sprintf("A and B ran different plans (%s, %s)", orDash(na), orDash(nb)))
+	}
+	if sa, sb := c.A.steadyLength(), c.B.steadyLength(); sa != sb {
+		notes = append(notes, fmt.Sprintf("the steady phases differ in length (%s, %s): counts (lost, duplicates, errors) do not compare, rates and latencies do",
+			orDash(strings.TrimPrefix(sa, ", ")), orDash(strings.TrimPrefix(sb, ", "))))
+	}
+	for _, only := range []struct {
+		label  string
+		groups []string
+	}{{"A", c.OnlyA}, {"B", c.OnlyB}} {
+		if len(only.groups) > 0 {
+			notes = append(notes, fmt.Sprintf("only %s has %s %s: not compared", only.label, pluralWord(len(only.groups), "group", "groups"), strings.Join(only.groups, ", ")))
+		}
+	}
+	return notes
+}
+
+// label is the file name of A or B.
+func (c *Comparison) label(which string) string {
+	if which == "A" {
+		return c.LabelA
+	}
+	return c.LabelB
+}
+
+// ref is how a threshold names the row's metric in its section.
+func (s CompareSection) ref(m metric.Name) string {
+	if s.Group == "" {
+		return threshold.Ref{Metric: m}.String()
+	}
+	return threshold.Ref{Scope: threshold.Groups, Name: s.Group, Metric: m}.String()
+}
+
+// Worse lists the changes marked Worse, each as the metric's threshold
+// name and its change ("groups.sub.latency.p99 +33.3%", "errors from 0
+// to 3", "ack.p99 (no samples in B)"); empty when none.
+func (c *Comparison) Worse() []string {
+	var out []string
+	for _, s := range c.Sections {
+		for _, r := range s.Rows {
+			if r.Mark != Worse {
+				continue
+			}
+			switch {
+			case r.B == nil:
+				out = append(out, s.ref(r.Metric)+" (no samples in B)")
+			case math.IsInf(r.Change, 0):
+				out = append(out, fmt.Sprintf("%s from 0 to %s", s.ref(r.Metric), compareValue(r.Metric, r.B)))
+			default:
+				out = append(out, s.ref(r.Metric)+" "+r.changePercent())
+			}
+		}
+	}
+	return out
+}
+
+// Summary is the comparison's last line: which changes are worse than
+// the tolerance, or that none is.
+func (c *Comparison) Summary() string {
+	tol := fmtPercent(c.Tolerance)
+	worse := c.Worse()
+	if len(worse) == 0 {
+		return "no change worse than " + tol
+	}
+	shown := worse
+	more := ""
+	if len(shown) > summaryWorse {
+		shown = shown[:summaryWorse]
+		more = fmt.Sprintf(" and %d more", len(worse)-summaryWorse)
+	}
+	return fmt.Sprintf("WORSE: %d %s beyond %s: %s%s", len(worse), pluralWord(len(worse), "change", "changes"), tol, strings.Join(shown, ", "), more)
+}
+
+// summaryWorse is how many worse changes the summary line names; the
+// tables above mark every one.
+const summaryWorse = 8
+
+// CompareFormat is one way of writing a Comparison: the --out
+// FORMAT=FILE of mqplan compare.
+type CompareFormat struct {
+	// Name is what --out calls it.
+	Name string
+	// Help is a few words for --help.
+	Help string
+	// Write renders c whole, or nothing on error.
+	Write func(w io.Writer, c *Comparison) error
+}
+
+// compareFormats lists the comparison's formats in the order --help
+// shows them.
+var compareFormats = []CompareFormat{
+	{Name: "table", Help: "the side-by-side table the terminal shows", Write: WriteComparison},
+	{Name: "json", Help: "the same figures for scripts", Write: WriteComparisonJSON},
+}
+
+// LookupCompareFormat finds a comparison format by name.
+func LookupCompareFormat(name string) (CompareFormat, bool) {
+	i := slices.IndexFunc(compareFormats, func(f CompareFormat) bool { return f.Name == name })
+	if i < 0 {
+		return CompareFormat{}, false
+	}
+	return compareFormats[i], true
+}
+
+// CompareFormatNames lists the comparison formats' names for messages.
+func CompareFormatNames() string {
+	names := make([]string, len(compareFormats))
+	for i, f := range compareFormats {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// CompareFormatHelp describes every comparison format, one per line.
+func CompareFormatHelp() string {
+	var b strings.Builder
+	for _, f := range compareFormats {
+		fmt.Fprintf(&b, "  %-6s %s\n", f.Name, f.Help)
+	}
+	return b.String()
+}
+
+// WriteComparison writes the side-by-side table: a header naming A and B,
+// the notes, one table for the total and one per common group, and the
+// Summary line. Values show as the report's table shows them, absent ones
+// as "-"; a fraction's change is in percentage points (pp).
+func WriteComparison(w io.Writer, c *Comparison) error {
+	var b bytes.Buffer
+	b.WriteString("mqplan compare: B against A\n")
+	for _, s := range []struct {
+		label, file string
+		r           *Result
+	}{{"A", c.LabelA, c.A}, {"B", c.LabelB, c.B}} {
+		fmt.Fprintf(&b, "%s: %s | %s | %s | %s | %s\n", s.label, orDash(s.file), orDash(s.r.name()),
+			startedText(s.r.Started), fmtDuration(s.r.Elapsed), s.r.Verdict())
+	}
+	fmt.Fprintf(&b, "marked: changes beyond %s, WORSE toward higher latency, loss, duplicates or errors and lower rates, better the other way\n", fmtPercent(c.Tolerance))
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "NOTE: %s\n", n)
+	}
+	for _, s := range c.Sections {
+		if s.Group == "" {
+			section(&b, "Total (steady phase, deliveries during drain included)")
+		} else {
+			section(&b, "Group "+s.Group)
+		}
+		t := newTableAligned(&b, []align{alignLeft}, "metric", "A", "B", "change", "change %", "")
+		var rows [][]string
+		for _, r := range s.Rows {
+			rows = append(rows, []string{string(r.Metric), compareValue(r.Metric, r.A), compareValue(r.Metric, r.B),
+				r.delta(), r.changePercent(), r.Mark.String()})
+		}
+		if err := render(t, rows); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('\n')
+	b.WriteString(c.Summary())
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// startedText is a run's start for the header, "-" when unknown.
+func startedText(t time.Time) string {
+	if t.IsZero() {
+		return absent
+	}
+	return t.Format(time.RFC3339)
+}
+
+// compareValue shows a value as the report's table does: rates rounded,
+// fractions as percentages, durations with three digits.
+func compareValue(m metric.Name, v any) string {
+	if v == nil {
+		return absent
+	}
+	mm, _ := metric.Lookup(string(m))
+	switch mm.Kind {
+	case metric.Rate:
+		return fmtRate(number(v))
+	case metric.Fraction:
+		return fmtPercent(number(v))
+	}
+	return fmtValue(v)
+}
+
+// delta is B - A in the metric's unit, signed ("0" for none); "-" when
+// either is absent.
+func (r CompareRow) delta() string {
+	if r.A == nil || r.B == nil {
+		return absent
+	}
+	d := number(r.B) - number(r.A)
+	sign := "+"
+	switch {
+	case d == 0:
+		return "0"
+	case d < 0:
+		sign = ""
+	}
+	mm, _ := metric.Lookup(string(r.Metric))
+	switch mm.Kind {
+	case metric.Duration:
+		return sign + fmtDuration(time.Duration(d))
+	case metric.Rate:
+		return sign + fmtRate(d)
+	case metric.Fraction:
+		return sign + strings.TrimSuffix(fmtPercent(d), "%") + "pp"
+	}
+	return sign + fmtFloat(d)
+}
+
+// changePercent is Change as a signed percentage: "+33.3%", "-5%", "0%";
+// "-" when either is absent or A is 0 (no ratio).
+func (r CompareRow) changePercent() string {
+	switch {
+	case r.A != nil && r.B == nil:
+		return "no samples in B"
+	case math.IsNaN(r.Change):
+		return absent
+	case math.IsInf(r.Change, 0):
+		return "from 0"
+	case r.Change > 0:
+		return "+" + fmtPercent(r.Change)
+	}
+	return fmtPercent(r.Change)
+}
+
+// The JSON comparison document; see WriteComparisonJSON.
+type jsonComparison struct {
+	Version   int               `json:"version"`
+	Tolerance float64           `json:"tolerance"`
+	A         jsonCompared      `json:"a"`
+	B         jsonCompared      `json:"b"`
+	Notes     []string          `json:"notes"`
+	Sections  []jsonCompSection `json:"sections"`
+	OnlyA     []string          `json:"only_a"`
+	OnlyB     []string          `json:"only_b"`
+	Worse     []string          `json:"worse"`
+	Summary   string            `json:"summary"`
+}
+
+type jsonCompared struct {
+	File    string       `json:"file"`
+	Plan    string       `json:"plan"`
+	Started time.Time    `json:"started"`
+	Elapsed jsonDuration `json:"elapsed"`
+	Verdict string       `json:"verdict"`
+}
+
+type jsonCompSection struct {
+	Group string        `json:"group"`
+	Rows  []jsonCompRow `json:"rows"`
+}
+
+type jsonCompRow struct {
+	Metric string `json:"metric"`
+	A      any    `json:"a"`
+	B      any    `json:"b"`
+	// Change is (b - a) / a, null when either is absent or a is 0.
+	Change *float64 `json:"change"`
+	Mark   string   `json:"mark"`
+}
+
+// WriteComparisonJSON writes the comparison as an indented JSON document
+// with the conventions of WriteJSON (durations as Go duration strings,
+// absent values null, lists never null):
+//
+//	version      JSONVersion
+//	tolerance    the fraction within which a change is not marked
+//	a, b         {file, plan, started, elapsed, verdict}
+//	notes        what makes the comparison less than like for like
+//	sections     [{group ("" for the total), rows: [{metric, a, b, change, mark}]}]
+//	             mark: "", "better" or "worse"
+//	only_a, only_b  groups not compared
+//	worse        the worse changes, as the summary names them; summary: its line
+func WriteComparisonJSON(w io.Writer, c *Comparison) error {
+	d := jsonComparison{
+		Version: JSONVersion, Tolerance: c.Tolerance,
+		A:     jsonCompared{File: c.LabelA, Plan: c.A.name(), Started: c.A.Started, Elapsed: jsonDuration(c.A.Elapsed), Verdict: c.A.Verdict()},
+		B:     jsonCompared{File: c.LabelB, Plan: c.B.name(), Started: c.B.Started, Elapsed: jsonDuration(c.B.Elapsed), Verdict: c.B.Verdict()},
+		Notes: list(c.Notes), Sections: []jsonCompSection{}, OnlyA: list(c.OnlyA), OnlyB: list(c.OnlyB),
+		Worse: list(c.Worse()), Summary: c.Summary(),
+	}
+	for _, s := range c.Sections {
+		js := jsonCompSection{Group: s.Group, Rows: []jsonCompRow{}}
+		for _, r := range s.Rows {
+			jr := jsonCompRow{Metric: string(r.Metric), A: valueJSON(r.A), B: valueJSON(r.B), Mark: strings.ToLower(r.Mark.String())}
+			if !math.IsNaN(r.Change) && !math.IsInf(r.Change, 0) {
+				ch := r.Change
+				jr.Change = &ch
+			}
+			js.Rows = append(js.Rows, jr)
+		}
+		d.Sections = append(d.Sections, js)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(d); err != nil {
+		return fmt.Errorf("encoding the comparison: %w", err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,152 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mqplan/mqplan/internal/golden"
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/phase"
+)
+
+// TestCompareMarks pins when a change is marked, one metric at a time.
+func TestCompareMarks(t *testing.T) {
+	tests := []struct {
+		name   string
+		metric metric.Name
+		a, b   any
+		tol    float64
+		want   Mark
+		change float64 // NaN: none
+	}{
+		{"rate up beyond", metric.RecvRate, 800.0, 900.0, 0.05, Better, 0.125},
+		{"rate down beyond", metric.SendRate, 800.0, 700.0, 0.05, Worse, -0.125},
+		{"rate down within", metric.SendRate, 800.0, 780.0, 0.05, Same, -0.025},
+		{"rate down exactly the tolerance", metric.SendRate, 800.0, 760.0, 0.05, Same, -0.05},
+		{"latency up beyond", metric.LatencyP99, time.Millisecond, 1500 * time.Microsecond, 0.05, Worse, 0.5},
+		{"latency down beyond", metric.LatencyP99, time.Millisecond, 500 * time.Microsecond, 0.05, Better, -0.5},
+		{"latency up within", metric.LatencyP50, time.Millisecond, 1030 * time.Microsecond, 0.05, Same, 0.03},
+		{"latency up, no tolerance", metric.LatencyP50, time.Millisecond, 1030 * time.Microsecond, 0, Worse, 0.03},
+		{"errors from none", metric.Errors, 0, 1, 0.05, Worse, math.Inf(1)},
+		{"errors to none", metric.Errors, 2, 0, 0.05, Better, -1},
+		{"no loss either", metric.LossRate, 0.0, 0.0, 0.05, Same, 0},
+		{"loss appears", metric.LossRate, 0.0, 0.001, 10, Worse, math.Inf(1)},
+		{"no samples in B", metric.AckP99, time.Millisecond, nil, 0.05, Worse, math.NaN()},
+		{"no samples in A", metric.AckP99, nil, time.Millisecond, 0.05, Same, math.NaN()},
+		{"no samples in either", metric.AckP99, nil, nil, 0.05, Same, math.NaN()},
+		{"rate not finite in B", metric.RecvRate, 800.0, math.NaN(), 0.05, Worse, math.NaN()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := metric.Set{}, metric.Set{}
+			if tt.a != nil {
+				a[tt.metric] = tt.a
+			}
+			if tt.b != nil {
+				b[tt.metric] = tt.b
+			}
+			rows := compareSets(a, b, tt.tol, nil)
+			var row *CompareRow
+			for i := range rows {
+				if rows[i].Metric == tt.metric {
+					row = &rows[i]
+				}
+			}
+			if row == nil {
+				t.Fatalf("no row for %s", tt.metric)
+			}
+			if row.Mark != tt.want {
+				t.Errorf("mark %q, want %q", row.Mark, tt.want)
+			}
+			if !(math.IsNaN(tt.change) && math.IsNaN(row.Change)) && math.Abs(row.Change-tt.change) > 1e-9 && row.Change != tt.change {
+				t.Errorf("change %v, want %v", row.Change, tt.change)
+			}
+			for _, r := range rows {
+				if r.Metric != tt.metric && r.Mark != Same {
+					t.Errorf("%s marked %q with no values", r.Metric, r.Mark)
+				}
+			}
+		})
+	}
+}
+
+// compareCases are the comparisons whose tables are pinned.
+func compareCases(t *testing.T) []struct {
+	name string
+	c    *Comparison
+} {
+	runs := map[string]*Result{}
+	for _, tc := range goldenCases(t) {
+		runs[tc.name] = tc.r
+	}
+	// slower: the failing run with end-to-end latency doubled and
+	// acknowledgements faster.
+	st := fullStats(t)
+	ph := st.Phase(phase.Steady)
+	ph.Groups[0].Latency = hist(t, 2000, 7900, 3000, 83, 4000, 10)
+	ph.Groups[1].Ack = hist(t, 150, 7900, 350, 98)
+	ph.Total.Latency, ph.Total.Ack = ph.Groups[0].Latency, ph.Groups[1].Ack
+	fail := testPlan("p99 < 10ms")
+	slower := Evaluate(fail, withBuiltins(t, fail), st)
+	// renamed: the publishers are another group, over a longer run.
+	renamed := testPlan("p99 < 10ms")
+	renamed.Name = "1to1-qos1-v2"
+	renamed.Groups[1].Name = "pub-v2"
+	st = fullStats(t)
+	st.Groups[1].Name = "pub-v2"
+	st.Phase(phase.Steady).End += 10 * time.Second
+	other := Evaluate(renamed, withBuiltins(t, renamed), st)
+	return []struct {
+		name string
+		c    *Comparison
+	}{
+		{"same", Compare(runs["fail"], runs["fail"], "a.json", "b.json", DefaultTolerance)},
+		{"pass-to-fail", Compare(runs["pass"], runs["fail"], "last-release.json", "now.json", DefaultTolerance)},
+		{"slower", Compare(runs["fail"], slower, "before.json", "after.json", 0.10)},
+		{"to-incomplete", Compare(runs["pass"], runs["incomplete"], "pass.json", "incomplete.json", DefaultTolerance)},
+		{"other-groups", Compare(runs["fail"], other, "v1.json", "v2.json", DefaultTolerance)},
+	}
+}
+
+func TestGoldenComparison(t *testing.T) {
+	for _, tc := range compareCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteComparison(&b, tc.c); err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join(goldenDir, "compare-"+tc.name+".txt"), b.Bytes())
+			b.Reset()
+			if err := WriteComparisonJSON(&b, tc.c); err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join(goldenDir, "compare-"+tc.name+".json"), b.Bytes())
+		})
+	}
+}
+
+// TestCompareSummary: the verdict line names every worse change and
+// nothing else.
+func TestCompareSummary(t *testing.T) {
+	for _, tc := range compareCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			worse := 0
+			for _, s := range tc.c.Sections {
+				for _, r := range s.Rows {
+					if r.Mark == Worse {
+						worse++
+					}
+				}
+			}
+			if got := len(tc.c.Worse()); got != worse {
+				t.Errorf("Worse() lists %d, %d rows are marked", got, worse)
+			}
+			if tc.name == "same" && worse != 0 {
+				t.Errorf("a run compared with itself has %d worse changes", worse)
+			}
+		})
+	}
+}
