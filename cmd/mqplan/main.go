@@ -4,6 +4,8 @@
 //	mqplan run plans/1to1-qos1.yaml        run a plan (embedded broker by default)
 //	mqplan validate plans/*.yaml           check plans without running them
 //	mqplan explain plans/1to1-qos1.yaml    print the compiled phases and load
+//	mqplan report now.json                 re-render a saved JSON result
+//	mqplan compare last.json now.json      compare two saved results
 //	mqplan broker --listen 127.0.0.1:1883  run the embedded broker standalone
 //	mqplan conn|sub|pub [options]          emqtt-bench's commands, compiled into a plan
 //	mqplan schema > plan.schema.json       the JSON Schema of plan files, for editors
@@ -149,6 +151,8 @@ Usage:
   mqplan run [flags] PLAN          run a plan and print the report
   mqplan validate PLAN...          check plans without running them
   mqplan explain [flags] PLAN      print the compiled phases and load, without connecting
+  mqplan report [flags] RESULT     re-render a result saved with --out json=FILE
+  mqplan compare [flags] A B       compare two saved results, with the change of each key metric
   mqplan broker [flags]            run the embedded MQTT broker until Ctrl-C
   mqplan conn|sub|pub [options]    emqtt-bench's commands and options, compiled into a plan
   mqplan schema                    print the JSON Schema of plan files, for editors
@@ -177,6 +181,10 @@ func dispatch(e *env, args []string) error {
 		return cmdExplain(e, args[1:])
 	case "broker":
 		return cmdBroker(e, args[1:])
+	case "report":
+		return cmdReport(e, args[1:])
+	case "compare":
+		return cmdCompare(e, args[1:])
 	case "conn", "sub", "pub":
 		return cmdEmqtt(e, emqttbench.Kind(args[0]), args[1:])
 	case "completion":

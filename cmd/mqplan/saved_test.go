@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReportAndCompare saves two real runs (one passing, one failing) and
+// re-renders and compares them: mqplan report prints the table the run
+// printed and exits with its verdict; mqplan compare marks a worse change
+// and gates on it only when asked; files it cannot read are exit 2.
+func TestReportAndCompare(t *testing.T) {
+	t.Chdir("../..")
+	dir := t.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+
+	runs := map[string]result{}
+	for _, tc := range []struct {
+		name string
+		code int
+	}{{"pass", 0}, {"fail", 1}} {
+		r := runCmd(t, "run", "--quiet", "--out", "json="+path(tc.name+".json"), "testdata/cli/"+tc.name+".yaml")
+		if r.code != tc.code {
+			t.Fatalf("run %s: exit %d, want %d\n%s", tc.name, r.code, tc.code, r.stderr)
+		}
+		runs[tc.name] = r
+	}
+	saved, err := os.ReadFile(path("pass.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		if err := os.WriteFile(path(name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path(name)
+	}
+	// slower.json is the passing run with half its receive rate.
+	var doc map[string]any
+	if err := json.Unmarshal(saved, &doc); err != nil {
+		t.Fatal(err)
+	}
+	top := doc["metrics"].(map[string]any)["top"].(map[string]any)
+	top["recv_rate"] = top["recv_rate"].(float64) / 2
+	slowerJSON, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slower := write("slower.json", string(slowerJSON))
+	newer := write("newer.json", strings.Replace(string(saved), `"version": 1,`, `"version": 2,`, 1))
+
+	tests := []struct {
+		name   string
+		args   []string
+		stdin  string
+		code   int
+		stdout string // the whole standard output, when set
+		quiet  bool   // nothing on standard output
+		has    []string
+		stderr string // a substring of standard error
+		file   string // a file that must then hold the saved pass.json
+	}{
+		{name: "report: the run's table, exit 0", args: []string{"report", path("pass.json")}, code: 0, stdout: runs["pass"].stdout},
+		{name: "report: a failed run's table, exit 1", args: []string{"report", path("fail.json")}, code: 1, stdout: runs["fail"].stdout},
+		{name: "report from standard input", args: []string{"report", "-"}, stdin: string(saved), code: 0, stdout: runs["pass"].stdout},
+		{name: "report --out json: the same bytes", args: []string{"report", "--out", "json=" + path("again.json"), path("pass.json")},
+			code: 0, quiet: true, file: path("again.json")},
+		{name: "report --out table=- after the file", args: []string{"report", path("pass.json"), "--out", "table=-"}, code: 0, stdout: runs["pass"].stdout},
+		{name: "report: no file", args: []string{"report"}, code: 2, stderr: "expected one saved result, got 0 arguments"},
+		{name: "report: a missing file", args: []string{"report", path("none.json")}, code: 2, stderr: "no such file"},
+		{name: "report: a plan, not a result", args: []string{"report", "testdata/cli/pass.yaml"}, code: 2,
+			stderr: "testdata/cli/pass.yaml: not an mqplan result"},
+		{name: "report: a newer version", args: []string{"report", newer}, code: 2,
+			stderr: newer + ": the result is JSON version 2, written by a newer mqplan; this mqplan reads version 1"},
+		{name: "report: an unknown format", args: []string{"report", "--out", "pdf=x.pdf", path("pass.json")}, code: 2, stderr: `unknown format "pdf"`},
+		{name: "report: an output into a missing directory", args: []string{"report", "--out", "json=" + path("no/x.json"), path("pass.json")},
+			code: 2, stderr: "does not exist"},
+
+		{name: "compare: a run with itself", args: []string{"compare", path("pass.json"), path("pass.json")}, code: 0,
+			has: []string{"A: " + path("pass.json") + " | cli-pass |", "Group sub", "Group pub", "no change worse than 5%"}},
+		{name: "compare: worse, not gated", args: []string{"compare", path("pass.json"), slower}, code: 0,
+			has: []string{"| recv_rate   |", "-50% | WORSE |", "WORSE: 1 change beyond 5%: recv_rate -50%"}},
+		{name: "compare: worse, gated", args: []string{"compare", "--fail-on-regression", path("pass.json"), slower}, code: 1,
+			has: []string{"WORSE: 1 change beyond 5%: recv_rate -50%"}},
+		{name: "compare: better, gated", args: []string{"compare", slower, path("pass.json"), "--fail-on-regression"}, code: 0,
+			has: []string{"+100% | better |", "no change worse than 5%"}},
+		{name: "compare: a wide tolerance", args: []string{"compare", "--tolerance", "60%", "--fail-on-regression", path("pass.json"), slower}, code: 0,
+			has: []string{"no change worse than 60%"}},
+		{name: "compare --out json=-: JSON on standard output", args: []string{"compare", "--out", "json=-", path("pass.json"), slower}, code: 0,
+			has: []string{`"worse": [`, `"recv_rate -50%"`}, stderr: "WORSE: 1 change beyond 5%"},
+		{name: "compare: a tolerance without %", args: []string{"compare", "--tolerance", "0.05", path("pass.json"), slower}, code: 2,
+			stderr: `--tolerance "0.05": write a percentage, such as 5%`},
+		{name: "compare: a negative tolerance", args: []string{"compare", "--tolerance", "-5%", path("pass.json"), slower}, code: 2,
+			stderr: "want a percentage from 0% to 1000%"},
+		{name: "compare: one file", args: []string{"compare", path("pass.json")}, code: 2, stderr: "expected two saved results, A and B, got 1"},
+		{name: "compare: a bad B", args: []string{"compare", path("pass.json"), newer}, code: 2, stderr: newer + ": the result is JSON version 2"},
+		{name: "compare: both from standard input", args: []string{"compare", "-", "-"}, code: 2, stderr: "cannot both be standard input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCmdWith(t, cmdOpts{stdin: strings.NewReader(tt.stdin)}, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if (tt.stdout != "" || tt.quiet) && r.stdout != tt.stdout {
+				t.Errorf("standard output:\n%s\nwant:\n%s", r.stdout, tt.stdout)
+			}
+			for _, s := range tt.has {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("standard output lacks %q:\n%s", s, r.stdout)
+				}
+			}
+			if !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("standard error lacks %q:\n%s", tt.stderr, r.stderr)
+			}
+			if strings.Contains(r.stdout+r.stderr, "hunter2-secret") {
+				t.Errorf("a password in the output")
+			}
+			if tt.file != "" {
+				got, err := os.ReadFile(tt.file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, saved) {
+					t.Errorf("%s differs from the saved result", tt.file)
+				}
+			}
+		})
+	}
+}
