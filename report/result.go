@@ -7,6 +7,9 @@
 // CSV (WriteCSV) or a self-contained HTML page with charts (WriteHTML,
 // whose charting library, uPlot, is vendored in assets/uplot); Format
 // lists them for --out.
+// It reads the JSON document back (ReadJSON), so that a saved run
+// re-renders in every format, and compares two results (Compare,
+// WriteComparison).
 //
 // Nothing here touches the network or reads a clock: every time shown comes
 // from the Stats, so the same run always renders the same report and golden
