@@ -309,9 +309,15 @@ func metricValue(name metric.Name, v any) (any, error) {
 }
 
 // parseRef reads a metric reference as threshold.Ref.String wrote it:
-// "latency.p99", "groups.sub.recv_rate" or `groups["my-group"].latency.p99`.
+// "latency.p99", "groups.sub.recv_rate", `groups["my-group"].latency.p99`,
+// each possibly under "baseline.".
 func parseRef(s string) (threshold.Ref, error) {
-	ref := threshold.Ref{Scope: threshold.Top, Metric: metric.Name(s)}
+	in := s
+	var ref threshold.Ref
+	if rest, ok := strings.CutPrefix(s, threshold.BaselineRoot+"."); ok {
+		ref.Baseline, s = true, rest
+	}
+	ref.Scope, ref.Metric = threshold.Top, metric.Name(s)
 	for _, scope := range []threshold.Scope{threshold.Groups, threshold.Phases} {
 		rest, ok := strings.CutPrefix(s, string(scope))
 		if !ok || rest == "" || (rest[0] != '.' && rest[0] != '[') {
@@ -321,18 +327,18 @@ func parseRef(s string) (threshold.Ref, error) {
 		if rest[0] == '[' {
 			q, err := strconv.QuotedPrefix(rest[1:])
 			if err != nil {
-				return ref, fmt.Errorf("bad metric reference %q", s)
+				return ref, fmt.Errorf("bad metric reference %q", in)
 			}
 			ref.Name, _ = strconv.Unquote(q)
 			rest = rest[1+len(q):]
 			if !strings.HasPrefix(rest, "].") {
-				return ref, fmt.Errorf("bad metric reference %q", s)
+				return ref, fmt.Errorf("bad metric reference %q", in)
 			}
 			rest = rest[2:]
 		} else {
 			name, m, ok := strings.Cut(rest[1:], ".")
 			if !ok || name == "" {
-				return ref, fmt.Errorf("bad metric reference %q", s)
+				return ref, fmt.Errorf("bad metric reference %q", in)
 			}
 			ref.Name, rest = name, m
 		}
@@ -340,7 +346,7 @@ func parseRef(s string) (threshold.Ref, error) {
 		break
 	}
 	if ref.Metric == "" {
-		return ref, fmt.Errorf("bad metric reference %q", s)
+		return ref, fmt.Errorf("bad metric reference %q", in)
 	}
 	return ref, nil
 }

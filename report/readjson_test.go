@@ -30,7 +30,7 @@ func roundTripCases(t *testing.T) []struct {
 		r    *Result
 	}{"insecure TLS", Evaluate(insecure, withBuiltins(t, insecure), fullStats(t))})
 
-	odd := testPlan(`groups["pub-1"].send_rate >= 790`, "phases.steady.latency.p99 < 1s", "phases.connect.connect.p99 < 1s")
+	odd := testPlan(`groups["pub-1"].send_rate >= 790`, "p99 <= baseline.p99 * 1.10", "phases.steady.latency.p99 < 1s", "phases.connect.connect.p99 < 1s")
 	odd.Groups[1].Name = "pub-1"
 	odd.Groups[1].Reconnect = &plans.Reconnect{After: 1500 * 1e6, Max: 3}
 	odd.Groups[1].Will = &plans.Will{Topic: plans.MustTemplate("will/%c"), Payload: "gone", QoS: 1}
@@ -187,6 +187,9 @@ func TestParseRef(t *testing.T) {
 		{`groups["my-group"].latency.p99`, threshold.Ref{Scope: threshold.Groups, Name: "my-group", Metric: metric.LatencyP99}},
 		{`groups["a\"].b"].sent`, threshold.Ref{Scope: threshold.Groups, Name: `a"].b`, Metric: metric.Sent}},
 		{"phases.steady.ack.p99", threshold.Ref{Scope: threshold.Phases, Name: "steady", Metric: metric.AckP99}},
+		{"baseline.latency.p99", threshold.Ref{Baseline: true, Metric: metric.LatencyP99}},
+		{"baseline.groups.sub.recv_rate", threshold.Ref{Baseline: true, Scope: threshold.Groups, Name: "sub", Metric: metric.RecvRate}},
+		{`baseline.groups["my-group"].sent`, threshold.Ref{Baseline: true, Scope: threshold.Groups, Name: "my-group", Metric: metric.Sent}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -202,7 +205,7 @@ func TestParseRef(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "groups.", "groups.sub", `groups["x`, `groups["x"]`, `groups["x"]sent`} {
+	for _, bad := range []string{"", "baseline.", "baseline.groups.", "groups.", "groups.sub", `groups["x`, `groups["x"]`, `groups["x"]sent`} {
 		if _, err := parseRef(bad); err == nil {
 			t.Errorf("parseRef(%q) succeeded, want an error", bad)
 		}

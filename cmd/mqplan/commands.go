@@ -77,6 +77,15 @@ var commandExamples = map[string][]string{
 	"schema": {
 		"mqplan schema > mqplan-plan.schema.json   # then start a plan with: # yaml-language-server: $schema=mqplan-plan.schema.json",
 	},
+	"report": {
+		"mqplan report now.json                                            # the table the run printed",
+		"mqplan report --out json=- now.json | jq .verdict",
+	},
+	"compare": {
+		"mqplan compare last-release.json now.json",
+		"mqplan compare --tolerance 10% --fail-on-regression last-release.json now.json   # exit 1 when worse",
+		"mqplan compare --out json=comparison.json last-release.json now.json",
+	},
 }
 
 // parseFlags parses, mapping --help to done with no error (exit 0) and

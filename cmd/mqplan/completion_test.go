@@ -54,6 +54,8 @@ func TestCompletionBash(t *testing.T) {
 		{"run's flags", []string{"mqplan", "run", "--"}, []string{"--broker", "--out", "--json", "--quiet", "--set", "--procs", "--help"}, []string{"--listen"}},
 		{"a flag's prefix", []string{"mqplan", "run", "--qu"}, []string{"--quiet"}, []string{"--broker"}},
 		{"broker's flags", []string{"mqplan", "broker", "--"}, []string{"--listen", "--tls-cert", "--drop-every"}, []string{"--out"}},
+		{"compare's flags", []string{"mqplan", "compare", "--"}, []string{"--tolerance", "--fail-on-regression", "--out"}, []string{"--quiet"}},
+		{"report and compare", []string{"mqplan", "re"}, []string{"report"}, []string{"compare"}},
 		{"emqtt-bench long options", []string{"mqplan", "pub", "--int"}, []string{"--interval", "--interval_of_msg"}, nil},
 		{"files after a command", []string{"mqplan", "run", "plans/1to1"}, []string{"plans/1to1-qos1.yaml"}, nil},
 	}

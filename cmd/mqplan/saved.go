@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -39,8 +41,7 @@ func cmdReport(e *env, args []string) error {
 		"Re-renders a result saved with mqplan run --out json=FILE, without a broker: the table on\n"+
 			"standard output, or the --out formats. Exits with the saved verdict's code: 0 pass,\n"+
 			"1 a threshold failed, 3 the run was incomplete; 2 for a file that is not a result\n"+
-			"this mqplan reads.\n\n"+
-			"Example:\n  mqplan report --out html=report.html now.json")
+			"this mqplan reads.")
 	var outs outputs
 	fs.Var(&outs, "out", "write the result as FORMAT to FILE (- for standard output); repeatable. Formats:\n"+report.FormatHelp())
 	args, done, err := parseFlags(fs, args)
@@ -59,7 +60,7 @@ func cmdReport(e *env, args []string) error {
 		return err
 	}
 	if len(outs.list) == 0 {
-		if err := report.WriteTable(e.stdout, res); err != nil {
+		if err := writeTable(e, e.stdout, res); err != nil {
 			return incomplete(fmt.Errorf("write report: %w", err))
 		}
 	} else if err := outs.write(e, res); err != nil {
@@ -110,6 +111,34 @@ func (o *compareOut) outputs(c *report.Comparison) *outputs {
 	return &outs
 }
 
+// markWord finds the comparison's marks and the verdicts of its header.
+var markWord = regexp.MustCompile(`\b(WORSE|better|PASS|FAIL|INCOMPLETE)\b`)
+
+// writeComparison writes the comparison table to w, its marks coloured
+// (WORSE red, better green, as the verdicts) when w is a terminal that
+// takes colour (see env.colour).
+func writeComparison(e *env, w io.Writer, c *report.Comparison) error {
+	var b bytes.Buffer
+	if err := report.WriteComparison(&b, c); err != nil {
+		return err
+	}
+	out := b.Bytes()
+	if e.colour(w) {
+		out = markWord.ReplaceAllFunc(out, func(m []byte) []byte {
+			c := sgrYellow
+			switch string(m) {
+			case "better", "PASS":
+				c = sgrGreen
+			case "WORSE", "FAIL":
+				c = sgrRed
+			}
+			return append(append([]byte(c), m...), sgrReset...)
+		})
+	}
+	_, err := w.Write(out)
+	return err
+}
+
 // parseTolerance reads --tolerance: a percentage such as 5% or 2.5%.
 func parseTolerance(s string) (float64, error) {
 	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
@@ -128,8 +157,7 @@ func cmdCompare(e *env, args []string) error {
 		"Compares two results saved with mqplan run --out json=FILE: the key metrics of B beside A's,\n"+
 			"in total and per group, with the change, marking changes beyond the tolerance WORSE\n"+
 			"(higher latency, loss, duplicates or errors, lower rates) or better. Exits 0, or with\n"+
-			"--fail-on-regression 1 when a change is WORSE; 2 for a file it cannot read.\n\n"+
-			"Example:\n  mqplan compare --tolerance 10% --fail-on-regression last-release.json now.json")
+			"--fail-on-regression 1 when a change is WORSE; 2 for a file it cannot read.")
 	tolerance := fs.String("tolerance", "5%", "the change, as a percentage, within which a metric is not marked")
 	failOn := fs.Bool("fail-on-regression", false, "exit 1 when a change is WORSE than the tolerance")
 	var outs compareOut
@@ -168,7 +196,7 @@ func cmdCompare(e *env, args []string) error {
 	if written.toStdout() {
 		tableOut = e.stderr
 	}
-	if err := report.WriteComparison(tableOut, c); err != nil {
+	if err := writeComparison(e, tableOut, c); err != nil {
 		return incomplete(fmt.Errorf("write comparison: %w", err))
 	}
 	if err := written.write(e, nil); err != nil {

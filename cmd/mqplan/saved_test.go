@@ -63,6 +63,7 @@ func TestReportAndCompare(t *testing.T) {
 		has    []string
 		stderr string // a substring of standard error
 		file   string // a file that must then hold the saved pass.json
+		opts   cmdOpts
 	}{
 		{name: "report: the run's table, exit 0", args: []string{"report", path("pass.json")}, code: 0, stdout: runs["pass"].stdout},
 		{name: "report: a failed run's table, exit 1", args: []string{"report", path("fail.json")}, code: 1, stdout: runs["fail"].stdout},
@@ -92,6 +93,12 @@ func TestReportAndCompare(t *testing.T) {
 			has: []string{"no change worse than 60%"}},
 		{name: "compare --out json=-: JSON on standard output", args: []string{"compare", "--out", "json=-", path("pass.json"), slower}, code: 0,
 			has: []string{`"worse": [`, `"recv_rate -50%"`}, stderr: "WORSE: 1 change beyond 5%"},
+		{name: "compare on a terminal: marks coloured", args: []string{"compare", path("pass.json"), slower}, code: 0, opts: cmdOpts{terminal: true},
+			has: []string{sgrRed + "WORSE" + sgrReset + " |", "| " + sgrGreen + "PASS" + sgrReset}},
+		{name: "compare on a terminal with NO_COLOR: plain", args: []string{"compare", path("pass.json"), slower}, code: 0,
+			opts: cmdOpts{terminal: true, vars: map[string]string{"NO_COLOR": "1"}}, has: []string{"-50% | WORSE |"}},
+		{name: "report on a terminal: verdicts coloured", args: []string{"report", path("fail.json")}, code: 1, opts: cmdOpts{terminal: true},
+			has: []string{sgrRed + "FAIL" + sgrReset + ": "}},
 		{name: "compare: a tolerance without %", args: []string{"compare", "--tolerance", "0.05", path("pass.json"), slower}, code: 2,
 			stderr: `--tolerance "0.05": write a percentage, such as 5%`},
 		{name: "compare: a negative tolerance", args: []string{"compare", "--tolerance", "-5%", path("pass.json"), slower}, code: 2,
@@ -102,7 +109,14 @@ func TestReportAndCompare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := runCmdWith(t, cmdOpts{stdin: strings.NewReader(tt.stdin)}, tt.args...)
+			opts := tt.opts
+			opts.stdin = strings.NewReader(tt.stdin)
+			r := runCmdWith(t, opts, tt.args...)
+			if !tt.opts.terminal || tt.opts.vars["NO_COLOR"] != "" {
+				if strings.Contains(r.stdout+r.stderr, "\x1b[") {
+					t.Errorf("colour codes where none may be:\n%q", r.stdout)
+				}
+			}
 			if r.code != tt.code {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
 			}
