@@ -114,8 +114,6 @@ type CompareRow struct {
 	Change float64
 	// Mark is Worse or Better when Change goes beyond the tolerance.
 	Mark Mark
-	// higherBetter is the metric's better direction.
-	higherBetter bool
 }
 
 // Compare compares B with A. tolerance is a fraction (0.05 for 5%).
@@ -158,7 +156,7 @@ func compareSets(a, b metric.Set, tolerance float64, keep func(metric.Name) bool
 		if keep != nil && (!keep(m.name) || va == nil && vb == nil) {
 			continue
 		}
-		row := CompareRow{Metric: m.name, A: va, B: vb, Change: math.NaN(), higherBetter: m.higherBetter}
+		row := CompareRow{Metric: m.name, A: va, B: vb, Change: math.NaN()}
 		switch {
 		case va != nil && vb == nil:
 			// Measured before, not now: no samples must never pass
@@ -459,6 +457,11 @@ func (r CompareRow) changePercent() string {
 	return fmtPercent(r.Change)
 }
 
+// CompareJSONVersion is the version of the JSON comparison's shape, kept
+// as JSONVersion is: it changes only when a key is removed or changes
+// meaning.
+const CompareJSONVersion = 1
+
 // The JSON comparison document; see WriteComparisonJSON.
 type jsonComparison struct {
 	Version   int               `json:"version"`
@@ -499,7 +502,7 @@ type jsonCompRow struct {
 // with the conventions of WriteJSON (durations as Go duration strings,
 // absent values null, lists never null):
 //
-//	version      JSONVersion
+//	version      CompareJSONVersion
 //	tolerance    the fraction within which a change is not marked
 //	a, b         {file, plan, started, elapsed, verdict}
 //	notes        what makes the comparison less than like for like
@@ -509,7 +512,7 @@ type jsonCompRow struct {
 //	worse        the worse changes, as the summary names them; summary: its line
 func WriteComparisonJSON(w io.Writer, c *Comparison) error {
 	d := jsonComparison{
-		Version: JSONVersion, Tolerance: c.Tolerance,
+		Version: CompareJSONVersion, Tolerance: c.Tolerance,
 		A:     jsonCompared{File: c.LabelA, Plan: c.A.name(), Started: c.A.Started, Elapsed: jsonDuration(c.A.Elapsed), Verdict: c.A.Verdict()},
 		B:     jsonCompared{File: c.LabelB, Plan: c.B.name(), Started: c.B.Started, Elapsed: jsonDuration(c.B.Elapsed), Verdict: c.B.Verdict()},
 		Notes: list(c.Notes), Sections: []jsonCompSection{}, OnlyA: list(c.OnlyA), OnlyB: list(c.OnlyB),

@@ -146,7 +146,7 @@ func parseTolerance(s string) (float64, error) {
 		return 0, fmt.Errorf("--tolerance %q: write a percentage, such as 5%%", s)
 	}
 	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f < 0 || f/100 > report.MaxTolerance {
+	if err != nil || !(f >= 0 && f/100 <= report.MaxTolerance) { // NaN too
 		return 0, fmt.Errorf("--tolerance %q: want a percentage from 0%% to %g%%", s, report.MaxTolerance*100)
 	}
 	return f / 100, nil
