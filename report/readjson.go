@@ -19,10 +19,11 @@ import (
 )
 
 // MaxJSONSize bounds what ReadJSON reads. A result grows with the run's
-// length (one timeline entry a second): a day-long soak writes a few tens
-// of megabytes, so 256 MiB leaves room while keeping a wrong file (a
-// device, a disk image) from exhausting memory.
-const MaxJSONSize = 256 << 20
+// length, one timeline entry of about 300 bytes a second (more with
+// per-group figures): a day-long soak writes tens of megabytes, a
+// week-long one a few hundred, so 1 GiB leaves room while keeping a wrong
+// file (a device, a disk image) from exhausting memory.
+const MaxJSONSize = 1 << 30
 
 // ReadJSON reads back a result that WriteJSON wrote, so that a saved run
 // re-renders in any format (mqplan report) and compares with another
@@ -48,7 +49,7 @@ func readJSON(r io.Reader, limit int64) (*Result, error) {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("not an mqplan result: larger than the %d bytes a result may have", limit)
+		return nil, fmt.Errorf("not an mqplan result: larger than the %s a result may have", sizeText(limit))
 	}
 	// The version comes first, on its own (json.Unmarshal also refuses
 	// anything after the document), so that a document of another
@@ -89,6 +90,17 @@ func readJSON(r io.Reader, limit int64) (*Result, error) {
 		return nil, fmt.Errorf("reading the result: its verdict %q disagrees with its thresholds and completion, which give %q: the file was edited", d.Verdict, got)
 	}
 	return res, nil
+}
+
+// sizeText is a size limit for messages: "1 GiB", "1000 bytes".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // jsonError words a decoding error with the line it happened on, when the

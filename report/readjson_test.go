@@ -133,6 +133,7 @@ func TestReadJSONRefuses(t *testing.T) {
 		{name: "unknown phase", doc: edit(`"name": "connect"`, `"name": "launch"`), want: `phases: unknown phase "launch"`},
 		{name: "bad reference", doc: edit(`"metric": "connect.failed"`, `"metric": "groups."`), want: `bad metric reference "groups."`},
 		{name: "too large", doc: good, limit: 1000, want: "larger than the 1000 bytes a result may have"},
+		{name: "too large by MiB", doc: strings.Repeat(" ", 2<<20+1), limit: 2 << 20, want: "larger than the 2 MiB a result may have"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
