@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
@@ -42,6 +43,14 @@ func roundTripCases(t *testing.T) []struct {
 		name string
 		r    *Result
 	}{"odd names", Evaluate(odd, withBuiltins(t, odd), st)})
+
+	// A listen-only run's rates are over its delivery window.
+	window := Evaluate(odd, withBuiltins(t, odd), fullStats(t))
+	window.RateWindow = 2500 * time.Millisecond
+	cases = append(cases, struct {
+		name string
+		r    *Result
+	}{"rate window", window})
 	return cases
 }
 

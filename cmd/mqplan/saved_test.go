@@ -7,7 +7,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mqplan/mqplan/report"
 )
+
+// otherFormats are the --out formats besides json, each of which mqplan
+// report must render from a saved result as the run rendered it.
+var otherFormats = func() []string {
+	var out []string
+	for _, line := range strings.Split(report.FormatHelp(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] != "json" {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}()
 
 // TestReportAndCompare saves two real runs (one passing, one failing) and
 // re-renders and compares them: mqplan report prints the table the run
@@ -18,16 +32,46 @@ func TestReportAndCompare(t *testing.T) {
 	dir := t.TempDir()
 	path := func(name string) string { return filepath.Join(dir, name) }
 
+	if len(otherFormats) < 1 || otherFormats[0] != "table" {
+		t.Fatalf("formats read from --help: %q, want table first", otherFormats)
+	}
 	runs := map[string]result{}
 	for _, tc := range []struct {
 		name string
 		code int
 	}{{"pass", 0}, {"fail", 1}} {
-		r := runCmd(t, "run", "--quiet", "--out", "json="+path(tc.name+".json"), "testdata/cli/"+tc.name+".yaml")
+		args := []string{"run", "--quiet", "--out", "json=" + path(tc.name+".json")}
+		// Every other format too, to compare with what report renders
+		// from the saved JSON.
+		for _, f := range otherFormats {
+			args = append(args, "--out", f+"="+path(tc.name+"-run."+f))
+		}
+		r := runCmd(t, append(args, "testdata/cli/"+tc.name+".yaml")...)
 		if r.code != tc.code {
 			t.Fatalf("run %s: exit %d, want %d\n%s", tc.name, r.code, tc.code, r.stderr)
 		}
 		runs[tc.name] = r
+	}
+	// mqplan report writes every format from the saved result as the
+	// run wrote it.
+	for _, name := range []string{"pass", "fail"} {
+		args := []string{"report"}
+		for _, f := range otherFormats {
+			args = append(args, "--out", f+"="+path(name+"-report."+f))
+		}
+		if r := runCmd(t, append(args, path(name+".json"))...); r.code != runs[name].code {
+			t.Fatalf("report %s: exit %d, want %d\n%s", name, r.code, runs[name].code, r.stderr)
+		}
+		for _, f := range otherFormats {
+			fromRun, err1 := os.ReadFile(path(name + "-run." + f))
+			fromReport, err2 := os.ReadFile(path(name + "-report." + f))
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%s %s: %v %v", name, f, err1, err2)
+			}
+			if !bytes.Equal(fromRun, fromReport) {
+				t.Errorf("%s: --out %s from the saved result differs from the run's:\n%s\nwant:\n%s", name, f, fromReport, fromRun)
+			}
+		}
 	}
 	saved, err := os.ReadFile(path("pass.json"))
 	if err != nil {
