@@ -31,7 +31,11 @@ func readResult(e *env, path string) (*report.Result, error) {
 	}
 	res, err := report.ReadJSON(r)
 	if err != nil {
-		return nil, invalid(fmt.Errorf("%s: %w", path, err))
+		name := path
+		if path == "-" {
+			name = "standard input"
+		}
+		return nil, invalid(fmt.Errorf("%s: %w", name, err))
 	}
 	return res, nil
 }

@@ -116,6 +116,8 @@ func TestReportAndCompare(t *testing.T) {
 			code: 0, quiet: true, file: path("again.json")},
 		{name: "report --out table=- after the file", args: []string{"report", path("pass.json"), "--out", "table=-"}, code: 0, stdout: runs["pass"].stdout},
 		{name: "report: no file", args: []string{"report"}, code: 2, stderr: "expected one saved result, got 0 arguments"},
+		{name: "report: a bad standard input", args: []string{"report", "-"}, stdin: "{}", code: 2,
+			stderr: `mqplan: standard input: not an mqplan result: no "version" or "verdict" key`},
 		{name: "report: a missing file", args: []string{"report", path("none.json")}, code: 2, stderr: "no such file"},
 		{name: "report: a plan, not a result", args: []string{"report", "testdata/cli/pass.yaml"}, code: 2,
 			stderr: "testdata/cli/pass.yaml: not an mqplan result"},
