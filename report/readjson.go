@@ -67,7 +67,11 @@ func readJSON(r io.Reader, limit int64) (*Result, error) {
 	}
 	var version int
 	if err := json.Unmarshal(*head.Version, &version); err != nil {
-		return nil, fmt.Errorf("not an mqplan result: \"version\" is %s, not a number", *head.Version)
+		v := string(*head.Version)
+		if len(v) > 40 {
+			v = v[:40] + "..."
+		}
+		return nil, fmt.Errorf("not an mqplan result: \"version\" is %q, not a number", v)
 	}
 	switch {
 	case version > JSONVersion:
