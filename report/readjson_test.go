@@ -3,6 +3,9 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +225,41 @@ func TestParseRef(t *testing.T) {
 			t.Errorf("parseRef(%q) succeeded, want an error", bad)
 		}
 	}
+}
+
+// FuzzReadJSON: whatever the file holds, ReadJSON does not panic, and a
+// result it accepts writes and reads back to the same bytes.
+func FuzzReadJSON(f *testing.F) {
+	for _, name := range []string{"fail", "pass", "incomplete", "faults"} {
+		b, err := os.ReadFile(filepath.Join(goldenDir, name+".json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"version": 1, "verdict": "PASS"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := ReadJSON(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var once bytes.Buffer
+		if err := WriteJSON(&once, r); err != nil {
+			t.Fatalf("WriteJSON of an accepted result: %v", err)
+		}
+		back, err := ReadJSON(bytes.NewReader(once.Bytes()))
+		if err != nil {
+			t.Fatalf("ReadJSON refuses what WriteJSON wrote: %v\n%s", err, once.Bytes())
+		}
+		var twice bytes.Buffer
+		if err := WriteJSON(&twice, back); err != nil {
+			t.Fatal(err)
+		}
+		if once.String() != twice.String() {
+			t.Fatalf("not stable:\n%s", firstDiff(once.String(), twice.String()))
+		}
+		if err := WriteTable(io.Discard, back); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
