@@ -235,9 +235,15 @@ func (d *jsonDoc) result() (*Result, error) {
 		if !ok {
 			return nil, fmt.Errorf("timeline[%d]: unknown phase %q", i, s.Phase)
 		}
-		r.Timeline = append(r.Timeline, stats.Second{At: time.Duration(s.At), Phase: ph, Connected: s.Connected,
+		sec := stats.Second{At: time.Duration(s.At), Phase: ph, Connected: s.Connected,
 			Lost: s.Lost, Sent: s.Sent, Received: s.Received, Errors: s.Errors, Disconnects: s.Disconnects,
-			P50: s.P50.duration(), P99: s.P99.duration(), Max: s.Max.duration(), LagMax: time.Duration(s.LagMax)})
+			P50: s.P50.duration(), P99: s.P99.duration(), Max: s.Max.duration(), LagMax: time.Duration(s.LagMax)}
+		for _, g := range s.Groups {
+			sec.Groups = append(sec.Groups, stats.GroupSecond{Group: g.Group, Connected: g.Connected, Lost: g.Lost,
+				Sent: g.Sent, Received: g.Received, Errors: g.Errors, Disconnects: g.Disconnects,
+				P50: g.P50.duration(), P99: g.P99.duration(), Max: g.Max.duration(), LagMax: time.Duration(g.LagMax)})
+		}
+		r.Timeline = append(r.Timeline, sec)
 	}
 	if d.Broker != nil {
 		b := stats.Broker(*d.Broker)
