@@ -220,6 +220,13 @@ func (d *jsonDoc) result() (*Result, error) {
 			Min: l.Min.duration(), Mean: l.Mean.duration(), P50: l.P50.duration(), P90: l.P90.duration(),
 			P99: l.P99.duration(), P999: l.P999.duration(), Max: l.Max.duration()})
 	}
+	for _, dist := range d.Distributions {
+		rd := Distribution{Name: dist.Name, Group: dist.Group, Samples: dist.Samples}
+		for _, pt := range dist.Points {
+			rd.Points = append(rd.Points, PercentilePoint{Percentile: pt.Percentile, Value: time.Duration(pt.Value)})
+		}
+		r.Distributions = append(r.Distributions, rd)
+	}
 	var err error
 	if r.Measured.Top, err = d.Metrics.Top.set(); err != nil {
 		return nil, fmt.Errorf("metrics.top: %w", err)

@@ -79,6 +79,7 @@ var commandExamples = map[string][]string{
 	},
 	"report": {
 		"mqplan report now.json                                            # the table the run printed",
+		"mqplan report --out html=report.html now.json                    # no broker needed",
 		"mqplan report --out json=- now.json | jq .verdict",
 	},
 	"compare": {
