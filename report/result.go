@@ -109,6 +109,11 @@ type Result struct {
 	// histograms' range). Every report shows them: they are never silent
 	// (the CSV, the timeline's data alone, has no verdict and no warnings).
 	Warnings []string
+	// Baseline is the run this one was judged against (--baseline), or
+	// nil. The table ends with their comparison; the JSON keeps the
+	// thresholds' baseline.* values but not the baseline itself (save it
+	// on its own: it is a result file already).
+	Baseline *Baseline
 }
 
 // PhaseSpan is when one phase of the run happened, as offsets from the
@@ -168,10 +173,20 @@ type ThresholdOutcome struct {
 // decides); thresholds are judged even on an incomplete run, so the user
 // sees how far it got, but the verdict is then INCOMPLETE.
 func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats) *Result {
+	return evaluate(p, ths, st, nil)
+}
+
+// evaluate is Evaluate and EvaluateWithBaseline.
+func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Baseline) *Result {
 	if st == nil {
 		st = &stats.Stats{}
 	}
 	env := Environment(p, st)
+	if base != nil && base.Result != nil {
+		m := base.Result.Measured
+		m.Baseline = nil // one level: a baseline's own baseline is not read
+		env.Baseline = &m
+	}
 	r := &Result{
 		Plan:          p,
 		BrokerURL:     st.BrokerURL,
@@ -186,6 +201,7 @@ func Evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats) *Result {
 		InFlightAtEnd: st.InFlightAtEnd,
 		DrainQuiet:    st.DrainQuiet,
 		RateWindow:    rateWindow(p, st),
+		Baseline:      base,
 	}
 	for i := range st.Phases {
 		r.Unsent += st.Phases[i].Total.Unsent

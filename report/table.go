@@ -33,6 +33,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		writeBroker,
 		writeErrors,
 		writeThresholds,
+		writeBaseline,
 	}
 	for _, step := range steps {
 		if err := step(&b, r); err != nil {

@@ -206,6 +206,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	quiet := fs.Bool("quiet", false, "no live progress on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (to see where mqplan's own time goes)")
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
+	baselineFile := fs.String("baseline", "", "a saved JSON result (--out json=FILE of an earlier run) that thresholds read as baseline.*, e.g. p99 <= baseline.p99 * 1.10")
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -225,6 +226,16 @@ func cmdRun(e *env, args []string) (retErr error) {
 	// directory must not cost a whole run.
 	if err := outs.check(); err != nil {
 		return err
+	}
+	// The baseline is read before anything connects: a wrong file must
+	// not cost a whole run.
+	var base *report.Baseline
+	if *baselineFile != "" {
+		saved, err := readResult(e, *baselineFile)
+		if err != nil {
+			return fmt.Errorf("--baseline: %w", err)
+		}
+		base = &report.Baseline{File: *baselineFile, Result: saved}
 	}
 	e.chooseProcs(*procs, prog.Plan.Broker)
 	if *cpuProfile != "" {
@@ -258,7 +269,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if err != nil {
 		return incomplete(err)
 	}
-	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
+	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
 	// An output to standard output (--json -, --out md=-) owns it, so
 	// that it can be piped to jq; the table goes to standard error.
 	tableOut := e.stdout
