@@ -40,8 +40,13 @@ func newFlags(e *env, name, args, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: mqplan %s %s\n\n%s\n\nFlags:\n", name, args, help)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s\n", strings.TrimSpace("mqplan "+name+" "+args), help)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(fs.Output(), "\nFlags:\n")
+			fs.PrintDefaults()
+		}
 		if ex := commandExamples[name]; len(ex) > 0 {
 			fmt.Fprintf(fs.Output(), "\nExamples:\n")
 			for _, line := range ex {
