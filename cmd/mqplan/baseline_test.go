@@ -18,6 +18,10 @@ func TestBaselineGate(t *testing.T) {
 	if r := runCmd(t, "run", "--quiet", "--out", "json="+base, plan); r.code != 0 {
 		t.Fatalf("the baseline run: exit %d\n%s", r.code, r.stderr)
 	}
+	incomplete := filepath.Join(dir, "incomplete.json")
+	if r := runCmd(t, "run", "--quiet", "--broker", "mqtt://127.0.0.1:1", "--out", "json="+incomplete, plan); r.code != 3 {
+		t.Fatalf("the incomplete run: exit %d\n%s", r.code, r.stderr)
+	}
 	notJSON := filepath.Join(dir, "not.json")
 	if err := os.WriteFile(notJSON, []byte(`{"hello": 1}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -38,6 +42,12 @@ func TestBaselineGate(t *testing.T) {
 			[]string{"no baseline to compare with (mqplan run --baseline FILE)"}, ""},
 		{"a missing baseline file: 2 before the run", []string{"--baseline", filepath.Join(dir, "nope.json"), "--set", within}, 2,
 			nil, "--baseline: open " + filepath.Join(dir, "nope.json")},
+		{"an incomplete run as the baseline: 2 before the run", []string{"--baseline", incomplete, "--set", within}, 2,
+			nil, "--baseline " + incomplete + ": that run did not complete (INCOMPLETE), so it cannot be a baseline"},
+		{"--out over the baseline: 2 before the run", []string{"--baseline", base, "--set", within, "--out", "md=" + base}, 2,
+			nil, "--out md=" + base + " would replace --baseline " + base},
+		{"--out over the plan: 2 before the run", []string{"--out", "md=./" + plan}, 2,
+			nil, "--out md=./" + plan + " would replace the plan"},
 		{"a file that is not a result: 2 before the run", []string{"--baseline", notJSON, "--set", within}, 2,
 			nil, "--baseline: " + notJSON + ":"},
 	}
@@ -54,6 +64,41 @@ func TestBaselineGate(t *testing.T) {
 			}
 			if tt.code == 2 && r.stdout != "" {
 				t.Errorf("refused after running:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestOutputsNeverReplaceInputs checks that report and compare refuse an
+// --out that names a file they read: one typo must not replace the saved
+// result (the last release's baseline) with a table.
+func TestOutputsNeverReplaceInputs(t *testing.T) {
+	t.Chdir("../..")
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.json")
+	if r := runCmd(t, "run", "--quiet", "--out", "json="+a, "testdata/cli/pass.yaml"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	before, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"report over its input", []string{"report", "--out", "md=" + a, a}, "--out md=" + a + " would replace the saved result"},
+		{"report over its input named another way", []string{"report", "--out", "json=" + dir + "/./a.json", a}, "would replace the saved result"},
+		{"compare over A", []string{"compare", "--out", "json=" + a, a, a}, "would replace A"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCmd(t, tc.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.stderr) {
+				t.Fatalf("exit %d, stderr %q; want 2 with %q", r.code, r.stderr, tc.stderr)
+			}
+			if after, _ := os.ReadFile(a); string(after) != string(before) {
+				t.Fatal("the saved result was changed")
 			}
 		})
 	}

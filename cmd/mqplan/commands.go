@@ -229,7 +229,8 @@ func cmdRun(e *env, args []string) (retErr error) {
 	}
 	// Output names are checked before anything connects: a typo in a
 	// directory must not cost a whole run.
-	if err := outs.check(); err != nil {
+	if err := outs.check(input{path, "the plan"}, input{*baselineFile, "--baseline " + *baselineFile},
+		input{*cpuProfile, "--cpuprofile " + *cpuProfile}); err != nil {
 		return err
 	}
 	// The baseline is read before anything connects: a wrong file must
@@ -239,6 +240,12 @@ func cmdRun(e *env, args []string) (retErr error) {
 		saved, err := readResult(e, *baselineFile)
 		if err != nil {
 			return fmt.Errorf("--baseline: %w", err)
+		}
+		if !saved.Complete() {
+			// An incomplete run measured too little to compare with:
+			// sent >= baseline.sent would hold against a run that sent
+			// nothing.
+			return invalid(fmt.Errorf("--baseline %s: that run did not complete (%s), so it cannot be a baseline", *baselineFile, saved.Verdict()))
 		}
 		base = &report.Baseline{File: *baselineFile, Result: saved}
 	}

@@ -100,6 +100,12 @@ func TestOutputFiles(t *testing.T) {
 			code: 2, stderr: "--json - and --out table=- both write to standard output", fast: true},
 		{name: "two outputs to one file: 2", args: []string{"--json", filepath.Join(dir, "same"), "--out", "table=" + filepath.Join(dir, "same")},
 			code: 2, stderr: "write the same file", fast: true},
+		{name: "two outputs to one file named two ways: 2", args: []string{"--json", filepath.Join(dir, "same"), "--out", "table=" + dir + "/./x/../same"},
+			code: 2, stderr: "write the same file", fast: true},
+		{name: "an output through a link to another output: 2", args: []string{"--json", real, "--out", "md=" + link},
+			code: 2, stderr: "write the same file", fast: true},
+		{name: "an output over the CPU profile: 2", args: []string{"--cpuprofile", filepath.Join(dir, "cp.out"), "--out", "json=" + filepath.Join(dir, "cp.out")},
+			code: 2, stderr: "would replace --cpuprofile", fast: true},
 		{name: "--out json=- and --out table=FILE: both written", args: []string{"--out", "json=-", "--out", "table=" + filepath.Join(dir, "t.txt")},
 			code: 0, stderr: "PASS: 2 of 2 thresholds held",
 			check: func(t *testing.T, r result) {

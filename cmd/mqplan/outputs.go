@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mqplan/mqplan/internal/outfile"
@@ -54,11 +55,24 @@ func (j jsonFlag) Set(path string) error {
 	return nil
 }
 
+// input is a file a command reads (a plan, a saved result, a baseline)
+// or writes outside the outputs (a profile), which no output may name.
+type input struct {
+	path string
+	// flag is how the user named it, for messages: "the plan",
+	// "--baseline b.json".
+	flag string
+}
+
 // check refuses, before anything connects, outputs that cannot be
-// written: a directory that does not exist, two outputs to one file, or
-// two to standard output (their bytes would interleave).
-func (o *outputs) check() error {
-	seen := map[string]string{}
+// written: a directory that does not exist, two outputs to one file, two
+// to standard output (their bytes would interleave), or an output over a
+// file the command reads or writes otherwise (a typo must not replace the
+// plan or the saved result it came from). Files are told apart by what
+// they are, not how they are written: ./a.json, an absolute path and a
+// symbolic link to a.json are one file.
+func (o *outputs) check(others ...input) error {
+	var seen []input
 	stdout := ""
 	for _, out := range o.list {
 		if outfile.IsStdout(out.path) {
@@ -68,15 +82,36 @@ func (o *outputs) check() error {
 			stdout = out.flag
 			continue
 		}
-		if prev, ok := seen[out.path]; ok {
-			return invalid(fmt.Errorf("%s and %s write the same file", prev, out.flag))
+		for _, prev := range seen {
+			if sameFile(prev.path, out.path) {
+				return invalid(fmt.Errorf("%s and %s write the same file", prev.flag, out.flag))
+			}
 		}
-		seen[out.path] = out.flag
+		for _, in := range others {
+			if in.path != "" && !outfile.IsStdout(in.path) && in.path != "-" && sameFile(in.path, out.path) {
+				return invalid(fmt.Errorf("%s would replace %s (%s): write it to another file", out.flag, in.flag, in.path))
+			}
+		}
+		seen = append(seen, input{path: out.path, flag: out.flag})
 		if err := outfile.Check(out.path); err != nil {
 			return invalid(fmt.Errorf("%s: %w", out.flag, err))
 		}
 	}
 	return nil
+}
+
+// sameFile reports whether two names are one file: the same file on disk
+// when both exist (links, ./ and absolute paths included), else the same
+// cleaned absolute path.
+func sameFile(a, b string) bool {
+	if sa, err := os.Stat(a); err == nil {
+		if sb, err := os.Stat(b); err == nil {
+			return os.SameFile(sa, sb)
+		}
+	}
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && aa == ab
 }
 
 // toStdout reports whether an output owns standard output, in which case

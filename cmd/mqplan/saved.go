@@ -56,7 +56,7 @@ func cmdReport(e *env, args []string) error {
 		fs.Usage()
 		return invalid(fmt.Errorf("expected one saved result, got %d arguments", len(args)))
 	}
-	if err := outs.check(); err != nil {
+	if err := outs.check(input{args[0], "the saved result"}); err != nil {
 		return err
 	}
 	res, err := readResult(e, args[0])
@@ -183,7 +183,7 @@ func cmdCompare(e *env, args []string) error {
 	}
 	// The outputs are checked before the files are read, as run checks
 	// them before it connects; the comparison they write comes after.
-	if err := outs.outputs(nil).check(); err != nil {
+	if err := outs.outputs(nil).check(input{args[0], "A"}, input{args[1], "B"}); err != nil {
 		return err
 	}
 	a, err := readResult(e, args[0])
