@@ -2,17 +2,23 @@ package plans
 
 import "strings"
 
-// RedactURL hides the password of every URL in s that carries one:
+// RedactURL hides the credentials of every URL in s that carries some:
 // mqtt://bob:secret@host becomes mqtt://bob:***@host. s may be a URL, a
 // broken one, or any text that holds URLs (a flow list, an error
 // message), since plan values are echoed in problems and reports end up in
-// CI logs. The user name stays: it tells which credentials were meant.
+// CI logs. The user name stays when a password follows it: it tells which
+// credentials were meant. A user name alone is hidden (mqtt://***@host),
+// because services such as ThingsBoard take an access token as the user
+// name; so are the values of a query (ws://host/mqtt?access_token=***),
+// where WebSocket gateways take tokens; and so is what follows the scheme
+// of a URL written without // (mqtt:bob:secret@host becomes
+// mqtt:***@host), which url.Parse reads as opaque.
 //
 // The authority is taken to end at the first /, ?, #, white space or quote
 // after "://" (or where the next URL's scheme begins), and the password to run from the first : to the last @
 // before that end, so a password holding @ or : is hidden whole.
 func RedactURL(s string) string {
-	if !strings.Contains(s, "@") {
+	if !strings.Contains(s, "@") && !strings.Contains(s, "?") {
 		return s
 	}
 	var b strings.Builder
@@ -41,17 +47,100 @@ func RedactURL(s string) string {
 		at := strings.LastIndexByte(auth, '@')
 		colon := strings.IndexByte(auth, ':')
 		b.WriteString(s[:start])
-		if at >= 0 && colon >= 0 && colon < at {
+		switch {
+		case at >= 0 && colon >= 0 && colon < at:
 			b.WriteString(auth[:colon+1])
 			b.WriteString("***")
 			b.WriteString(auth[at:])
-		} else {
+		case at >= 0:
+			b.WriteString("***")
+			b.WriteString(auth[at:])
+		default:
 			b.WriteString(auth)
 		}
 		s = s[end:]
+		// The rest of this URL: its path, and a query whose values are hidden.
+		rest := strings.IndexFunc(s, func(r rune) bool { return strings.ContainsRune("\"' \t\r\n", r) })
+		if rest < 0 {
+			rest = len(s)
+		}
+		if next := strings.Index(s[:rest], "://"); next >= 0 {
+			k := next
+			for k > 0 && isSchemeByte(s[k-1]) {
+				k--
+			}
+			rest = k
+		}
+		b.WriteString(redactQuery(s[:rest]))
+		s = s[rest:]
 	}
-	b.WriteString(s)
+	b.WriteString(redactOpaque(s))
 	return b.String()
+}
+
+// redactQuery hides the values of the query in a URL's path part:
+// /mqtt?access_token=abc&x=1#f becomes /mqtt?access_token=***&x=***#f.
+func redactQuery(p string) string {
+	q := strings.IndexByte(p, '?')
+	if q < 0 {
+		return p
+	}
+	query, frag := p[q+1:], ""
+	if h := strings.IndexByte(query, '#'); h >= 0 {
+		query, frag = query[:h], query[h:]
+	}
+	params := strings.Split(query, "&")
+	for i, kv := range params {
+		if k, v, ok := strings.Cut(kv, "="); ok && v != "" {
+			params[i] = k + "=***"
+		}
+	}
+	return p[:q+1] + strings.Join(params, "&") + frag
+}
+
+// redactOpaque hides the credentials of URLs written without //
+// (mqtt:bob:secret@host): in every word of s that starts with a scheme
+// and holds an @, what lies between the scheme and the last @.
+func redactOpaque(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		w := strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune("\"' \t\r\n[],", r) })
+		if w < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:w])
+		s = s[w:]
+		end := strings.IndexFunc(s, func(r rune) bool { return strings.ContainsRune("\"' \t\r\n[],", r) })
+		if end < 0 {
+			end = len(s)
+		}
+		word := s[:end]
+		s = s[end:]
+		colon, at := strings.IndexByte(word, ':'), strings.LastIndexByte(word, '@')
+		if colon > 0 && at > colon && isScheme(word[:colon]) && !strings.HasPrefix(word[colon:], "://") {
+			word = word[:colon+1] + "***" + word[at:]
+		}
+		b.WriteString(word)
+	}
+	return b.String()
+}
+
+// isScheme reports whether s is a URL scheme: a letter, then letters,
+// digits, +, - or .
+func isScheme(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isSchemeByte(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // isSchemeByte reports whether c may be part of a URL scheme.

@@ -6,15 +6,22 @@ func TestRedactURL(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"no credentials", "mqtt://h:1883", "mqtt://h:1883"},
 		{"user and password", "mqtt://bob:secret@h:1883", "mqtt://bob:***@h:1883"},
-		{"user only stays", "mqtt://bob@h", "mqtt://bob@h"},
+		{"a user name alone is hidden (a token, for some services)", "mqtt://TOKEN@h", "mqtt://***@h"},
 		{"empty password", "mqtt://bob:@h", "mqtt://bob:***@h"},
 		{"a password with @ and :", "mqtt://bob:se:c@r@et@h/x", "mqtt://bob:***@h/x"},
-		{"a path after the host", "ws://bob:secret@h:8083/mqtt?x=1", "ws://bob:***@h:8083/mqtt?x=1"},
+		{"a path after the host, its query hidden", "ws://bob:secret@h:8083/mqtt?x=1", "ws://bob:***@h:8083/mqtt?x=***"},
+		{"a token in the query", "ws://h:8083/mqtt?access_token=TokSecret123&v=2#top", "ws://h:8083/mqtt?access_token=***&v=***#top"},
+		{"a query key without a value stays", "ws://h/mqtt?debug&x=", "ws://h/mqtt?debug&x="},
+		{"a query in a sentence", `"ws://h/mqtt?t=abc" is refused`, `"ws://h/mqtt?t=***" is refused`},
+		{"no // after the scheme", "mqtt:alice:SECRETX@127.0.0.1", "mqtt:***@127.0.0.1"},
+		{"no // in a sentence", `broker.url: "mqtt:alice:SECRETX@127.0.0.1" is not a broker URL`, `broker.url: "mqtt:***@127.0.0.1" is not a broker URL`},
 		{"a broken URL", "mqtt://bob:secret@h/%zz", "mqtt://bob:***@h/%zz"},
 		{"several in a flow list", "[mqtt://a:one@h,mqtt://b:two@k]", "[mqtt://a:***@h,mqtt://b:***@k]"},
 		{"in a sentence", `"foo://bob:secret@h" has the unknown scheme`, `"foo://bob:***@h" has the unknown scheme`},
 		{"an @ in the path is not credentials", "ws://h:8083/a:b@c", "ws://h:8083/a:b@c"},
-		{"no scheme: left alone", "bob:secret@h", "bob:secret@h"},
+		{"a word like a scheme: hidden too", "bob:secret@h", "bob:***@h"},
+		{"no @: left alone", "a:b c:d", "a:b c:d"},
+		{"an e-mail address stays", "mail bob@example.com", "mail bob@example.com"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
