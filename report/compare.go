@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mqplan/mqplan/plans"
 	"io"
 	"math"
 	"slices"
@@ -229,6 +230,8 @@ func compareNotes(c *Comparison) []string {
 	}
 	if na, nb := c.A.name(), c.B.name(); na != nb {
 		notes = append(notes, fmt.Sprintf("A and B ran different plans (%s, %s)", orDash(na), orDash(nb)))
+	} else if d := planDifferences(c.A.Plan, c.B.Plan); len(d) > 0 {
+		notes = append(notes, fmt.Sprintf("A and B ran plan %s with different settings: %s", orDash(na), strings.Join(d, ", ")))
 	}
 	if sa, sb := c.A.steadyLength(), c.B.steadyLength(); sa != sb {
 		notes = append(notes, fmt.Sprintf("the steady phases differ in length (%s, %s): counts (lost, duplicates, errors) do not compare, rates and latencies do",
@@ -539,4 +542,43 @@ func WriteComparisonJSON(w io.Writer, c *Comparison) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// planDifferences names what differs between two runs' plans that changes
+// what is measured: the broker, each group (by name), and the timeline.
+// The file, the description and the thresholds do not change the
+// figures, so they are left out. It compares the plans as the JSON report
+// echoes them, so that a saved result and a live one compare alike.
+func planDifferences(a, b *plans.Plan) []string {
+	if a == nil || b == nil {
+		return nil
+	}
+	ja, jb := planJSON(a), planJSON(b)
+	same := func(x, y any) bool {
+		bx, errX := json.Marshal(x)
+		by, errY := json.Marshal(y)
+		return errX == nil && errY == nil && bytes.Equal(bx, by)
+	}
+	var out []string
+	if !same(ja.Broker, jb.Broker) {
+		out = append(out, "broker")
+	}
+	groups := map[string]jsonPlanGroup{}
+	for _, g := range jb.Groups {
+		groups[g.Name] = g
+	}
+	for _, g := range ja.Groups {
+		if other, ok := groups[g.Name]; ok && !same(g, other) {
+			out = append(out, "group "+g.Name)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		x, y jsonDuration
+	}{{"warmup", ja.Warmup, jb.Warmup}, {"ramp", ja.Ramp, jb.Ramp}, {"duration", ja.Duration, jb.Duration}, {"drain", ja.Drain, jb.Drain}} {
+		if f.x != f.y {
+			out = append(out, f.name)
+		}
+	}
+	return out
 }

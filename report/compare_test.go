@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"github.com/mqplan/mqplan/plans"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +148,56 @@ func TestCompareSummary(t *testing.T) {
 			}
 			if tc.name == "same" && worse != 0 {
 				t.Errorf("a run compared with itself has %d worse changes", worse)
+			}
+		})
+	}
+}
+
+// TestComparePlanDifferences checks the note for two runs of one plan
+// name with different settings: what changes the figures is named, what
+// does not (file, description, thresholds) is not.
+func TestComparePlanDifferences(t *testing.T) {
+	load := func(t *testing.T, sets ...string) *Result {
+		t.Helper()
+		p, err := plans.LoadBytes("p.yaml", []byte(`
+name: same
+description: first
+groups:
+  - name: sub
+    subscribe: {topic: "t/%i", qos: 1}
+  - name: pub
+    publish: {topic: "t/%i", qos: 1, every: 100ms}
+duration: 2s
+thresholds: ["p99 < 1s"]
+`), plans.LoadOptions{Sets: sets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Evaluate(p, nil, nil)
+	}
+	tests := []struct {
+		name string
+		sets []string
+		want string // the note, "" for none
+	}{
+		{"the same plan: no note", nil, ""},
+		{"description and thresholds only: no note", []string{"description=second", "thresholds[0]=p99 < 2s"}, ""},
+		{"a group's rate and the other's QoS", []string{"groups.pub.publish.every=50ms", "groups.sub.subscribe.qos=0"},
+			"A and B ran plan same with different settings: group sub, group pub"},
+		{"the broker and the duration", []string{"broker.url=mqtt://127.0.0.1:1883", "duration=3s"},
+			"A and B ran plan same with different settings: broker, duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Compare(load(t), load(t, tt.sets...), "a.json", "b.json", DefaultTolerance)
+			var got string
+			for _, n := range c.Notes {
+				if strings.Contains(n, "different settings") || strings.Contains(n, "different plans") {
+					got = n
+				}
+			}
+			if got != tt.want {
+				t.Errorf("note %q, want %q (all notes: %q)", got, tt.want, c.Notes)
 			}
 		})
 	}
