@@ -328,7 +328,9 @@ func mdText(s string) string {
 			if i == 0 || i == len(rs)-1 || !isWordRune(rs[i-1]) || !isWordRune(rs[i+1]) {
 				b.WriteByte('\\')
 			}
-		case '\\', '`', '*', '[', ']', '<', '>', '&', '|', '~', '#', '!':
+		case '\\', '`', '*', '[', ']', '<', '>', '&', '|', '~', '#', '!', '$':
+			// $ opens GitHub's math ($x$, $$x$$), which would render
+			// the text, not show it.
 			b.WriteByte('\\')
 		}
 		b.WriteRune(c)

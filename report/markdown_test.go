@@ -132,6 +132,7 @@ func TestMarkdownEscapes(t *testing.T) {
 		{"plain", "pub-1: connection refused", "pub-1: connection refused", "`pub-1: connection refused`"},
 		{"underscores inside words", "lost_unsent _x_ a_ _b", `lost_unsent \_x\_ a\_ \_b`, "`lost_unsent _x_ a_ _b`"},
 		{"table bar", "a | b", `a \| b`, "`a \\| b`"},
+		{"math dollars", "$$x$$ costs $5", `\$\$x\$\$ costs \$5`, "`$$x$$ costs $5`"},
 		{"markup", "<script>*x*_y_[l](u)&amp;~z~#!", `\<script\>\*x\*\_y\_\[l\](u)\&amp;\~z\~\#\!`, "`<script>*x*_y_[l](u)&amp;~z~#!`"},
 		{"backticks", "a`b``c", "a\\`b\\`\\`c", "``` a`b``c ```"},
 		{"lines", "one\ntwo\r\nthree\x00", "one two  three", "`one two  three`"},
