@@ -468,7 +468,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 		if v, _, ok := l.text(e, wantString); ok {
 			if strings.TrimSpace(v) == "" {
 				l.errorf(e.val, e.path, "must not be empty (leave it out to use the file name)")
-			} else {
+			} else if l.noControl(e, v, "a plan name", "") {
 				p.Name = v
 			}
 		}
@@ -477,6 +477,9 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 		// A folded or literal block ends with a newline; the report
 		// prints the text on its own.
 		p.Description = strings.TrimRight(p.Description, " \t\n")
+		if e, ok := top.get("description"); ok && !l.noControl(e, p.Description, "a description", "\n\t") {
+			p.Description = ""
+		}
 	}
 	p.Broker = l.broker(top)
 	groups, publishKnown := l.groups(top, p.Broker)
@@ -1003,6 +1006,20 @@ func (l *loader) checkTemplates(g Group, refs []templateUse, userUse templateUse
 			l.errorf(r.e.val, r.e.path, "%v", err)
 		}
 	}
+}
+
+// noControl reports text holding a control character other than those in
+// allowed: the plan's name and description are printed on terminals and
+// in CI logs, where an escape sequence would act (retitle the window,
+// rewrite lines) instead of showing. False means it was reported.
+func (l *loader) noControl(e keyEntry, text, what, allowed string) bool {
+	i := strings.IndexFunc(text, func(c rune) bool { return unicode.IsControl(c) && !strings.ContainsRune(allowed, c) })
+	if i < 0 {
+		return true
+	}
+	c, _ := utf8.DecodeRuneInString(text[i:])
+	l.errorf(e.val, e.path, "holds the control character %U at byte %d: %s must not contain control characters", c, i, what)
+	return false
 }
 
 // checkTemplateText reports a template holding a control character, or
