@@ -48,6 +48,8 @@ func TestBaselineGate(t *testing.T) {
 			nil, "--out md=" + base + " would replace --baseline " + base},
 		{"--out over the plan: 2 before the run", []string{"--out", "md=./" + plan}, 2,
 			nil, "--out md=./" + plan + " would replace the plan"},
+		{"an empty --baseline: 2, not no baseline", []string{"--baseline", "", "--set", within}, 2,
+			nil, "--baseline: want a saved result's file name, got an empty one"},
 		{"a file that is not a result: 2 before the run", []string{"--baseline", notJSON, "--set", within}, 2,
 			nil, "--baseline: " + notJSON + ":"},
 	}

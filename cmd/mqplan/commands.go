@@ -233,6 +233,11 @@ func cmdRun(e *env, args []string) (retErr error) {
 		input{*cpuProfile, "--cpuprofile " + *cpuProfile}); err != nil {
 		return err
 	}
+	baselineSet := false
+	fs.Visit(func(f *flag.Flag) { baselineSet = baselineSet || f.Name == "baseline" })
+	if baselineSet && *baselineFile == "" {
+		return invalid(errors.New("--baseline: want a saved result's file name, got an empty one"))
+	}
 	// The baseline is read before anything connects: a wrong file must
 	// not cost a whole run.
 	var base *report.Baseline

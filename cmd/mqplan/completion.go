@@ -126,6 +126,7 @@ _mqplan() {
         return
     fi
     case ${COMP_WORDS[1]} in
+    completion) COMPREPLY=( $(compgen -W "bash zsh fish" -- "$cur") ); return ;;
 {{- range .}}{{if .Flags}}
     {{.Name}}) flags="{{range .Flags}}--{{.}} {{end}}" ;;
 {{- end}}{{end}}
@@ -153,6 +154,7 @@ _mqplan() {
     fi
     local -a flags
     case ${words[2]} in
+    completion) compadd bash zsh fish; return ;;
 {{- range .}}{{if .Flags}}
     {{.Name}}) flags=({{range .Flags}}--{{.}} {{end}}) ;;
 {{- end}}{{end}}
@@ -167,6 +169,7 @@ compdef _mqplan mqplan
 `)),
 	"fish": template.Must(template.New("fish").Funcs(quoting).Parse(`# fish completion for mqplan: mqplan completion fish > ~/.config/fish/completions/mqplan.fish
 complete -c mqplan -f
+complete -c mqplan -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'
 {{- range .}}
 complete -c mqplan -n __fish_use_subcommand -a {{.Name}} -d {{fishq .Summary}}
 {{- end}}

@@ -58,6 +58,7 @@ func TestCompletionBash(t *testing.T) {
 		{"report and compare", []string{"mqplan", "re"}, []string{"report"}, []string{"compare"}},
 		{"emqtt-bench long options", []string{"mqplan", "pub", "--int"}, []string{"--interval", "--interval_of_msg"}, nil},
 		{"files after a command", []string{"mqplan", "run", "plans/1to1"}, []string{"plans/1to1-qos1.yaml"}, nil},
+		{"the shells after completion", []string{"mqplan", "completion", ""}, []string{"bash", "zsh", "fish"}, []string{"run"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +92,7 @@ func TestCompletionFish(t *testing.T) {
 		{"commands", "mqplan ", []string{"run", "validate", "completion", "pub"}, nil},
 		{"run's flags", "mqplan run --", []string{"--broker", "--out", "--quiet"}, []string{"--listen"}},
 		{"emqtt-bench options", "mqplan sub --to", []string{"--topic"}, nil},
+		{"the shells after completion", "mqplan completion ", []string{"bash", "zsh", "fish"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
