@@ -95,17 +95,13 @@ func csvRow(at, ph string, length time.Duration, g *stats.GroupSecond) []string 
 }
 
 // csvText keeps a name from being taken for a formula by a spreadsheet
-// (CSV injection): one that starts like a formula and holds more than a
-// plan group name may ("-pub" may be a group; "=HYPERLINK(...)" in a
-// crafted saved result may not) is written behind an apostrophe.
+// (CSV injection, as OWASP words it): a cell that starts with = + - @, a
+// tab or a carriage return is written behind an apostrophe. Group names
+// may start with - (-2-3 is a valid name, and a spreadsheet computes -5
+// from it), so no name that starts so is left as it is.
 func csvText(s string) string {
-	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return s
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return "'" + s
-		}
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
 	}
 	return s
 }

@@ -84,11 +84,12 @@ func TestCSVRows(t *testing.T) {
 		{
 			name: "names that a spreadsheet would take for a formula",
 			timeline: []stats.Second{{At: time.Second, Phase: phase.Steady, Groups: []stats.GroupSecond{
-				{Group: "-pub"}, {Group: "=HYPERLINK(\"http://x\")"}, {Group: "@SUM(A1)"}, {Group: "+1+1"}, {Group: "-cmd|' /C calc'!A0"},
+				{Group: "-pub"}, {Group: "-2-3"}, {Group: "=HYPERLINK(\"http://x\")"}, {Group: "@SUM(A1)"}, {Group: "+1+1"}, {Group: "-cmd|' /C calc'!A0"},
 			}}},
 			want: []string{
 				"1.000,steady,total,0,0,0.0,0.0,,,,0,0,0,",
-				"1.000,steady,-pub,0,0,0.0,0.0,,,,0,0,0,",
+				"1.000,steady,'-pub,0,0,0.0,0.0,,,,0,0,0,",
+				"1.000,steady,'-2-3,0,0,0.0,0.0,,,,0,0,0,",
 				`1.000,steady,"'=HYPERLINK(""http://x"")",0,0,0.0,0.0,,,,0,0,0,`,
 				"1.000,steady,'@SUM(A1),0,0,0.0,0.0,,,,0,0,0,",
 				"1.000,steady,'+1+1,0,0,0.0,0.0,,,,0,0,0,",
