@@ -34,6 +34,9 @@ type stripe struct {
 // secondAcc is one stripe's share of one group's current second.
 type secondAcc struct {
 	sent, received, errors, disconnects int64
+	// acked counts PUBACK/PUBCOMP of the group's publishes; duplicates the
+	// deliveries to the group's clients that repeated one already had.
+	acked, duplicates int64
 	// latency is allocated on the group's first delivery recorded in the
 	// stripe, so that only receiving groups hold one (a histogram is
 	// ~144 KiB); it is reset, never freed, at each second.
@@ -162,6 +165,7 @@ func (r *recorder) recordMisjudgedCopies(ph phase.Phase, group int, n, size int6
 	// The timeline counts them too (in the second now ending, without a
 	// latency), so that its received adds up to the run's.
 	st.sec[group].received += n
+	st.sec[group].duplicates += n
 	st.mu.Unlock()
 }
 
@@ -176,6 +180,7 @@ func (r *recorder) recordAck(client int, ph phase.Phase, group int, d time.Durat
 	m := st.cell(r.nGroups, ph, group)
 	m.Acked++
 	record(&m.Ack, micros(d), &m.OverRange)
+	st.sec[group].acked++
 	st.mu.Unlock()
 }
 
@@ -232,6 +237,9 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 	record(&m.Latency, us, &m.OverRange)
 	sec := &st.sec[d.group]
 	sec.received++
+	if d.kind == deliveryDuplicate {
+		sec.duplicates++
+	}
 	if sec.latency == nil {
 		sec.latency = stats.NewHistogram()
 	}
@@ -343,6 +351,8 @@ func (r *recorder) second(sc *secondScratch) stats.Second {
 			gs.Received += acc.received
 			gs.Errors += acc.errors
 			gs.Disconnects += acc.disconnects
+			gs.Acked += acc.acked
+			gs.Duplicates += acc.duplicates
 			gs.LagMax = max(gs.LagMax, time.Duration(acc.lagMax)*time.Microsecond)
 			if h := acc.latency; h != nil && h.TotalCount() > 0 {
 				if sc.groups[g] == nil {

@@ -35,6 +35,13 @@ type Options struct {
 	// Progress, when set, is called about once a second with live figures.
 	// It runs on the snapshot goroutine and must return quickly.
 	Progress func(Progress)
+	// Second, when set, is given each second of the timeline as it is
+	// taken (the same value Stats.Timeline will hold, Groups included), so
+	// that a live view (package live's Prometheus exporter) follows the
+	// run with the exact per-second counts. It runs on the snapshot
+	// goroutine, never on a client's, must return quickly and must not
+	// modify the Second.
+	Second func(stats.Second)
 	// InterruptDrain bounds the drain after an interruption (default 2s):
 	// a user who pressed Ctrl-C wants the report soon.
 	InterruptDrain time.Duration
@@ -1521,6 +1528,9 @@ func (r *run) snapshot(scratch *secondScratch, errs *int64, last *time.Duration)
 	r.timelineMu.Lock()
 	r.timeline = append(r.timeline, s)
 	r.timelineMu.Unlock()
+	if r.opts.Second != nil {
+		r.opts.Second(s)
+	}
 	if r.opts.Progress != nil {
 		secs := (now - *last).Seconds()
 		if secs <= 0 {

@@ -105,10 +105,11 @@ func all(st *stats.Stats) stats.Metrics {
 
 // checkTimeline checks that st's timeline accounts exactly: in every
 // second the groups add up to the second's totals, and over the run each
-// group's seconds add up to that group's figures over every phase.
+// group's seconds add up to that group's figures over every phase (acks
+// and duplicates included, which the timeline keeps per group only).
 func checkTimeline(t *testing.T, st *stats.Stats) {
 	t.Helper()
-	type counts struct{ sent, received, errors, disconnects int64 }
+	type counts struct{ sent, received, errors, disconnects, acked, duplicates int64 }
 	perGroup := make([]counts, len(st.Groups))
 	for _, s := range st.Timeline {
 		if len(s.Groups) != len(st.Groups) {
@@ -132,6 +133,7 @@ func checkTimeline(t *testing.T, st *stats.Stats) {
 			sum.LagMax = max(sum.LagMax, gs.LagMax)
 			c := &perGroup[g]
 			c.sent, c.received, c.errors, c.disconnects = c.sent+gs.Sent, c.received+gs.Received, c.errors+gs.Errors, c.disconnects+gs.Disconnects
+			c.acked, c.duplicates = c.acked+gs.Acked, c.duplicates+gs.Duplicates
 		}
 		want := stats.GroupSecond{Connected: s.Connected, Lost: s.Lost, Sent: s.Sent, Received: s.Received,
 			Errors: s.Errors, Disconnects: s.Disconnects, Max: s.Max, LagMax: s.LagMax}
@@ -144,7 +146,7 @@ func checkTimeline(t *testing.T, st *stats.Stats) {
 		for i := range st.Phases {
 			m.Merge(&st.Phases[i].Groups[g])
 		}
-		want := counts{m.Sent, m.Received, m.Errors, m.Disconnects}
+		want := counts{m.Sent, m.Received, m.Errors, m.Disconnects, m.Acked, m.Duplicates}
 		if perGroup[g] != want {
 			t.Errorf("group %s: the timeline adds up to %+v, the run's figures are %+v", st.Groups[g].Name, perGroup[g], want)
 		}

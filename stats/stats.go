@@ -68,6 +68,13 @@ type GroupSecond struct {
 	// to its clients (duplicates included, as Metrics.Received); Errors
 	// and Disconnects its clients' errors and connection losses.
 	Sent, Received, Errors, Disconnects int64
+	// Acked counts the acknowledgements (PUBACK, PUBCOMP) of the group's
+	// QoS 1/2 publishes that arrived in the second, refusals excluded (as
+	// Metrics.Acked); Duplicates the deliveries to the group's clients
+	// that repeated one they already had (as Metrics.Duplicates, and
+	// included in Received). Summed over a timeline they are the run's
+	// totals; Second has no whole-run field for them.
+	Acked, Duplicates int64
 	// P50, P99 and Max are the end-to-end latency of the deliveries to the
 	// group's clients in that second. All three are zero when there was no
 	// latency sample: a sample is recorded as 1µs at least, so Max == 0

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/outfile"
+	"github.com/mqplan/mqplan/live"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/report"
 	"github.com/mqplan/mqplan/runner"
@@ -65,6 +66,7 @@ var commandExamples = map[string][]string{
 		"mqplan run --broker mqtt://127.0.0.1:1883 --set duration=30s plans/fanin-qos1.yaml",
 		"mqplan run --quiet --out json=result.json --out table=summary.txt plans/1to1-qos1.yaml",
 		"mqplan run --quiet --out junit=junit.xml --out md=summary.md plans/1to1-qos1.yaml   # CI test report and summary",
+		"mqplan run --metrics-listen :9464 --set duration=10m plans/fanin-qos1.yaml   # Prometheus scrapes http://127.0.0.1:9464/metrics while it runs",
 	},
 	"validate": {
 		"mqplan validate plans/*.yaml",
@@ -212,6 +214,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (to see where mqplan's own time goes)")
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
 	baselineFile := fs.String("baseline", "", "a saved JSON result (--out json=FILE of an earlier run) that thresholds read as baseline.*, e.g. p99 <= baseline.p99 * 1.10")
+	metricsListen := fs.String("metrics-listen", "", "serve live Prometheus metrics on http://ADDR/metrics while the run goes, e.g. :9464 (a bare :PORT is 127.0.0.1:PORT)")
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -254,6 +257,31 @@ func cmdRun(e *env, args []string) (retErr error) {
 		}
 		base = &report.Baseline{File: *baselineFile, Result: saved}
 	}
+	// The metrics endpoint binds before anything connects: a port in use
+	// must not cost a whole run. It stops after the report (deferred).
+	var exporter *live.Exporter
+	if *metricsListen != "" {
+		names := make([]string, len(prog.Groups))
+		for i, g := range prog.Groups {
+			names[i] = g.Name
+		}
+		exporter = live.New(names)
+		srv, err := live.Listen(*metricsListen, exporter.Handler())
+		if err != nil {
+			return invalid(fmt.Errorf("--metrics-listen: %w", err))
+		}
+		defer func() {
+			if err := srv.Close(); err != nil {
+				fmt.Fprintf(e.stderr, "mqplan: warning: %v\n", err)
+			}
+		}()
+		if !srv.Loopback() {
+			fmt.Fprintf(e.stderr, "mqplan: note: --metrics-listen %s is reachable from other machines, not only this one\n", srv.Addr())
+		}
+		if !*quiet {
+			fmt.Fprintf(e.stderr, "mqplan: Prometheus metrics at %s\n", srv.URL())
+		}
+	}
 	e.chooseProcs(*procs, prog.Plan.Broker)
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
@@ -278,6 +306,9 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if !*quiet {
 		prog_ = newProgressPrinter(e.stderr, prog)
 		opts.Progress = prog_.print
+	}
+	if exporter != nil {
+		opts.Second = exporter.Observe
 	}
 	st, err := runner.Run(ctx, prog, opts)
 	if prog_ != nil {
