@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mqplan/mqplan/internal/loopback"
+	await "github.com/mqplan/mqplan/internal/wait"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/report"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrapeMetrics GETs a /metrics endpoint in the text format and parses it
+// with Prometheus' own text parser.
+func scrapeMetrics(url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// groupValue is family name's value for group (a counter or a gauge).
+func groupValue(fams map[string]*dto.MetricFamily, name, group string) (float64, bool) {
+	for _, m := range fams[name].GetMetric() {
+		if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == group {
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// onPhase is the phase whose mqplan_phase gauge is 1 ("" for none).
+func onPhase(fams map[string]*dto.MetricFamily) string {
+	var on []string
+	for _, m := range fams["mqplan_phase"].GetMetric() {
+		if m.GetGauge().GetValue() == 1 {
+			on = append(on, m.GetLabel()[0].GetValue())
+		}
+	}
+	return strings.Join(on, "+")
+}
+
+// TestMetricsListen scrapes `run --metrics-listen` during a real run: the
+// counters rise, every scraped count is exactly the sum of the first
+// seconds of the timeline the run saved (so the endpoint is fed from the
+// run's own figures, none lost or counted twice), the phase gauge goes
+// forward from warmup to steady, and the endpoint is gone when the
+// command has returned.
+func TestMetricsListen(t *testing.T) {
+	t.Chdir("../..")
+	addr := loopback.FreeAddr(t)
+	url := "http://" + addr + "/metrics"
+	saved := filepath.Join(t.TempDir(), "result.json")
+	cmd := startCmd(t, "run", "--metrics-listen", addr, "--out", "json="+saved,
+		"--set", "warmup=2s", "--set", "duration=3s", "testdata/cli/pass.yaml")
+
+	var phases []string
+	var sent, received []float64 // each scrape's pub sent and sub received
+	await.Until(t, "the steady phase with counts rising on "+url, func() bool {
+		fams, err := scrapeMetrics(url)
+		if err != nil {
+			return false // not listening yet, or between scrapes
+		}
+		if ph := onPhase(fams); len(phases) == 0 || phases[len(phases)-1] != ph {
+			phases = append(phases, ph)
+		}
+		s, okS := groupValue(fams, "mqplan_messages_sent_total", "pub")
+		r, okR := groupValue(fams, "mqplan_messages_received_total", "sub")
+		if !okS || !okR {
+			t.Fatalf("no per-group counters at %s", url)
+		}
+		if len(sent) == 0 || sent[len(sent)-1] != s || received[len(received)-1] != r {
+			sent, received = append(sent, s), append(received, r)
+		}
+		rises := 0
+		for i := 1; i < len(sent); i++ {
+			if sent[i] > sent[i-1] {
+				rises++
+			}
+		}
+		return slices.Contains(phases, "steady") && rises >= 2
+	})
+	if code := cmd.wait(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, cmd.stderr.String())
+	}
+	<-cmd.done
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("%s still listens after the command returned", addr)
+	}
+
+	// Phases go forward: "" (before the first second), then the run's.
+	var seen []phase.Phase
+	for _, name := range phases {
+		if name == "" {
+			continue
+		}
+		p, ok := phase.Parse(name)
+		if !ok {
+			t.Fatalf("phase gauge shows %q", name)
+		}
+		if len(seen) > 0 && p <= seen[len(seen)-1] {
+			t.Errorf("phase gauge went %q: not forward", phases)
+		}
+		seen = append(seen, p)
+	}
+	if !slices.Contains(seen, phase.Warmup) || !slices.Contains(seen, phase.Steady) {
+		t.Errorf("phase gauge went %q, want warmup then steady", phases)
+	}
+
+	// Every scraped count is a prefix sum of the saved timeline.
+	f, err := os.Open(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := report.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixSent, prefixRecv := []float64{0}, []float64{0}
+	for _, s := range res.Timeline {
+		var pub, sub float64
+		for _, g := range s.Groups {
+			switch g.Group {
+			case "pub":
+				pub = float64(g.Sent)
+			case "sub":
+				sub = float64(g.Received)
+			}
+		}
+		prefixSent = append(prefixSent, prefixSent[len(prefixSent)-1]+pub)
+		prefixRecv = append(prefixRecv, prefixRecv[len(prefixRecv)-1]+sub)
+	}
+	for i := range sent {
+		if !slices.Contains(prefixSent, sent[i]) || !slices.Contains(prefixRecv, received[i]) {
+			t.Errorf("scrape %d: pub sent %v, sub received %v: not the sums of the first seconds of the run's timeline (%v, %v)",
+				i, sent[i], received[i], prefixSent, prefixRecv)
+		}
+	}
+	if last := prefixSent[len(prefixSent)-1]; sent[len(sent)-1] > last || last == 0 {
+		t.Errorf("scraped %v sent, the run sent %v", sent[len(sent)-1], last)
+	}
+}
+
+// TestMetricsListenChecked: an endpoint that cannot listen is exit 2
+// before anything connects; a bare port is loopback and said so; a
+// wildcard address is allowed but said on stderr.
+func TestMetricsListenChecked(t *testing.T) {
+	t.Chdir("../..")
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := loopback.FreePort(t)
+	tests := []struct {
+		name       string
+		addr       string
+		code       int
+		stderrHas  string
+		stderrLack string
+	}{
+		{name: "port in use", addr: busy.Addr().String(), code: 2,
+			stderrHas: "--metrics-listen: listen on " + busy.Addr().String()},
+		{name: "not an address", addr: "9464", code: 2, stderrHas: "--metrics-listen: \"9464\" is not HOST:PORT"},
+		{name: "bare port is loopback", addr: fmt.Sprintf(":%d", port), code: 0,
+			stderrHas: fmt.Sprintf("Prometheus metrics at http://127.0.0.1:%d/metrics", port), stderrLack: "reachable from other machines"},
+		{name: "wildcard is said", addr: "0.0.0.0:0", code: 0, stderrHas: "is reachable from other machines"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCmd(t, "run", "--metrics-listen", tt.addr, "testdata/cli/pass.yaml")
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderrHas) ||
+				tt.stderrLack != "" && strings.Contains(r.stderr, tt.stderrLack) {
+				t.Fatalf("exit %d, want %d; stderr should have %q (and not %q):\n%s", r.code, tt.code, tt.stderrHas, tt.stderrLack, r.stderr)
+			}
+			if tt.code == 2 && strings.Contains(r.stdout+r.stderr, "PASS") {
+				t.Errorf("a refused endpoint still ran the plan:\n%s", r.stdout)
+			}
+		})
+	}
+}
