@@ -182,3 +182,85 @@ func TestExporterRejectsBadLabels(t *testing.T) {
 		t.Fatalf("status %d body %q, want 500 naming the invalid label value", rec.Code, rec.Body.String())
 	}
 }
+
+// histogram is family name's histogram for group, nil when absent.
+func histogram(fams map[string]*dto.MetricFamily, name, group string) *dto.Histogram {
+	for _, m := range fams[name].GetMetric() {
+		if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == group {
+			return m.GetHistogram()
+		}
+	}
+	return nil
+}
+
+// bucketCounts maps a histogram's upper bounds to their cumulative counts.
+func bucketCounts(h *dto.Histogram) map[float64]uint64 {
+	out := map[float64]uint64{}
+	for _, b := range h.GetBucket() {
+		out[b.GetUpperBound()] = b.GetCumulativeCount()
+	}
+	return out
+}
+
+// TestExporterLatencyHistogram: the latencies given with ObserveLatency
+// appear in mqplan_e2e_latency_seconds when Observe takes their second,
+// in the buckets their values fall in, cumulative, with their count and
+// sum; a group that received nothing has an empty histogram.
+func TestExporterLatencyHistogram(t *testing.T) {
+	h := stats.NewHistogram()
+	for _, v := range []struct{ us, n int64 }{{100, 3}, {1000, 2}, {3000, 1}} {
+		if err := h.RecordValues(v.us, v.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name      string
+		seconds   int // Observe calls after ObserveLatency
+		count     uint64
+		buckets   map[float64]uint64
+		sumAround float64
+	}{
+		{name: "pending until its second is observed", seconds: 0, count: 0,
+			buckets: map[float64]uint64{0.0001: 0, 10: 0}},
+		{name: "bucketed cumulatively once observed", seconds: 1, count: 6, sumAround: 0.0053,
+			buckets: map[float64]uint64{0.0001: 3, 0.00025: 3, 0.001: 5, 0.0025: 5, 0.005: 6, 10: 6}},
+		{name: "a second without latencies adds none", seconds: 2, count: 6, sumAround: 0.0053,
+			buckets: map[float64]uint64{0.0001: 3, 0.001: 5, 0.005: 6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := New([]string{"pub", "sub"})
+			x.ObserveLatency(1, h)
+			x.ObserveLatency(7, h) // no such group: ignored
+			for range tt.seconds {
+				x.Observe(stats.Second{Groups: make([]stats.GroupSecond, 2)})
+			}
+			srv := httptest.NewServer(x.Handler())
+			defer srv.Close()
+			fams := scrape(t, srv.URL)
+			sub := histogram(fams, "mqplan_e2e_latency_seconds", "sub")
+			pub := histogram(fams, "mqplan_e2e_latency_seconds", "pub")
+			if sub == nil || pub == nil {
+				t.Fatalf("no histogram for each group: %v", fams["mqplan_e2e_latency_seconds"])
+			}
+			if pub.GetSampleCount() != 0 {
+				t.Errorf("pub received nothing, its histogram counts %d", pub.GetSampleCount())
+			}
+			if sub.GetSampleCount() != tt.count {
+				t.Errorf("count %d, want %d", sub.GetSampleCount(), tt.count)
+			}
+			if math.Abs(sub.GetSampleSum()-tt.sumAround) > tt.sumAround/100 {
+				t.Errorf("sum %v, want about %v", sub.GetSampleSum(), tt.sumAround)
+			}
+			got := bucketCounts(sub)
+			if len(got) != len(latencyBuckets)+1 || got[math.Inf(1)] != tt.count {
+				t.Errorf("%d buckets, +Inf %d: want %d and the count", len(got), got[math.Inf(1)], len(latencyBuckets)+1)
+			}
+			for le, want := range tt.buckets {
+				if got[le] != want {
+					t.Errorf("bucket le=%v counts %d, want %d (all: %v)", le, got[le], want, got)
+				}
+			}
+		})
+	}
+}

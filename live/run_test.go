@@ -62,6 +62,7 @@ func TestRunFeedsExporter(t *testing.T) {
 		Embedded: func() (runner.EmbeddedBroker, error) {
 			return broker.Start(broker.Options{Faults: broker.Faults{DuplicateEvery: 7}})
 		},
+		Latency: x.ObserveLatency,
 		// The hook runs on the snapshot goroutine, one second after the
 		// other: the scrape here sees exactly the seconds so far.
 		Second: func(s stats.Second) {
@@ -156,6 +157,17 @@ func TestRunFeedsExporter(t *testing.T) {
 			if got != float64(c.want) {
 				t.Errorf("%s{group=%q} = %v at the end, the run's total is %d", c.metric, name, got, c.want)
 			}
+		}
+		var samples int64
+		for p := range st.Phases {
+			if h := st.Phases[p].Groups[g].Latency; h != nil {
+				samples += h.TotalCount()
+			}
+		}
+		if h := histogram(fams, "mqplan_e2e_latency_seconds", name); h == nil || h.GetSampleCount() != uint64(samples) {
+			t.Errorf("mqplan_e2e_latency_seconds{group=%q}: %v, the run has %d latency samples", name, h, samples)
+		} else if b := bucketCounts(h); b[10] != uint64(samples) || name == "sub" && (samples == 0 || b[0.0001] > b[0.001]) {
+			t.Errorf("mqplan_e2e_latency_seconds{group=%q} buckets %v for %d samples", name, b, samples)
 		}
 		if got, _ := sample(fams, "mqplan_clients_connected", "group", name); got != float64(st.Groups[g].ConnectedAtEnd) &&
 			got != float64(st.Groups[g].Clients) {

@@ -339,8 +339,10 @@ func newSecondScratch(nGroups int) *secondScratch {
 // per group, and their totals. Each stripe is read once, under its lock,
 // so a message is counted in exactly one second and one group. The
 // caller fills in what the recorder does not know (time, phase,
-// connections, group names).
-func (r *recorder) second(sc *secondScratch) stats.Second {
+// connections, group names). each, when not nil, is given the histogram of
+// every group that had latency samples in the second (see
+// Options.Latency) before it is reset.
+func (r *recorder) second(sc *secondScratch, each func(group int, h *hdrhistogram.Histogram)) stats.Second {
 	s := stats.Second{Groups: make([]stats.GroupSecond, r.nGroups)}
 	for i := range r.stripes {
 		st := &r.stripes[i]
@@ -375,6 +377,9 @@ func (r *recorder) second(sc *secondScratch) stats.Second {
 		if h := sc.groups[g]; h != nil && h.TotalCount() > 0 {
 			gs.P50, gs.P99, gs.Max = quantiles(h)
 			sc.total.Merge(h)
+			if each != nil {
+				each(g, h)
+			}
 			h.Reset()
 		}
 	}

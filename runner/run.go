@@ -20,6 +20,8 @@ import (
 
 	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/plans"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Options configure a run beyond what the plan says.
@@ -42,6 +44,13 @@ type Options struct {
 	// goroutine, never on a client's, must return quickly and must not
 	// modify the Second.
 	Second func(stats.Second)
+	// Latency, when set, is given, for each second and each group that
+	// received deliveries in it, the histogram of their end-to-end
+	// latencies (µs, as stats.NewHistogram's), just before Second is given
+	// that second: a live view keeps the whole distribution without
+	// recording anything per message itself. It runs on the snapshot
+	// goroutine; h is reset once it returns, so merge it, never keep it.
+	Latency func(group int, h *hdrhistogram.Histogram)
 	// InterruptDrain bounds the drain after an interruption (default 2s):
 	// a user who pressed Ctrl-C wants the report soon.
 	InterruptDrain time.Duration
@@ -1509,7 +1518,7 @@ func (r *run) snapshots(stop <-chan struct{}, done chan<- struct{}) {
 // snapshot takes one second of the timeline (see recorder.second) and
 // reports progress.
 func (r *run) snapshot(scratch *secondScratch, errs *int64, last *time.Duration) {
-	s := r.rec.second(scratch)
+	s := r.rec.second(scratch, r.opts.Latency)
 	now := r.at()
 	s.At = now
 	s.Phase = r.current()

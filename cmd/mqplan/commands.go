@@ -309,6 +309,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	}
 	if exporter != nil {
 		opts.Second = exporter.Observe
+		opts.Latency = exporter.ObserveLatency
 	}
 	st, err := runner.Run(ctx, prog, opts)
 	if prog_ != nil {
