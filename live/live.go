@@ -4,8 +4,9 @@
 //
 // It is fed once a second with the runner's per-second timeline
 // (runner.Options.Second): counters are the per-second counts added up, so
-// that at the end of a run they equal the run's totals exactly, and gauges
-// are the last second's figures. It must not touch the hot path (nothing
+// that at the end of a run they equal the run's totals exactly; gauges are
+// the last second's figures; the latency histogram merges the recorder's
+// per-second histograms (runner.Options.Latency). It must not touch the hot path (nothing
 // here runs per message), judge thresholds, or know about plans beyond the
 // group names it labels with.
 package live
