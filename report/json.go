@@ -147,6 +147,8 @@ type jsonGroupSecond struct {
 	Received    int64  `json:"received"`
 	Errors      int64  `json:"errors"`
 	Disconnects int64  `json:"disconnects"`
+	Acked       int64  `json:"acked"`
+	Duplicates  int64  `json:"duplicates"`
 	// P50, P99 and Max are null when the group had no latency sample.
 	P50    *jsonDuration `json:"p50"`
 	P99    *jsonDuration `json:"p99"`
@@ -235,7 +237,7 @@ func (r *Result) doc() jsonDoc {
 		js.Groups = make([]jsonGroupSecond, len(s.Groups))
 		for i, g := range s.Groups {
 			jg := jsonGroupSecond{Group: g.Group, Connected: g.Connected, Lost: g.Lost, Sent: g.Sent, Received: g.Received,
-				Errors: g.Errors, Disconnects: g.Disconnects, LagMax: jsonDuration(g.LagMax)}
+				Errors: g.Errors, Disconnects: g.Disconnects, Acked: g.Acked, Duplicates: g.Duplicates, LagMax: jsonDuration(g.LagMax)}
 			if hasLatency(g.Received, g.Max) {
 				jg.P50, jg.P99, jg.Max = optDuration(&g.P50), optDuration(&g.P99), optDuration(&g.Max)
 			}

@@ -248,7 +248,7 @@ func (d *jsonDoc) result() (*Result, error) {
 		for _, g := range s.Groups {
 			sec.Groups = append(sec.Groups, stats.GroupSecond{Group: g.Group, Connected: g.Connected, Lost: g.Lost,
 				Sent: g.Sent, Received: g.Received, Errors: g.Errors, Disconnects: g.Disconnects,
-				P50: g.P50.duration(), P99: g.P99.duration(), Max: g.Max.duration(), LagMax: time.Duration(g.LagMax)})
+				Acked: g.Acked, Duplicates: g.Duplicates, P50: g.P50.duration(), P99: g.P99.duration(), Max: g.Max.duration(), LagMax: time.Duration(g.LagMax)})
 		}
 		r.Timeline = append(r.Timeline, sec)
 	}
