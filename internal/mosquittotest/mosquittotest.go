@@ -169,6 +169,15 @@ func (p *Process) start() {
 	}
 }
 
+// PID is the running Mosquitto's process id (the shell that sets its
+// file limit execs it, so the id is Mosquitto's own), for tests that
+// read its CPU and memory.
+func (p *Process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
 // Kill ends Mosquitto at once (SIGKILL, as a crash would) and waits
 // until it has exited.
 func (p *Process) Kill() {
