@@ -149,6 +149,21 @@ const (
 	LagMax Name = "lag.max"
 	// LateRate is the share of sends more than 1 ms behind their schedule.
 	LateRate Name = "late_rate"
+
+	// BrokerCPUMax is the broker process's busiest second, in percent of
+	// one core (sampled only when the plan's broker.metrics names it).
+	BrokerCPUMax Name = "broker.cpu.max"
+	// BrokerCPUMean is the broker process's mean CPU over its sampled
+	// seconds, in percent of one core.
+	BrokerCPUMean Name = "broker.cpu.mean"
+	// BrokerRSSMax is the broker process's largest resident memory, bytes.
+	BrokerRSSMax Name = "broker.rss.max"
+	// SelfCPUMax is mqplan's own busiest second, in percent of one core:
+	// near the machine's cores, mqplan rather than the broker may be the
+	// bottleneck.
+	SelfCPUMax Name = "self.cpu.max"
+	// SelfRSSMax is mqplan's own largest resident memory, bytes.
+	SelfRSSMax Name = "self.rss.max"
 )
 
 // Split cuts a name at its first dot into its family and member
@@ -276,6 +291,12 @@ var catalogue = []Metric{
 	{LagP99, Duration, "how far sends fell behind their schedule, 99th percentile"},
 	{LagMax, Duration, "how far sends fell behind their schedule, maximum"},
 	{LateRate, Fraction, "share of sends more than 1 ms behind their schedule"},
+
+	{BrokerCPUMax, Rate, "the broker process's CPU in its busiest second, percent of one core (broker.metrics)"},
+	{BrokerCPUMean, Rate, "the broker process's mean CPU over the run, percent of one core (broker.metrics)"},
+	{BrokerRSSMax, Count, "the broker process's largest resident memory, bytes (broker.metrics)"},
+	{SelfCPUMax, Rate, "mqplan's own CPU in its busiest second, percent of one core"},
+	{SelfRSSMax, Count, "mqplan's own largest resident memory, bytes"},
 }
 
 // aliases are the percentile shortcuts, in alphabetical order: "p99" is

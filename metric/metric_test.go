@@ -15,7 +15,8 @@ func TestMetricsCatalogue(t *testing.T) {
 		"connect.attempts", "connect.ok", "connect.failed", "connect.mean", "connect.p50", "connect.p99", "connect.max",
 		"subscribe.mean", "subscribe.p99", "subscribe.max", "errors", "disconnects", "reconnects",
 		"lag.p99", "lag.max", "late_rate",
-		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "clients.lost", "overlap_copies", "qos_downgrades", "unexpected"}
+		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "clients.lost", "overlap_copies", "qos_downgrades", "unexpected",
+		"broker.cpu.max", "broker.cpu.mean", "broker.rss.max", "self.cpu.max", "self.rss.max"}
 	for _, fam := range []string{"latency", "ack"} {
 		for _, s := range []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev"} {
 			want = append(want, fam+"."+s)
@@ -47,6 +48,7 @@ func TestMetricsCatalogue(t *testing.T) {
 		{"sent", Count}, {"connect.failed", Count}, {"received_bytes", Count},
 		{"recv_rate", Rate}, {"send_rate", Rate},
 		{"loss_rate", Fraction}, {"late_rate", Fraction}, {"dup_rate", Fraction},
+		{"broker.cpu.max", Rate}, {"self.cpu.max", Rate}, {"broker.rss.max", Count},
 		{"latency.stddev", Duration}, {"ack.p999", Duration}, {"lag.max", Duration}, {"connect.p50", Duration},
 		// Aliases resolve to the canonical entry.
 		{"p99", Duration}, {"p50", Duration},

@@ -90,6 +90,16 @@ var tlsSection = &planSection{
 	},
 }
 
+var brokerMetricsSection = &planSection{
+	name: "metrics",
+	doc:  "Sample a broker process on this machine once a second for its CPU and memory (broker.cpu.*, broker.rss.max): set pid or process, exactly one.",
+	fields: []planField{
+		{name: "pid", kind: fieldInt, min: 1, max: maxPID, doc: "The broker's process id. Set pid or process, exactly one."},
+		{name: "process", kind: fieldText, doc: "The broker's command name as /proc/PID/comm holds it (mosquitto, beam.smp); exactly one process must have it when the run starts. Set pid or process, exactly one."},
+	},
+	oneOf: []string{"pid", "process"},
+}
+
 var brokerSection = &planSection{
 	name: "broker",
 	doc:  "Where clients connect; absent means the embedded in-process broker.",
@@ -100,6 +110,7 @@ var brokerSection = &planSection{
 		{name: "connect_timeout", kind: fieldDuration, positive: true, doc: "How long a CONNECT may wait for its CONNACK (default 10s)."},
 		{name: "tls", kind: fieldSection, sec: tlsSection, doc: tlsSection.doc},
 		{name: "source_addresses", kind: fieldAddressList, doc: "Local IP addresses clients connect from, round-robin per client (past the 64k-port limit of one address)."},
+		{name: "metrics", kind: fieldSection, sec: brokerMetricsSection, doc: brokerMetricsSection.doc},
 	},
 	notBoth: [][2]string{{"url", "urls"}},
 }
@@ -196,6 +207,7 @@ var planSectionTop = &planSection{
 var (
 	planKeys      = planSectionTop.keys()
 	brokerKeys    = brokerSection.keys()
+	metricsKeys   = brokerMetricsSection.keys()
 	tlsKeys       = tlsSection.keys()
 	groupKeys     = groupSection.keys()
 	reconnectKeys = reconnectSection.keys()

@@ -43,6 +43,8 @@ const (
 	maxKeepalive     = 65535 * time.Second      // the MQTT keepalive field is 16 bits of seconds
 	maxSessionExpiry = 4294967295 * time.Second // the MQTT 5 property is 32 bits of seconds
 	maxPayloadSize   = 256 << 20                // the MQTT packet limit is 256 MiB
+	maxPID           = 1 << 22                  // Linux's highest pid_max (PID_MAX_LIMIT)
+	maxProcessName   = 255                      // broker.metrics.process: comm is 15 bytes, a name longer than this is a mistake
 	minPlanRate      = 1.0 / 3600               // one per hour: slower rates overflow intervals
 )
 
@@ -553,7 +555,36 @@ func (l *loader) broker(top *keySection) Broker {
 	if ae, ok := s.get("source_addresses"); ok && !yamlnode.IsNull(ae.val) {
 		b.SourceAddresses = l.sourceAddresses(ae)
 	}
+	if me, ok := s.get("metrics"); ok && !yamlnode.IsNull(me.val) {
+		b.Metrics = l.brokerMetrics(me)
+	}
 	return b
+}
+
+// brokerMetrics decodes broker.metrics: a PID or a process name, exactly
+// one. The name is looked up when the run starts, not here.
+func (l *loader) brokerMetrics(e keyEntry) *BrokerMetrics {
+	m := &BrokerMetrics{}
+	s := l.section(e.path, e.val, metricsKeys, false)
+	pe, hasPID := s.get("pid")
+	ne, hasName := s.get("process")
+	switch {
+	case hasPID && hasName:
+		w := laterEntry(pe, ne)
+		l.errorf(w.key, w.path, "set either pid or process, not both")
+	case hasPID:
+		s.integer("pid", &m.PID, 1, maxPID)
+	case hasName:
+		if s.str("process", &m.Process) {
+			m.Process = strings.TrimSpace(m.Process)
+			if m.Process == "" || len(m.Process) > maxProcessName || strings.ContainsAny(m.Process, "/\n") {
+				l.errorf(ne.val, ne.path, "must be a process's command name like mosquitto (as /proc/PID/comm holds it), got %s", gotValue(m.Process))
+			}
+		}
+	default:
+		l.errorf(e.val, e.path, "missing \"pid\" or \"process\": say which process is the broker, like pid: 1234 or process: mosquitto")
+	}
+	return m
 }
 
 // brokerURLs decodes broker.urls, a cluster's URLs.

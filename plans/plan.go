@@ -133,8 +133,21 @@ type Broker struct {
 	// SourceAddresses are local IPs bound round-robin per client, so one
 	// machine can exceed the ephemeral-port limit of one address.
 	SourceAddresses []string `json:"source_addresses,omitempty"`
+	// Metrics names a broker process on this machine whose CPU and memory
+	// the run samples; nil means none (mqplan's own are always sampled).
+	Metrics *BrokerMetrics `json:"metrics,omitempty"`
 	// Pos is where the section starts (or the plan start when absent).
 	Pos Pos `json:"-"`
+}
+
+// BrokerMetrics is the plan's `broker.metrics:` section: which process is
+// the broker, by PID or by command name. The name is only resolved when
+// the run starts, since the broker may not run when the plan is checked.
+type BrokerMetrics struct {
+	// PID is the broker's process id; 0 when Process is set.
+	PID int `json:"pid,omitempty"`
+	// Process is the broker's /proc/PID/comm name; "" when PID is set.
+	Process string `json:"process,omitempty"`
 }
 
 // IsEmbedded reports whether the plan runs against the in-process broker.

@@ -26,7 +26,7 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs

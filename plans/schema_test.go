@@ -141,6 +141,7 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"(top level)":  {planKeys, true},
 		"broker":       {brokerKeys, false},
 		"tls":          {tlsKeys, false},
+		"metrics":      {metricsKeys, false},
 		"group":        {groupKeys, false},
 		"reconnect":    {reconnectKeys, false},
 		"will":         {willKeys, false},

@@ -28,6 +28,11 @@ import (
 //     arrived (first to last), when there were at least two, so that a
 //     burst received after half a minute of waiting reads as its own rate.
 //   - Groups[name]: the same for one plan group (its own delivery window).
+//   - Top also holds broker.cpu.*, broker.rss.max and self.*: the broker
+//     process's and mqplan's own CPU and memory over every sampled second
+//     of the timeline (the whole run, not one phase: a connection storm
+//     loads the broker before the steady phase), absent when no second
+//     was sampled. Groups and phases do not have them.
 //   - Phases[name]: one phase's own figures, for every name in
 //     phase.All, even a phase the run never reached (its counts are 0).
 //
@@ -78,6 +83,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		Groups: make(map[string]metric.Set, len(groups)),
 		Phases: make(map[string]metric.Set, phase.Count),
 	}
+	addProcesses(m.Top, st.Timeline)
 	for gi, g := range groups {
 		var gm stats.Metrics
 		if steady != nil && gi < len(steady.Groups) {
@@ -354,4 +360,58 @@ func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecon
 // the nanosecond.
 func microsF(us float64) time.Duration {
 	return time.Duration(math.Round(us * float64(time.Microsecond)))
+}
+
+// addProcesses puts the process metrics of a timeline into set: the
+// broker's and mqplan's CPU (max and mean of the sampled seconds, percent
+// of one core) and largest RSS (bytes). A process never sampled leaves its
+// metrics absent.
+func addProcesses(set metric.Set, timeline []stats.Second) {
+	for _, p := range []struct {
+		get             func(*stats.Second) stats.ProcSample
+		cpuMax, cpuMean metric.Name
+		rssMax          metric.Name
+	}{
+		{func(s *stats.Second) stats.ProcSample { return s.Broker }, metric.BrokerCPUMax, metric.BrokerCPUMean, metric.BrokerRSSMax},
+		{func(s *stats.Second) stats.ProcSample { return s.Self }, metric.SelfCPUMax, "", metric.SelfRSSMax},
+	} {
+		u := usageOf(timeline, p.get)
+		if u.Seconds == 0 {
+			continue
+		}
+		set[p.cpuMax] = u.CPUMax
+		if p.cpuMean != "" {
+			set[p.cpuMean] = u.CPUMean
+		}
+		set[p.rssMax] = int(u.RSSMax)
+	}
+}
+
+// procUsage sums up one process's sampled seconds.
+type procUsage struct {
+	// Seconds is how many seconds were sampled; the rest is meaningless
+	// when it is 0.
+	Seconds         int
+	CPUMax, CPUMean float64
+	RSSMax          int64
+}
+
+// usageOf is the usage of the process get picks out of each second.
+func usageOf(timeline []stats.Second, get func(*stats.Second) stats.ProcSample) procUsage {
+	var u procUsage
+	var sum float64
+	for i := range timeline {
+		p := get(&timeline[i])
+		if !p.Sampled {
+			continue
+		}
+		u.Seconds++
+		sum += p.CPU
+		u.CPUMax = max(u.CPUMax, p.CPU)
+		u.RSSMax = max(u.RSSMax, p.RSS)
+	}
+	if u.Seconds > 0 {
+		u.CPUMean = sum / float64(u.Seconds)
+	}
+	return u
 }

@@ -157,6 +157,8 @@ func fullStats(t testing.TB) *stats.Stats {
 				{Group: "sub", Connected: 4, Received: 799, P50: time.Millisecond, P99: 1500 * time.Microsecond, Max: 2 * time.Millisecond},
 				{Group: "pub", Connected: 3, Sent: 800, LagMax: 1200 * time.Microsecond},
 			},
+			Broker: stats.ProcSample{Sampled: true, CPU: 20 * float64(s), RSS: int64(s) << 22},
+			Self:   stats.ProcSample{Sampled: true, CPU: 50.5, RSS: 30 << 20},
 		})
 	}
 	return st

@@ -136,6 +136,36 @@ type jsonSecond struct {
 	// Groups is the second per plan group ([] in a timeline kept
 	// without them).
 	Groups []jsonGroupSecond `json:"groups"`
+	// Broker and Self are absent in a second whose process was not
+	// sampled (stats.ProcSample.Sampled false).
+	Broker *jsonProcSample `json:"broker,omitempty"`
+	Self   *jsonProcSample `json:"self,omitempty"`
+}
+
+// jsonProcSample is one process's second (stats.ProcSample, when sampled).
+type jsonProcSample struct {
+	CPUPercent float64 `json:"cpu_percent"`
+	RSSBytes   int64   `json:"rss_bytes"`
+}
+
+// procSample is p in the JSON document: nil when it was not sampled.
+func procSample(p stats.ProcSample) *jsonProcSample {
+	if !p.Sampled {
+		return nil
+	}
+	return &jsonProcSample{CPUPercent: p.CPU, RSSBytes: p.RSS}
+}
+
+// sample reads a process's second back (not sampled when absent); a
+// negative figure is refused, as no reading gives one.
+func (j *jsonProcSample) sample() (stats.ProcSample, error) {
+	if j == nil {
+		return stats.ProcSample{}, nil
+	}
+	if j.CPUPercent < 0 || j.RSSBytes < 0 {
+		return stats.ProcSample{}, fmt.Errorf("cpu_percent %v and rss_bytes %d must not be negative", j.CPUPercent, j.RSSBytes)
+	}
+	return stats.ProcSample{Sampled: true, CPU: j.CPUPercent, RSS: j.RSSBytes}, nil
 }
 
 // jsonGroupSecond is one group's share of a second (stats.GroupSecond).
@@ -243,6 +273,7 @@ func (r *Result) doc() jsonDoc {
 			}
 			js.Groups[i] = jg
 		}
+		js.Broker, js.Self = procSample(s.Broker), procSample(s.Self)
 		d.Timeline = append(d.Timeline, js)
 	}
 	if b := r.Broker; b != nil {

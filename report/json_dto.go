@@ -103,6 +103,8 @@ type jsonPlanBroker struct {
 	ConnectTimeout  jsonDuration `json:"connect_timeout"`
 	TLS             *plans.TLS   `json:"tls,omitempty"`
 	SourceAddresses []string     `json:"source_addresses,omitempty"`
+	// Metrics is the broker process the run sampled (pid or process).
+	Metrics *plans.BrokerMetrics `json:"metrics,omitempty"`
 }
 
 type jsonPlanGroup struct {
@@ -152,6 +154,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 			ConnectTimeout:  jsonDuration(p.Broker.ConnectTimeout),
 			TLS:             p.Broker.TLS,
 			SourceAddresses: p.Broker.SourceAddresses,
+			Metrics:         p.Broker.Metrics,
 		},
 		Groups: make([]jsonPlanGroup, len(p.Groups)),
 		Warmup: jsonDuration(p.Warmup), Ramp: jsonDuration(p.Ramp),

@@ -250,6 +250,12 @@ func (d *jsonDoc) result() (*Result, error) {
 				Sent: g.Sent, Received: g.Received, Errors: g.Errors, Disconnects: g.Disconnects,
 				Acked: g.Acked, Duplicates: g.Duplicates, P50: g.P50.duration(), P99: g.P99.duration(), Max: g.Max.duration(), LagMax: time.Duration(g.LagMax)})
 		}
+		if sec.Broker, err = s.Broker.sample(); err != nil {
+			return nil, fmt.Errorf("timeline[%d].broker: %w", i, err)
+		}
+		if sec.Self, err = s.Self.sample(); err != nil {
+			return nil, fmt.Errorf("timeline[%d].self: %w", i, err)
+		}
 		r.Timeline = append(r.Timeline, sec)
 	}
 	if d.Broker != nil {
@@ -392,6 +398,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 			URLs: jp.Broker.URLs, Protocol: jp.Broker.Protocol,
 			ConnectTimeout: time.Duration(jp.Broker.ConnectTimeout),
 			TLS:            jp.Broker.TLS, SourceAddresses: jp.Broker.SourceAddresses,
+			Metrics: jp.Broker.Metrics,
 		},
 		Warmup: time.Duration(jp.Warmup), Ramp: time.Duration(jp.Ramp),
 		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain),

@@ -31,6 +31,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		writeDelivery,
 		writeHealth,
 		writeBroker,
+		writeProcesses,
 		writeErrors,
 		writeThresholds,
 		writeBaseline,
@@ -232,6 +233,37 @@ func writeBroker(b *bytes.Buffer, r *Result) error {
 		fmt.Sprint(br.MessagesReceived), fmt.Sprint(br.MessagesSent),
 		fmt.Sprint(br.MessagesDropped), fmt.Sprint(br.InflightDropped), fmt.Sprint(br.ClientsMaximum),
 	}})
+}
+
+// writeProcesses shows the broker process's (broker.metrics) and mqplan's
+// own CPU and memory over the run's sampled seconds, when any was sampled.
+func writeProcesses(b *bytes.Buffer, r *Result) error {
+	var rows [][]string
+	for _, p := range []struct {
+		name string
+		get  func(*stats.Second) stats.ProcSample
+	}{
+		{"broker", func(s *stats.Second) stats.ProcSample { return s.Broker }},
+		{"mqplan", func(s *stats.Second) stats.ProcSample { return s.Self }},
+	} {
+		u := usageOf(r.Timeline, p.get)
+		if u.Seconds == 0 {
+			continue
+		}
+		rows = append(rows, []string{p.name, fmt.Sprint(u.Seconds),
+			fmt.Sprintf("%.1f%%", u.CPUMean), fmt.Sprintf("%.1f%%", u.CPUMax), fmtMiB(u.RSSMax)})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	section(b, "Processes (from /proc, once a second; CPU in % of one core)")
+	t := newTable(b, "process", "seconds", "cpu mean", "cpu max", "rss max")
+	return render(t, rows)
+}
+
+// fmtMiB writes a byte count in MiB, to a tenth.
+func fmtMiB(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func writeErrors(b *bytes.Buffer, r *Result) error {

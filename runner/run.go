@@ -107,7 +107,10 @@ type run struct {
 	listenOnly bool
 	clients    []*client
 	shares     []*shareState
-	timeout    time.Duration
+	// procs sample the broker's and mqplan's CPU and memory (snapshot
+	// goroutine only).
+	procs   procSamplers
+	timeout time.Duration
 
 	phase     atomic.Uint32
 	pubStart  atomic.Int64 // ns since epoch when warmup starts
@@ -234,6 +237,11 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 			}
 		}
 		r.clients[i] = c
+	}
+
+	if r.procs, err = newProcSamplers(prog.Plan.Broker.Metrics); err != nil {
+		st.Incomplete = err.Error()
+		return st, nil
 	}
 
 	snapDone := make(chan struct{})
@@ -1522,6 +1530,7 @@ func (r *run) snapshot(scratch *secondScratch, errs *int64, last *time.Duration)
 	now := r.at()
 	s.At = now
 	s.Phase = r.current()
+	r.sampleProcs(&s)
 	// The whole run's connections are the sum of the groups' as read
 	// here, so that the timeline's groups add up to its totals.
 	for g := range s.Groups {

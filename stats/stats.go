@@ -52,6 +52,24 @@ type Second struct {
 	// second's: the sum over groups of Sent is Sent, and so on. Nil in a
 	// timeline recorded before groups were kept per second.
 	Groups []GroupSecond
+	// Broker and Self are the broker process's (when the plan's
+	// broker.metrics names one) and mqplan's own CPU and memory, read from
+	// /proc at the end of the second (package procstat).
+	Broker, Self ProcSample
+}
+
+// ProcSample is one process's CPU and memory over one second of the
+// timeline.
+type ProcSample struct {
+	// Sampled is false when the process was not read that second (no
+	// broker.metrics, not Linux, or the process had gone): CPU and RSS
+	// are then not measurements, and a report leaves the second out.
+	Sampled bool
+	// CPU is the CPU time used during the second, in percent of one core
+	// (user + system; 200 means two cores busy).
+	CPU float64
+	// RSS is the resident memory at the end of the second, in bytes.
+	RSS int64
 }
 
 // GroupSecond is one plan group's share of a Second. Like Second it holds

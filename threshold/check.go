@@ -434,6 +434,25 @@ func (c *checker) resolve(parts []part, scoped bool) (metric.Metric, bool) {
 			c.fail(parts[2].at, "unknown metric %q: %s has no fields", full, member)
 			return metric.Metric{}, false
 		}
+		// A family nested one level deeper (broker.cpu.max): broker.cpu
+		// alone names a family, broker.cpu.mx is judged whole.
+		if deeper := deeperMembers(member); deeper != nil {
+			if len(parts) == 2 {
+				c.fail(parts[1].at, "%s is a family of metrics; name one of %s.{%s}", member, member, strings.Join(deeper, ","))
+				return metric.Metric{}, false
+			}
+			last := parts[len(parts)-1]
+			cands := make([]string, len(deeper))
+			for i, s := range deeper {
+				cands[i] = member + "." + s
+			}
+			if s := suggestName(full, cands); s != "" {
+				c.fail(last.at, "unknown metric %q; did you mean %q?", full, s)
+			} else {
+				c.fail(last.at, "unknown metric %q (%s.*: %s)", full, member, strings.Join(deeper, ", "))
+			}
+			return metric.Metric{}, false
+		}
 		cands := make([]string, len(members))
 		for i, s := range members {
 			cands[i] = first.name + "." + s
@@ -461,4 +480,16 @@ func (c *checker) resolve(parts []part, scoped bool) (metric.Metric, bool) {
 		c.fail(first.at, "unknown metric %q (metrics: %s, groups.<name>.*, phases.<name>.*)", full, topList)
 	}
 	return metric.Metric{}, false
+}
+
+// deeperMembers lists the last parts of the metrics named prefix.<x>
+// (broker.cpu → max, mean), or nil when prefix is not a nested family.
+func deeperMembers(prefix string) []string {
+	var out []string
+	for _, md := range metric.All() {
+		if rest, ok := strings.CutPrefix(string(md.Name), prefix+"."); ok && !strings.Contains(rest, ".") {
+			out = append(out, rest)
+		}
+	}
+	return out
 }

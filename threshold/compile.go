@@ -79,21 +79,23 @@ func scopeTypes(metrics, groups, phases types.Map) types.Map {
 var durationType = types.TypeOf(time.Duration(0))
 
 // metricTypes is one scope's metrics as a types.Map: leaves and aliases at
-// the top, each family (latency, ack, ...) as a nested types.Map.
+// the top, each family (latency, ack, ...) as a nested types.Map, and
+// each further dot (broker.cpu.max) one level deeper.
 func metricTypes() types.Map {
 	m := types.Map{}
 	for _, md := range metric.All() {
-		t := kindType(md.Kind)
-		if fam, member, ok := md.Name.Split(); ok {
-			sub, _ := m[fam].(types.Map)
+		// A name with several dots (broker.cpu.max) nests as deep.
+		parts := strings.Split(string(md.Name), ".")
+		at := m
+		for _, p := range parts[:len(parts)-1] {
+			sub, _ := at[p].(types.Map)
 			if sub == nil {
 				sub = types.Map{}
-				m[fam] = sub
+				at[p] = sub
 			}
-			sub[member] = t
-		} else {
-			m[string(md.Name)] = t
+			at = sub
 		}
+		at[parts[len(parts)-1]] = kindType(md.Kind)
 	}
 	for _, alias := range metric.Aliases() {
 		md, _ := metric.Lookup(alias)

@@ -314,11 +314,12 @@ func put(env map[string]any, ref Ref, v any) {
 	if ref.Scope != Top {
 		m = sub(sub(m, string(ref.Scope)), ref.Name)
 	}
-	if fam, member, ok := ref.Metric.Split(); ok {
-		sub(m, fam)[member] = v
-	} else {
-		m[string(ref.Metric)] = v
+	parts := strings.Split(string(ref.Metric), ".")
+	at := m
+	for _, p := range parts[:len(parts)-1] {
+		at = sub(at, p)
 	}
+	at[parts[len(parts)-1]] = v
 	if alias, ok := metric.Alias(ref.Metric); ok {
 		m[alias] = v
 	}

@@ -1,0 +1,64 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/procstat"
+	"github.com/mqplan/mqplan/stats"
+)
+
+// procSamplers read the broker's (when the plan's broker.metrics names
+// one) and mqplan's own CPU and memory once a second, on the snapshot
+// goroutine: never on a client's.
+type procSamplers struct {
+	broker, self *procstat.Sampler
+}
+
+// newProcSamplers finds the broker process the plan names. A broker
+// process that cannot be found or read is an error the run reports as
+// incomplete before anything connects: thresholds on broker.* would
+// otherwise fail after a whole run, for a reason known at its start.
+// mqplan's own sampler is best effort (absent where there is no /proc).
+func newProcSamplers(m *plans.BrokerMetrics) (procSamplers, error) {
+	var ps procSamplers
+	if self, err := procstat.New(0); err == nil {
+		ps.self = self
+	}
+	if m == nil {
+		return ps, nil
+	}
+	pid := m.PID
+	if m.Process != "" {
+		p, err := procstat.FindProcess(m.Process)
+		if err != nil {
+			return ps, fmt.Errorf("broker.metrics: %w", err)
+		}
+		pid = p
+	}
+	b, err := procstat.New(pid)
+	if err != nil {
+		return ps, fmt.Errorf("broker.metrics: pid %d: %w", pid, err)
+	}
+	ps.broker = b
+	return ps, nil
+}
+
+// sample reads both processes into s. A process that can no longer be
+// read (the broker exited) is not read again, and the run says so once.
+func (r *run) sampleProcs(s *stats.Second) {
+	read := func(sp **procstat.Sampler, what string) stats.ProcSample {
+		if *sp == nil {
+			return stats.ProcSample{}
+		}
+		v, err := (*sp).Sample()
+		if err != nil {
+			r.note(fmt.Sprintf("%s metrics stopped at %s: %v", what, s.At.Round(1e9), err))
+			*sp = nil
+			return stats.ProcSample{}
+		}
+		return stats.ProcSample{Sampled: true, CPU: v.CPU, RSS: v.RSS}
+	}
+	s.Broker = read(&r.procs.broker, "broker")
+	s.Self = read(&r.procs.self, "mqplan")
+}
