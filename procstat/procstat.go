@@ -17,11 +17,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -112,12 +114,14 @@ func readSmall(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	buf := make([]byte, maxFile)
-	n, err := f.Read(buf)
-	if n == 0 && err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, maxFile))
+	if err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("%s: no such process", filepath.Dir(path))
+		}
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return buf[:n], nil
+	return b, nil
 }
 
 // cpuTicks reads utime+stime from dir/stat. The command name (field 2)

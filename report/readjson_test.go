@@ -145,6 +145,7 @@ func TestReadJSONRefuses(t *testing.T) {
 		{name: "bad duration", doc: edit(`"elapsed": "11.7s"`, `"elapsed": "soon"`), want: `bad duration "soon"`},
 		{name: "count as a duration", doc: edit(`"acked": 7998`, `"acked": "1s"`), want: "metrics.top: acked: a string for a count"},
 		{name: "unknown phase", doc: edit(`"name": "connect"`, `"name": "launch"`), want: `phases: unknown phase "launch"`},
+		{name: "negative process memory", doc: edit(`"rss_bytes": 4194304`, `"rss_bytes": -1`), want: "timeline[0].broker: cpu_percent 20 and rss_bytes -1 must not be negative"},
 		{name: "bad reference", doc: edit(`"metric": "connect.failed"`, `"metric": "groups."`), want: `bad metric reference "groups."`},
 		{name: "too large", doc: good, limit: 1000, want: "larger than the 1000 bytes a result may have"},
 		{name: "too large by MiB", doc: strings.Repeat(" ", 2<<20+1), limit: 2 << 20, want: "larger than the 2 MiB a result may have"},
