@@ -33,6 +33,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	var b bytes.Buffer
 	mdHeader(&b, r)
 	mdThresholds(&b, r)
+	mdBaseline(&b, r)
 	mdGroups(&b, r)
 	mdLatency(&b, r)
 	mdDelivery(&b, r)
@@ -376,4 +377,37 @@ func oneLine(s string) string {
 		}
 		return c
 	}, s)
+}
+
+// mdBaseline writes the comparison with the baseline run (--baseline),
+// when there is one, as the table does: baseline as A, this run as B, a
+// table for the total and one per group both have, and the comparison's
+// summary, so that a pull request's step summary shows how far a "no
+// worse than last release" gate was from failing.
+func mdBaseline(b *bytes.Buffer, r *Result) {
+	if r.Baseline == nil || r.Baseline.Result == nil {
+		return
+	}
+	c := Compare(r.Baseline.Result, r, r.Baseline.File, "this run", DefaultTolerance)
+	b.WriteString("### Compared with the baseline " + mdCode(r.Baseline.File) + "\n\n")
+	for _, n := range c.Notes {
+		b.WriteString("- " + mdText(n) + "\n")
+	}
+	if len(c.Notes) > 0 {
+		b.WriteByte('\n')
+	}
+	for _, sec := range c.Sections {
+		title := "Total"
+		if sec.Group != "" {
+			title = "Group " + mdText(sec.Group)
+		}
+		b.WriteString("**" + title + "**\n\n")
+		rows := make([][]string, 0, len(sec.Rows))
+		for _, row := range sec.Rows {
+			rows = append(rows, []string{mdCode(string(row.Metric)), compareValue(row.Metric, row.A), compareValue(row.Metric, row.B),
+				row.delta(), row.changePercent(), row.Mark.String()})
+		}
+		mdTable(b, []string{"metric", "baseline", "this run", "change", "change %", ""}, 1, rows)
+	}
+	b.WriteString(mdText(c.Summary()) + "\n\n")
 }

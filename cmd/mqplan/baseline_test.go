@@ -69,6 +69,22 @@ func TestBaselineGate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the Markdown summary compares too", func(t *testing.T) {
+		md := filepath.Join(dir, "summary.md")
+		r := runCmd(t, "run", "--quiet", "--baseline", base, "--set", within, "--out", "md="+md, plan)
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+		b, err := os.ReadFile(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"### Compared with the baseline `" + base + "`", "| metric | baseline | this run | change | change % |  |", "| `latency.p99` |", "**Group sub**"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("the Markdown lacks %q:\n%s", want, b)
+			}
+		}
+	})
 }
 
 // TestOutputsNeverReplaceInputs checks that report and compare refuse an
