@@ -262,73 +262,21 @@ func htmlTables(r *Result) []htmlTable {
 	var out []htmlTable
 
 	groups := htmlTable{Title: "Groups (messages: steady phase" + r.steadyLength() + "; clients and disconnects: whole run)",
-		Head: []string{"group", "role", "clients", "connected", "lost", "disconnects", "sent", "unsent", "received",
-			"send/s total", "send/s per client", "recv/s total", "recv/s per client"}}
-	clients, connected, lost := 0, 0, 0
-	for _, g := range r.Groups {
-		m := r.Measured.Groups[g.Name]
-		clients += g.Clients
-		connected += g.Connected
-		lost += g.Lost
-		groups.Rows = append(groups.Rows, []string{
-			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected), itoa(g.Lost), count(m, metric.Disconnects),
-			count(m, metric.Sent), count(m, metric.Unsent), count(m, metric.Received),
-			rate(m, metric.SendRate, 1), rate(m, metric.SendRate, g.Clients),
-			rate(m, metric.RecvRate, 1), rate(m, metric.RecvRate, g.Clients),
-		})
-	}
-	top := r.Measured.Top
-	groups.Rows = append(groups.Rows, []string{
-		"total", "", itoa(clients), itoa(connected), itoa(lost), count(top, metric.Disconnects),
-		count(top, metric.Sent), count(top, metric.Unsent), count(top, metric.Received),
-		rate(top, metric.SendRate, 1), absent, rate(top, metric.RecvRate, 1), absent,
-	})
+		Head: groupsHead, Rows: groupsCells(r)}
 	out = append(out, groups)
 
 	lat := htmlTable{Title: "Latency (e2e and ack over the steady phase; connect and subscribe over the whole run)",
-		Head: []string{"", "samples", "min", "p50", "p90", "p99", "p99.9", "max"}}
-	for _, l := range r.Latency {
-		row := []string{l.Name, fmt.Sprint(l.Samples)}
-		for _, d := range []time.Duration{l.Min, l.P50, l.P90, l.P99, l.P999, l.Max} {
-			if l.Samples == 0 {
-				row = append(row, absent)
-			} else {
-				row = append(row, fmtDuration(d))
-			}
-		}
-		lat.Rows = append(lat.Rows, row)
-	}
+		Head: latencyHead, Rows: latencyCells(r)}
 	out = append(out, lat)
 
 	del := htmlTable{Title: "Delivery (steady-phase messages, deliveries during drain included)",
-		Head: []string{"group", "expected", "received", "lost", "unsent", "unacked", "by broker", "dup", "out-of-order", "corrupted", "loss rate", "dup rate"},
+		Head: deliveryHead, Rows: deliveryCells(r),
 		Notes: []string{"A subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages.",
 			"lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered)."}}
-	delRow := func(name string, m metric.Set) []string {
-		return []string{name,
-			count(m, metric.Expected), count(m, metric.Received), count(m, metric.Lost),
-			count(m, metric.LostUnsent), count(m, metric.LostUnacked), count(m, metric.LostBroker),
-			count(m, metric.Duplicates), count(m, metric.OutOfOrder), count(m, metric.Corrupted),
-			percent(m, metric.LossRate), percent(m, metric.DupRate),
-		}
-	}
-	for _, g := range r.Groups {
-		del.Rows = append(del.Rows, delRow(g.Name, r.Measured.Groups[g.Name]))
-	}
-	del.Rows = append(del.Rows, delRow("total", top))
 	out = append(out, del)
 
 	health := htmlTable{Title: "Generator health (steady phase; lag = actual - intended send time; late = lag over " + fmtDuration(stats.LateThreshold) + ")",
-		Head: []string{"group", "lag p99", "lag max", "late sends", "late %"}}
-	healthRow := func(name string, m metric.Set, late int64) []string {
-		return []string{name, duration(m, metric.LagP99), duration(m, metric.LagMax), fmt.Sprint(late), percent(m, metric.LateRate)}
-	}
-	for _, g := range r.Groups {
-		if g.Publishes {
-			health.Rows = append(health.Rows, healthRow(g.Name, r.Measured.Groups[g.Name], g.Late))
-		}
-	}
-	health.Rows = append(health.Rows, healthRow("total", top, r.Late))
+		Head: healthHead, Rows: healthCells(r)}
 	out = append(out, health)
 
 	if br := r.Broker; br != nil {

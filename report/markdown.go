@@ -146,19 +146,7 @@ func mdLatency(b *bytes.Buffer, r *Result) {
 		return
 	}
 	b.WriteString("### Latency\n\ne2e and ack over the steady phase; connect and subscribe over the whole run.\n\n")
-	var rows [][]string
-	for _, l := range r.Latency {
-		row := []string{l.Name, strconv.FormatInt(l.Samples, 10)}
-		for _, d := range []time.Duration{l.Min, l.P50, l.P90, l.P99, l.P999, l.Max} {
-			if l.Samples == 0 {
-				row = append(row, absent)
-			} else {
-				row = append(row, fmtDuration(d))
-			}
-		}
-		rows = append(rows, row)
-	}
-	mdTable(b, []string{"", "samples", "min", "p50", "p90", "p99", "p99.9", "max"}, 1, rows)
+	mdTable(b, latencyHead, 1, latencyCells(r))
 }
 
 func mdDelivery(b *bytes.Buffer, r *Result) {
@@ -166,20 +154,12 @@ func mdDelivery(b *bytes.Buffer, r *Result) {
 		return
 	}
 	b.WriteString("### Delivery\n\nSteady-phase messages, deliveries during drain included; a subscribing group counts deliveries to its clients, a publishing group deliveries of its messages.\n\n")
-	row := func(name string, m metric.Set) []string {
-		return []string{name,
-			count(m, metric.Expected), count(m, metric.Received), count(m, metric.Lost),
-			count(m, metric.LostUnsent), count(m, metric.LostUnacked), count(m, metric.LostBroker),
-			count(m, metric.Duplicates), count(m, metric.OutOfOrder), count(m, metric.Corrupted),
-			percent(m, metric.LossRate), percent(m, metric.DupRate),
-		}
+	rows := deliveryCells(r)
+	for i := range rows {
+		rows[i][0] = mdText(rows[i][0])
 	}
-	var rows [][]string
-	for _, g := range r.Groups {
-		rows = append(rows, row(mdText(g.Name), r.Measured.Groups[g.Name]))
-	}
-	rows = append(rows, row("**total**", r.Measured.Top))
-	mdTable(b, []string{"group", "expected", "received", "lost", "unsent", "unacked", "by broker", "dup", "out-of-order", "corrupted", "loss rate", "dup rate"}, 1, rows)
+	rows[len(rows)-1][0] = "**total**"
+	mdTable(b, deliveryHead, 1, rows)
 }
 
 func mdErrors(b *bytes.Buffer, r *Result) {

@@ -135,69 +135,17 @@ func writeGroups(b *bytes.Buffer, r *Result) error {
 		rates = "; rates: over the " + fmtDuration(r.RateWindow) + " from first to last delivery"
 	}
 	section(b, "Groups (messages: steady phase"+r.steadyLength()+rates+"; clients and disconnects: whole run; per client = total / clients)")
-	t := newTableAligned(b, []align{alignLeft, alignLeft},
-		"group", "role", "clients", "connected", "lost", "disconnects", "sent", "unsent", "received",
-		"send/s total", "send/s per client", "recv/s total", "recv/s per client")
-	var rows [][]string
-	clients, connected, lost := 0, 0, 0
-	for _, g := range r.Groups {
-		m := r.Measured.Groups[g.Name]
-		clients += g.Clients
-		connected += g.Connected
-		lost += g.Lost
-		rows = append(rows, []string{
-			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected), itoa(g.Lost), count(m, metric.Disconnects),
-			count(m, metric.Sent), count(m, metric.Unsent), count(m, metric.Received),
-			rate(m, metric.SendRate, 1), rate(m, metric.SendRate, g.Clients),
-			rate(m, metric.RecvRate, 1), rate(m, metric.RecvRate, g.Clients),
-		})
-	}
-	// The total's per-client rates would mix publishers and subscribers
-	// into one meaningless average, so they are left out.
-	top := r.Measured.Top
-	rows = append(rows, []string{
-		"total", "", itoa(clients), itoa(connected), itoa(lost), count(top, metric.Disconnects),
-		count(top, metric.Sent), count(top, metric.Unsent), count(top, metric.Received),
-		rate(top, metric.SendRate, 1), absent, rate(top, metric.RecvRate, 1), absent,
-	})
-	return render(t, rows)
+	return render(newTableAligned(b, []align{alignLeft, alignLeft}, groupsHead...), groupsCells(r))
 }
 
 func writeLatency(b *bytes.Buffer, r *Result) error {
 	section(b, "Latency (e2e and ack over the steady phase; connect and subscribe over the whole run)")
-	t := newTable(b, "", "samples", "min", "p50", "p90", "p99", "p99.9", "max")
-	var rows [][]string
-	for _, l := range r.Latency {
-		row := []string{l.Name, fmt.Sprint(l.Samples)}
-		for _, d := range []time.Duration{l.Min, l.P50, l.P90, l.P99, l.P999, l.Max} {
-			if l.Samples == 0 {
-				row = append(row, absent)
-			} else {
-				row = append(row, fmtDuration(d))
-			}
-		}
-		rows = append(rows, row)
-	}
-	return render(t, rows)
+	return render(newTable(b, latencyHead...), latencyCells(r))
 }
 
 func writeDelivery(b *bytes.Buffer, r *Result) error {
 	section(b, "Delivery (steady-phase messages, deliveries during drain included)")
-	t := newTable(b, "group", "expected", "received", "lost", "unsent", "unacked", "by broker", "dup", "out-of-order", "corrupted", "loss rate", "dup rate")
-	var rows [][]string
-	row := func(name string, m metric.Set) []string {
-		return []string{name,
-			count(m, metric.Expected), count(m, metric.Received), count(m, metric.Lost),
-			count(m, metric.LostUnsent), count(m, metric.LostUnacked), count(m, metric.LostBroker),
-			count(m, metric.Duplicates), count(m, metric.OutOfOrder), count(m, metric.Corrupted),
-			percent(m, metric.LossRate), percent(m, metric.DupRate),
-		}
-	}
-	for _, g := range r.Groups {
-		rows = append(rows, row(g.Name, r.Measured.Groups[g.Name]))
-	}
-	rows = append(rows, row("total", r.Measured.Top))
-	if err := render(t, rows); err != nil {
+	if err := render(newTable(b, deliveryHead...), deliveryCells(r)); err != nil {
 		return err
 	}
 	// Users ask why a publishing group "receives": say it once, here.
@@ -208,18 +156,7 @@ func writeDelivery(b *bytes.Buffer, r *Result) error {
 
 func writeHealth(b *bytes.Buffer, r *Result) error {
 	section(b, "Generator health (steady phase; lag = actual - intended send time; late = lag over "+fmtDuration(stats.LateThreshold)+")")
-	t := newTable(b, "group", "lag p99", "lag max", "late sends", "late %")
-	var rows [][]string
-	row := func(name string, m metric.Set, late int64) []string {
-		return []string{name, duration(m, metric.LagP99), duration(m, metric.LagMax), fmt.Sprint(late), percent(m, metric.LateRate)}
-	}
-	for _, g := range r.Groups {
-		if g.Publishes {
-			rows = append(rows, row(g.Name, r.Measured.Groups[g.Name], g.Late))
-		}
-	}
-	rows = append(rows, row("total", r.Measured.Top, r.Late))
-	return render(t, rows)
+	return render(newTable(b, healthHead...), healthCells(r))
 }
 
 func writeBroker(b *bytes.Buffer, r *Result) error {

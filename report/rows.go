@@ -1,0 +1,101 @@
+package report
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mqplan/mqplan/metric"
+)
+
+// The summary's tables as cells, shared by the terminal table, the HTML
+// page and the Markdown summary, so that a figure reads the same in each
+// and a new column is added once. Each format only lays them out (and
+// escapes them where it must).
+
+// groupsHead heads the groups table.
+var groupsHead = []string{"group", "role", "clients", "connected", "lost", "disconnects", "sent", "unsent", "received",
+	"send/s total", "send/s per client", "recv/s total", "recv/s per client"}
+
+// groupsCells is one row per group and a total. The total's per-client
+// rates would mix publishers and subscribers into one meaningless
+// average, so they are left out.
+func groupsCells(r *Result) [][]string {
+	var rows [][]string
+	clients, connected, lost := 0, 0, 0
+	for _, g := range r.Groups {
+		m := r.Measured.Groups[g.Name]
+		clients += g.Clients
+		connected += g.Connected
+		lost += g.Lost
+		rows = append(rows, []string{
+			g.Name, g.role(), itoa(g.Clients), itoa(g.Connected), itoa(g.Lost), count(m, metric.Disconnects),
+			count(m, metric.Sent), count(m, metric.Unsent), count(m, metric.Received),
+			rate(m, metric.SendRate, 1), rate(m, metric.SendRate, g.Clients),
+			rate(m, metric.RecvRate, 1), rate(m, metric.RecvRate, g.Clients),
+		})
+	}
+	top := r.Measured.Top
+	return append(rows, []string{
+		"total", "", itoa(clients), itoa(connected), itoa(lost), count(top, metric.Disconnects),
+		count(top, metric.Sent), count(top, metric.Unsent), count(top, metric.Received),
+		rate(top, metric.SendRate, 1), absent, rate(top, metric.RecvRate, 1), absent,
+	})
+}
+
+// latencyHead heads the latency table.
+var latencyHead = []string{"", "samples", "min", "p50", "p90", "p99", "p99.9", "max"}
+
+// latencyCells is one row per latency (e2e, ack, connect, subscribe);
+// a latency without samples shows "-", never 0.
+func latencyCells(r *Result) [][]string {
+	var rows [][]string
+	for _, l := range r.Latency {
+		row := []string{l.Name, fmt.Sprint(l.Samples)}
+		for _, d := range []time.Duration{l.Min, l.P50, l.P90, l.P99, l.P999, l.Max} {
+			if l.Samples == 0 {
+				row = append(row, absent)
+			} else {
+				row = append(row, fmtDuration(d))
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// deliveryHead heads the delivery table.
+var deliveryHead = []string{"group", "expected", "received", "lost", "unsent", "unacked", "by broker", "dup", "out-of-order", "corrupted", "loss rate", "dup rate"}
+
+// deliveryCells is one row per group and, last, the total.
+func deliveryCells(r *Result) [][]string {
+	row := func(name string, m metric.Set) []string {
+		return []string{name,
+			count(m, metric.Expected), count(m, metric.Received), count(m, metric.Lost),
+			count(m, metric.LostUnsent), count(m, metric.LostUnacked), count(m, metric.LostBroker),
+			count(m, metric.Duplicates), count(m, metric.OutOfOrder), count(m, metric.Corrupted),
+			percent(m, metric.LossRate), percent(m, metric.DupRate),
+		}
+	}
+	var rows [][]string
+	for _, g := range r.Groups {
+		rows = append(rows, row(g.Name, r.Measured.Groups[g.Name]))
+	}
+	return append(rows, row("total", r.Measured.Top))
+}
+
+// healthHead heads the generator-health table.
+var healthHead = []string{"group", "lag p99", "lag max", "late sends", "late %"}
+
+// healthCells is one row per publishing group and, last, the total.
+func healthCells(r *Result) [][]string {
+	row := func(name string, m metric.Set, late int64) []string {
+		return []string{name, duration(m, metric.LagP99), duration(m, metric.LagMax), fmt.Sprint(late), percent(m, metric.LateRate)}
+	}
+	var rows [][]string
+	for _, g := range r.Groups {
+		if g.Publishes {
+			rows = append(rows, row(g.Name, r.Measured.Groups[g.Name], g.Late))
+		}
+	}
+	return append(rows, row("total", r.Measured.Top, r.Late))
+}
