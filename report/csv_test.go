@@ -3,27 +3,13 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mqplan/mqplan/internal/golden"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 )
-
-func TestGoldenCSV(t *testing.T) {
-	for _, tc := range goldenCases(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := WriteCSV(&b, tc.r); err != nil {
-				t.Fatal(err)
-			}
-			golden.Check(t, filepath.Join(goldenDir, tc.name+".csv"), b.Bytes())
-		})
-	}
-}
 
 // TestCSVRows pins the CSV timeline's rules row by row: a total row then
 // one per group for each second, rates over the second's real length,

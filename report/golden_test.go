@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"io"
 	"path/filepath"
 	"testing"
 
@@ -61,26 +62,30 @@ func goldenCases(t *testing.T) []struct {
 	}
 }
 
-func TestGoldenTable(t *testing.T) {
-	for _, tc := range goldenCases(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := WriteTable(&b, tc.r); err != nil {
-				t.Fatal(err)
-			}
-			golden.Check(t, filepath.Join(goldenDir, tc.name+".txt"), b.Bytes())
-		})
+// TestGoldenFormats pins every file format on the fixture runs: the
+// summary table, the JSON, JUnit, Markdown and CSV, each in its golden
+// file (testdata/golden/report/CASE.EXT; -update rewrites them). The HTML
+// page is checked in a browser instead (html_test.go).
+func TestGoldenFormats(t *testing.T) {
+	formats := []struct {
+		ext   string
+		write func(io.Writer, *Result) error
+	}{
+		{".txt", WriteTable},
+		{".json", WriteJSON},
+		{".junit.xml", WriteJUnit},
+		{".md", WriteMarkdown},
+		{".csv", WriteCSV},
 	}
-}
-
-func TestGoldenJSON(t *testing.T) {
-	for _, tc := range goldenCases(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := WriteJSON(&b, tc.r); err != nil {
-				t.Fatal(err)
-			}
-			golden.Check(t, filepath.Join(goldenDir, tc.name+".json"), b.Bytes())
-		})
+	for _, f := range formats {
+		for _, tc := range goldenCases(t) {
+			t.Run(tc.name+f.ext, func(t *testing.T) {
+				var b bytes.Buffer
+				if err := f.write(&b, tc.r); err != nil {
+					t.Fatal(err)
+				}
+				golden.Check(t, filepath.Join(goldenDir, tc.name+f.ext), b.Bytes())
+			})
+		}
 	}
 }

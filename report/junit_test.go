@@ -10,24 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/mqplan/mqplan/internal/golden"
 )
 
 // jenkinsXSD is Jenkins' JUnit schema (see testdata/junit/README.md).
 const jenkinsXSD = "../testdata/junit/jenkins-junit.xsd"
-
-func TestGoldenJUnit(t *testing.T) {
-	for _, tc := range goldenCases(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := WriteJUnit(&b, tc.r); err != nil {
-				t.Fatal(err)
-			}
-			golden.Check(t, filepath.Join(goldenDir, tc.name+".junit.xml"), b.Bytes())
-		})
-	}
-}
 
 // xmllint is the schema validator, or "" (the test skips) when
 // libxml2-utils is not installed; in CI (CI set) it must be: .ci/run

@@ -2,28 +2,14 @@ package report
 
 import (
 	"bytes"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mqplan/mqplan/internal/golden"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 )
-
-func TestGoldenMarkdown(t *testing.T) {
-	for _, tc := range goldenCases(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := WriteMarkdown(&b, tc.r); err != nil {
-				t.Fatal(err)
-			}
-			golden.Check(t, filepath.Join(goldenDir, tc.name+".md"), b.Bytes())
-		})
-	}
-}
 
 // timeline makes n seconds of steady traffic: second i (from 1) sends
 // 100*i messages, receives one fewer, and has a p99 of i ms.
