@@ -31,7 +31,10 @@ func hotRun(tb testing.TB, size int) (*run, *client, []byte) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &run{prog: prog, rec: newRecorder(len(prog.Groups)), pattern: padPattern(prog.MaxPayload), epoch: time.Now()}
+	r := &run{prog: prog, rec: newRecorder(len(prog.Groups), prog.Drain), pattern: padPattern(prog.MaxPayload), epoch: time.Now()}
+	// The live view's per-second ack histograms are recorded on the ack
+	// path too (Options.Ack): measured with them.
+	r.rec.trackAck = true
 	sub := &client{plan: &prog.Clients[0], streams: map[uint32]*stream{}}
 	return r, sub, make([]byte, size)
 }
@@ -187,6 +190,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 								return
 							}
 							rec.lag = time.Duration(r.now() - intended)
+							rec.intended = intended
 							r.rec.recordSend(pub.Index, &rec)
 							if qos > 0 {
 								select {

@@ -3,6 +3,7 @@ package runner
 import (
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -18,6 +19,29 @@ import (
 type recorder struct {
 	stripes []stripe
 	nGroups int
+	// allowance is how long a message is given to arrive before its
+	// missing deliveries count as lost so far (see run.LostSoFar), and
+	// dueWidth the span of intended send time (ns) one slot of the due
+	// rings counts: a whole second, or more when the allowance is longer
+	// than the ring can hold in seconds.
+	allowance time.Duration
+	dueWidth  int64
+	// trackAck records each second's ack latencies per group (for
+	// Options.Ack); off, an ack costs no histogram.
+	trackAck bool
+}
+
+// dueSlots is the length of each stripe's ring of due counts per group:
+// enough slots of dueWidth to hold every message not yet given its
+// allowance, with room for a snapshot that runs a few seconds late.
+const dueSlots = 32
+
+// dueSlot counts, for the messages whose intended send time falls in
+// one slot of dueWidth (bucket is its index since the epoch), the
+// deliveries to one group they imply (expected) and the first-time
+// deliveries of them so far (unique).
+type dueSlot struct {
+	bucket, expected, unique int64
 }
 
 // stripe holds one share of the counters and histograms.
@@ -28,7 +52,17 @@ type stripe struct {
 	// sec[group] accumulates the current second for the timeline, one
 	// entry per plan group; the second's totals are their sums.
 	sec []secondAcc
-	_   [64]byte // keep neighbouring stripes' locks off one cache line
+	// due[group*dueSlots+bucket%dueSlots] counts the deliveries of
+	// messages still within their allowance, by intended send time;
+	// settled[group] is expected minus first-time deliveries of every
+	// message past it (and of every message never sent), which may be
+	// negative in one stripe: a message is expected in its publisher's
+	// stripe and received in its subscriber's. matured is the first bucket
+	// not yet past its allowance, as the last snapshot set it.
+	due     []dueSlot
+	settled []int64
+	matured int64
+	_       [64]byte // keep neighbouring stripes' locks off one cache line
 }
 
 // secondAcc is one stripe's share of one group's current second.
@@ -41,17 +75,60 @@ type secondAcc struct {
 	// stripe, so that only receiving groups hold one (a histogram is
 	// ~144 KiB); it is reset, never freed, at each second.
 	latency *hdrhistogram.Histogram
-	lagMax  int64
+	// ack holds the second's ack latencies of the group's publishes, when
+	// the recorder tracks them; allocated on the first, reset each second.
+	ack    *hdrhistogram.Histogram
+	lagMax int64
 }
 
-func newRecorder(nGroups int) *recorder {
+// newRecorder returns the recorder of a run of nGroups groups whose
+// messages are given allowance to arrive (the plan's drain, at least a
+// second: a message in flight is not lost).
+func newRecorder(nGroups int, allowance time.Duration) *recorder {
 	n := max(4, 2*runtime.GOMAXPROCS(0))
-	r := &recorder{stripes: make([]stripe, n), nGroups: nGroups}
+	// An allowance beyond a day (a plan's drain may say anything) never
+	// passes during a run anyway; bounded, the arithmetic cannot overflow.
+	allowance = min(max(allowance, time.Second), 24*time.Hour)
+	// dueSlots-2 slots of whole seconds hold the allowance and a few
+	// seconds of late snapshots.
+	const span = (dueSlots - 2) * time.Second
+	width := max(1, (allowance+4*time.Second+span-1)/span) * time.Second
+	r := &recorder{stripes: make([]stripe, n), nGroups: nGroups, allowance: allowance, dueWidth: int64(width)}
 	for i := range r.stripes {
 		r.stripes[i].cells = make([]stats.Metrics, phase.Count*nGroups)
 		r.stripes[i].sec = make([]secondAcc, nGroups)
+		r.stripes[i].due = make([]dueSlot, dueSlots*nGroups)
+		r.stripes[i].settled = make([]int64, nGroups)
 	}
 	return r
+}
+
+// bucket is the due-ring slot index of an intended send time (ns since
+// the epoch).
+func (r *recorder) bucket(intended int64) int64 { return max(intended, 0) / r.dueWidth }
+
+// addDue counts expected deliveries to group of the messages intended in
+// bucket b, and first-time deliveries of them: in the bucket's slot while
+// it is within its allowance, in settled once it is past. A slot still
+// holding an older bucket (a snapshot very late) is settled first; a
+// bucket older than its slot's is past its allowance anyway. The stripe
+// must be locked.
+func (st *stripe) addDue(group int, b, expected, unique int64) {
+	if b < st.matured {
+		st.settled[group] += expected - unique
+		return
+	}
+	sl := &st.due[group*dueSlots+int(b%dueSlots)]
+	switch {
+	case sl.bucket > b:
+		st.settled[group] += expected - unique
+		return
+	case sl.bucket < b:
+		st.settled[group] += sl.expected - sl.unique
+		*sl = dueSlot{bucket: b}
+	}
+	sl.expected += expected
+	sl.unique += unique
 }
 
 // stripeFor returns the stripe a client records into.
@@ -88,6 +165,8 @@ type sendRecord struct {
 	expected   int64
 	expectedBy []int // deliveries by receiving group
 	lag        time.Duration
+	// intended is the message's intended send time, ns since the epoch.
+	intended int64
 }
 
 // recordSend counts one PUBLISH written.
@@ -98,9 +177,11 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 	m.Sent++
 	m.SentBytes += s.bytes
 	m.ExpectedOwn += s.expected
+	b := r.bucket(s.intended)
 	for g, n := range s.expectedBy {
 		if n != 0 {
 			st.cell(r.nGroups, s.phase, g).Expected += int64(n)
+			st.addDue(g, b, int64(n), 0)
 		}
 	}
 	lag := micros(s.lag)
@@ -119,7 +200,8 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 // recordUnsent counts n messages of a publisher that its schedule called
 // for in phase and that were never sent, and the deliveries they imply
 // (by receiving group) as expected and lost: a message that never left
-// is a delivery that never arrived, whatever the reason.
+// is a delivery that never arrived, whatever the reason; lost so far at
+// once, since nothing can make it arrive.
 func (r *recorder) recordUnsent(client int, ph phase.Phase, group int, n int64, expected int64, expectedBy []int) {
 	if n <= 0 {
 		return
@@ -135,6 +217,7 @@ func (r *recorder) recordUnsent(client int, ph phase.Phase, group int, n int64, 
 			c := st.cell(r.nGroups, ph, g)
 			c.Expected += n * int64(k)
 			c.LostUnsent += n * int64(k)
+			st.settled[g] += n * int64(k)
 		}
 	}
 	st.mu.Unlock()
@@ -179,8 +262,16 @@ func (r *recorder) recordAck(client int, ph phase.Phase, group int, d time.Durat
 	st.mu.Lock()
 	m := st.cell(r.nGroups, ph, group)
 	m.Acked++
-	record(&m.Ack, micros(d), &m.OverRange)
-	st.sec[group].acked++
+	us := micros(d)
+	record(&m.Ack, us, &m.OverRange)
+	sec := &st.sec[group]
+	sec.acked++
+	if r.trackAck {
+		if sec.ack == nil {
+			sec.ack = stats.NewHistogram()
+		}
+		_ = sec.ack.RecordValue(min(max(us, stats.HistogramMin), stats.HistogramMax))
+	}
 	st.mu.Unlock()
 }
 
@@ -204,6 +295,11 @@ type recvRecord struct {
 	// at is when the delivery arrived, since the run's epoch.
 	at   time.Duration
 	kind delivery
+	// scheduled is set for a message of this run's schedules, whose
+	// deliveries were counted as expected: a first delivery of it counts
+	// against them (as sent at at - latency). Another process's message
+	// (mqplan sub) was never expected.
+	scheduled bool
 }
 
 // recordReceive counts one delivery.
@@ -232,6 +328,9 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 	}
 	if d.kind != deliveryDuplicate {
 		st.cell(r.nGroups, d.phase, d.pubGroup).ReceivedOwn++
+		if d.scheduled {
+			st.addDue(d.group, r.bucket(int64(d.at-d.latency)), 0, 1)
+		}
 	}
 	us := micros(d.latency)
 	record(&m.Latency, us, &m.OverRange)
@@ -323,30 +422,58 @@ func (r *recorder) recordSubscribe(client int, ph phase.Phase, group int, d time
 	st.mu.Unlock()
 }
 
-// secondScratch is the snapshot goroutine's reusable histograms: one per
-// group, allocated on the group's first delivery, and one for the whole
-// second, so that taking a second allocates nothing but its Groups.
+// secondScratch is the snapshot goroutine's reusable state: histograms
+// per group (latency and ack), allocated on the group's first sample, one
+// for the whole second, and the lost-so-far sums, so that taking a second
+// allocates nothing but its Groups.
 type secondScratch struct {
-	groups []*hdrhistogram.Histogram
-	total  *hdrhistogram.Histogram
+	groups, acks []*hdrhistogram.Histogram
+	total        *hdrhistogram.Histogram
+	lost         []int64
 }
 
 func newSecondScratch(nGroups int) *secondScratch {
-	return &secondScratch{groups: make([]*hdrhistogram.Histogram, nGroups), total: stats.NewHistogram()}
+	return &secondScratch{groups: make([]*hdrhistogram.Histogram, nGroups), acks: make([]*hdrhistogram.Histogram, nGroups),
+		total: stats.NewHistogram(), lost: make([]int64, nGroups)}
+}
+
+// secondHooks are the live views given each second's figures by
+// recorder.second (see Options.Latency, Ack and LostSoFar); any may be
+// nil.
+type secondHooks struct {
+	latency, ack func(group int, h *hdrhistogram.Histogram)
+	lost         func(group int, n int64)
+}
+
+// matured is the first due bucket whose messages are still within their
+// allowance at now (ns since the epoch); final, every bucket has had all
+// the time it will get.
+func (r *recorder) matured(now int64, final bool) int64 {
+	if final {
+		return math.MaxInt64
+	}
+	return max(0, now-int64(r.allowance)) / r.dueWidth
 }
 
 // second takes and resets the current second's figures of every stripe,
 // per group, and their totals. Each stripe is read once, under its lock,
 // so a message is counted in exactly one second and one group. The
 // caller fills in what the recorder does not know (time, phase,
-// connections, group names). each, when not nil, is given the histogram of
-// every group that had latency samples in the second (see
-// Options.Latency) before it is reset.
-func (r *recorder) second(sc *secondScratch, each func(group int, h *hdrhistogram.Histogram)) stats.Second {
+// connections, group names).
+//
+// It also settles the due buckets before matured (see recorder.matured)
+// and gives the hooks what is set: each group's latency and ack
+// histograms of the second (for those with samples, reset after), and
+// every group's deliveries lost so far: expected minus first-time
+// deliveries of the messages past their allowance or never sent, at
+// least 0.
+func (r *recorder) second(sc *secondScratch, hooks secondHooks, matured int64) stats.Second {
 	s := stats.Second{Groups: make([]stats.GroupSecond, r.nGroups)}
+	clear(sc.lost)
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()
+		st.matured = max(st.matured, matured)
 		for g := range st.sec {
 			acc, gs := &st.sec[g], &s.Groups[g]
 			gs.Sent += acc.sent
@@ -356,14 +483,17 @@ func (r *recorder) second(sc *secondScratch, each func(group int, h *hdrhistogra
 			gs.Acked += acc.acked
 			gs.Duplicates += acc.duplicates
 			gs.LagMax = max(gs.LagMax, time.Duration(acc.lagMax)*time.Microsecond)
-			if h := acc.latency; h != nil && h.TotalCount() > 0 {
-				if sc.groups[g] == nil {
-					sc.groups[g] = stats.NewHistogram()
+			mergeInto(&sc.groups[g], acc.latency)
+			mergeInto(&sc.acks[g], acc.ack)
+			*acc = secondAcc{latency: acc.latency, ack: acc.ack}
+			ring := st.due[g*dueSlots : (g+1)*dueSlots]
+			for j := range ring {
+				if sl := &ring[j]; sl.bucket < st.matured {
+					st.settled[g] += sl.expected - sl.unique
+					sl.expected, sl.unique = 0, 0
 				}
-				sc.groups[g].Merge(h)
-				h.Reset()
 			}
-			*acc = secondAcc{latency: acc.latency}
+			sc.lost[g] += st.settled[g]
 		}
 		st.mu.Unlock()
 	}
@@ -377,10 +507,19 @@ func (r *recorder) second(sc *secondScratch, each func(group int, h *hdrhistogra
 		if h := sc.groups[g]; h != nil && h.TotalCount() > 0 {
 			gs.P50, gs.P99, gs.Max = quantiles(h)
 			sc.total.Merge(h)
-			if each != nil {
-				each(g, h)
+			if hooks.latency != nil {
+				hooks.latency(g, h)
 			}
 			h.Reset()
+		}
+		if h := sc.acks[g]; h != nil && h.TotalCount() > 0 {
+			if hooks.ack != nil {
+				hooks.ack(g, h)
+			}
+			h.Reset()
+		}
+		if hooks.lost != nil {
+			hooks.lost(g, max(0, sc.lost[g]))
 		}
 	}
 	if sc.total.TotalCount() > 0 {
@@ -388,6 +527,19 @@ func (r *recorder) second(sc *secondScratch, each func(group int, h *hdrhistogra
 		sc.total.Reset()
 	}
 	return s
+}
+
+// mergeInto adds a stripe's histogram of the second (when it has
+// samples) into *dst, allocated on first use, and resets it.
+func mergeInto(dst **hdrhistogram.Histogram, h *hdrhistogram.Histogram) {
+	if h == nil || h.TotalCount() == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = stats.NewHistogram()
+	}
+	(*dst).Merge(h)
+	h.Reset()
 }
 
 // quantiles reads a second's p50, p99 and max from h (µs).

@@ -51,6 +51,23 @@ type Options struct {
 	// recording anything per message itself. It runs on the snapshot
 	// goroutine; h is reset once it returns, so merge it, never keep it.
 	Latency func(group int, h *hdrhistogram.Histogram)
+	// Ack, when set, is given, for each second and each group whose QoS
+	// 1/2 publishes were acknowledged in it, the histogram of their
+	// PUBLISH → PUBACK/PUBCOMP latencies (µs), as Latency is given the
+	// end-to-end ones. Unset, no per-second ack histogram is kept.
+	Ack func(group int, h *hdrhistogram.Histogram)
+	// LostSoFar, when set, is given, for each second and every group
+	// (just before Second), the deliveries to the group's clients lost so
+	// far: those implied by the messages whose intended send time is more
+	// than the plan's drain ago (at least a second: the time the run
+	// gives a message to arrive) or that were never sent, less the
+	// first-time deliveries of them. A message that arrives later than
+	// that takes its delivery back, so the figure may go down. The last
+	// second of the run (taken when it is over) counts every message, and
+	// equals the sum over phases of the group's stats.Metrics.Lost
+	// unless a phase received more first-time deliveries than it
+	// expected (each phase's Lost is at least 0, this sum as a whole).
+	LostSoFar func(group int, lost int64)
 	// InterruptDrain bounds the drain after an interruption (default 2s):
 	// a user who pressed Ctrl-C wants the report soon.
 	InterruptDrain time.Duration
@@ -175,13 +192,14 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	r := &run{
 		prog:    prog,
 		opts:    opts,
-		rec:     newRecorder(len(prog.Groups)),
+		rec:     newRecorder(len(prog.Groups), prog.Drain),
 		pattern: padPattern(prog.MaxPayload),
 		timeout: prog.Plan.Broker.ConnectTimeout,
 	}
 	if r.timeout <= 0 {
 		r.timeout = 10 * time.Second
 	}
+	r.rec.trackAck = opts.Ack != nil
 	st := &stats.Stats{Started: time.Now()}
 
 	var broker EmbeddedBroker
@@ -1158,6 +1176,7 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		// schedule runs. What the connection then spends sending is part of the
 		// measured latency, which starts at the intended time anyway.
 		rec.lag = time.Duration(r.now() - intended)
+		rec.intended = intended
 		ph := r.prog.PhaseOf(off)
 		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+intended)
 		// The token is the message's sequence number: sentAs maps it back.
@@ -1239,6 +1258,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 			// (from its wall-clock intended time) are measured.
 			d.phase, d.group, d.pubGroup = r.current(), pc.Group, pc.Group
 			d.kind = r.observe(c, h, d.phase)
+			d.scheduled = false
 			d.bytes = int64(len(payload))
 			d.latency = max(0, time.Duration(r.epochWall+now-h.intended))
 			d.at = time.Duration(now)
@@ -1259,6 +1279,7 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 	d.bytes = int64(len(payload))
 	d.latency = time.Duration(now - sent)
 	d.at = time.Duration(now)
+	d.scheduled = true
 	d.kind = r.observe(c, h, ph)
 	if d.kind == deliveryUnexpected {
 		r.rec.recordUnexpected(pc.Index, ph, pc.Group)
@@ -1515,18 +1536,19 @@ func (r *run) snapshots(stop <-chan struct{}, done chan<- struct{}) {
 	for {
 		select {
 		case <-stop:
-			r.snapshot(scratch, &errors, &last)
+			r.snapshot(scratch, &errors, &last, true)
 			return
 		case <-tick.C:
-			r.snapshot(scratch, &errors, &last)
+			r.snapshot(scratch, &errors, &last, false)
 		}
 	}
 }
 
 // snapshot takes one second of the timeline (see recorder.second) and
-// reports progress.
-func (r *run) snapshot(scratch *secondScratch, errs *int64, last *time.Duration) {
-	s := r.rec.second(scratch, r.opts.Latency)
+// reports progress; final is the one taken when the run is over.
+func (r *run) snapshot(scratch *secondScratch, errs *int64, last *time.Duration, final bool) {
+	hooks := secondHooks{latency: r.opts.Latency, ack: r.opts.Ack, lost: r.opts.LostSoFar}
+	s := r.rec.second(scratch, hooks, r.rec.matured(r.now(), final))
 	now := r.at()
 	s.At = now
 	s.Phase = r.current()
