@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -116,5 +117,36 @@ func TestDashboardNamesServedMetrics(t *testing.T) {
 	}
 	if !slices.Contains(qs, "label_values(mqplan_messages_sent_total, group)") {
 		t.Errorf("the group variable's query is gone: %v", qs)
+	}
+}
+
+// TestDocsNameServedMetrics: docs/plan-format.md's table of live metrics
+// has a row for every family the exporter serves, with its type, and no
+// other; README.md names every family too.
+func TestDocsNameServedMetrics(t *testing.T) {
+	docs, err := os.ReadFile("../docs/plan-format.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(mqplan_[a-z0-9_]+)` \\| ([a-z]+) \\|")
+	rows := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(docs), -1) {
+		rows[m[1]] = m[2]
+	}
+	for _, m := range Metrics {
+		if rows[m.Name] != m.Type {
+			t.Errorf("docs/plan-format.md: %s's row says type %q, it is a %s", m.Name, rows[m.Name], m.Type)
+		}
+		delete(rows, m.Name)
+		if !strings.Contains(string(readme), "`"+m.Name) {
+			t.Errorf("README.md does not name %s", m.Name)
+		}
+	}
+	for name := range rows {
+		t.Errorf("docs/plan-format.md has a row for %s, which the exporter does not serve", name)
 	}
 }

@@ -5,22 +5,28 @@
 // It is fed once a second with the runner's per-second timeline
 // (runner.Options.Second): counters are the per-second counts added up, so
 // that at the end of a run they equal the run's totals exactly; gauges are
-// the last second's figures; the latency histogram merges the recorder's
-// per-second histograms (runner.Options.Latency). It must not touch the hot path (nothing
-// here runs per message), judge thresholds, or know about plans beyond the
+// the last second's figures; the deliveries lost so far are the runner's
+// own reckoning (runner.Options.LostSoFar); the e2e and ack latency
+// histograms merge the recorder's per-second histograms
+// (runner.Options.Latency and Ack) and are served with classic buckets
+// and as native histograms. It must not touch the hot path (nothing here
+// runs per message), judge thresholds, or know about plans beyond the
 // group names it labels with.
 package live
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metric is one metric family the exporter serves, as documented in
@@ -35,8 +41,11 @@ type Metric struct {
 	Type string
 	// value reads the family's value for one group from the exporter's
 	// state (nil for mqplan_phase and mqplan_latency_seconds, which are
-	// not one value per group).
+	// not one value per group, and for histograms).
 	value func(*groupState) float64
+	// hist picks a histogram family's histogram for one group (µs; nil
+	// while it has no sample).
+	hist func(*groupState) *hdrhistogram.Histogram
 }
 
 // groupState is one group's counters (sums of its seconds so far) and
@@ -44,17 +53,22 @@ type Metric struct {
 type groupState struct {
 	sent, acked, received, duplicates, errors, disconnects int64
 	connected, down                                        int
+	// lost is the deliveries lost so far as of the last second observed;
+	// pendingLost the runner's figure for the second being observed.
+	lost, pendingLost int64
 	// p50, p99 and max are seconds; NaN when the last second had no
 	// delivery to the group.
 	p50, p99, max float64
 	// latency holds every end-to-end latency of the group's deliveries
 	// so far (µs), and pending those of the second being observed, until
-	// Observe adds them: allocated on the group's first delivery.
+	// Observe adds them: allocated on the group's first delivery. ack and
+	// pendingAck are the same for the acknowledgements of its publishes.
 	latency, pending *hdrhistogram.Histogram
+	ack, pendingAck  *hdrhistogram.Histogram
 }
 
-// latencyBuckets are mqplan_e2e_latency_seconds' upper bounds, µs: from
-// 100µs, a local broker's, to 10s, a broker that is falling over.
+// latencyBuckets are the latency histograms' classic upper bounds, µs:
+// from 100µs, a local broker's, to 10s, a broker that is falling over.
 var latencyBuckets = []int64{100, 250, 500, 1000, 2500, 5000, 10_000, 25_000, 50_000,
 	100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000}
 
@@ -73,6 +87,10 @@ var Metrics = []Metric{
 	{Name: "mqplan_messages_duplicated_total", Labels: []string{"group"}, Type: "counter",
 		Help:  "Deliveries to the group's clients that repeated one they already had (included in mqplan_messages_received_total).",
 		value: func(g *groupState) float64 { return float64(g.duplicates) }},
+	{Name: "mqplan_messages_lost", Labels: []string{"group"}, Type: "gauge",
+		Help: "Deliveries to the group's clients lost so far: those expected of the messages intended to be sent more than the plan's drain (at least 1s) ago or never sent, less the first-time deliveries of them. " +
+			"A gauge: a message that arrives later still takes its delivery back. When the run is over it is the run's lost deliveries to the group (all phases).",
+		value: func(g *groupState) float64 { return float64(g.lost) }},
 	{Name: "mqplan_errors_total", Labels: []string{"group"}, Type: "counter",
 		Help:  "Errors of the group's clients since the run started (connect, subscribe, publish, protocol).",
 		value: func(g *groupState) float64 { return float64(g.errors) }},
@@ -88,7 +106,11 @@ var Metrics = []Metric{
 	{Name: "mqplan_latency_seconds", Labels: []string{"group", "quantile"}, Type: "gauge",
 		Help: `End-to-end latency of the deliveries to the group's clients in the last second: quantile "0.5", "0.99" or "1" (the maximum); NaN when the group received nothing in that second.`},
 	{Name: "mqplan_e2e_latency_seconds", Labels: []string{"group"}, Type: "histogram",
-		Help: "End-to-end latency of every delivery to the group's clients since the run started (bucket counts at the run's histogram precision, 3 significant digits; the sum from its mean)."},
+		Help: "End-to-end latency of every delivery to the group's clients since the run started (bucket counts at the run's histogram precision, 3 significant digits; the sum from its mean; classic buckets and a native histogram).",
+		hist: func(g *groupState) *hdrhistogram.Histogram { return g.latency }},
+	{Name: "mqplan_ack_latency_seconds", Labels: []string{"group"}, Type: "histogram",
+		Help: "PUBLISH to PUBACK/PUBCOMP latency of every acknowledged QoS 1/2 publish of the group's clients since the run started (as mqplan_e2e_latency_seconds: 3 significant digits, the sum from the mean, classic and native buckets).",
+		hist: func(g *groupState) *hdrhistogram.Histogram { return g.ack }},
 	{Name: "mqplan_phase", Labels: []string{"phase"}, Type: "gauge",
 		Help: "1 for the phase the run is in (connect, subscribe, warmup, ramp, steady, drain, disconnect), 0 for the others."},
 }
@@ -104,13 +126,16 @@ type Exporter struct {
 	state   []groupState
 	phase   phase.Phase
 	started bool // a second was observed: phase holds the run's
+	// created is when the exporter was made: the native histograms'
+	// created timestamp (their counts start there).
+	created time.Time
 }
 
 // New returns an exporter for a run of the named groups (plan order, as
 // stats.Second.Groups). Every series exists from the start, at zero (the
 // latencies NaN), so that rates are right from the first scrape.
 func New(groups []string) *Exporter {
-	x := &Exporter{groups: append([]string(nil), groups...), state: make([]groupState, len(groups))}
+	x := &Exporter{groups: append([]string(nil), groups...), state: make([]groupState, len(groups)), created: time.Now()}
 	for i := range x.state {
 		x.state[i].p50, x.state[i].p99, x.state[i].max = math.NaN(), math.NaN(), math.NaN()
 	}
@@ -131,11 +156,39 @@ func (x *Exporter) ObserveLatency(group int, h *hdrhistogram.Histogram) {
 	if group < 0 || group >= len(x.state) || h == nil {
 		return
 	}
-	st := &x.state[group]
-	if st.pending == nil {
-		st.pending = stats.NewHistogram()
+	mergeHist(&x.state[group].pending, h)
+}
+
+// ObserveAck takes the ack latencies (µs) of one group's publishes
+// acknowledged in the second being taken (runner.Options.Ack); the next
+// Observe adds them to mqplan_ack_latency_seconds. h is only read.
+func (x *Exporter) ObserveAck(group int, h *hdrhistogram.Histogram) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if group < 0 || group >= len(x.state) || h == nil {
+		return
 	}
-	st.pending.Merge(h)
+	mergeHist(&x.state[group].pendingAck, h)
+}
+
+// ObserveLost takes one group's deliveries lost so far as of the second
+// being taken (runner.Options.LostSoFar); the next Observe shows it in
+// mqplan_messages_lost. A negative figure is taken as 0.
+func (x *Exporter) ObserveLost(group int, n int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if group < 0 || group >= len(x.state) {
+		return
+	}
+	x.state[group].pendingLost = max(0, n)
+}
+
+// mergeHist adds h into *dst, allocated on first use.
+func mergeHist(dst **hdrhistogram.Histogram, h *hdrhistogram.Histogram) {
+	if *dst == nil {
+		*dst = stats.NewHistogram()
+	}
+	(*dst).Merge(h)
 }
 
 // Observe adds one second of the run's timeline: its per-group counts to
@@ -158,12 +211,12 @@ func (x *Exporter) Observe(s stats.Second) {
 		st.errors += gs.Errors
 		st.disconnects += gs.Disconnects
 		st.connected, st.down = gs.Connected, gs.Lost
-		if st.pending != nil && st.pending.TotalCount() > 0 {
-			if st.latency == nil {
-				st.latency = stats.NewHistogram()
+		st.lost = st.pendingLost
+		for _, p := range []struct{ to, from **hdrhistogram.Histogram }{{&st.latency, &st.pending}, {&st.ack, &st.pendingAck}} {
+			if *p.from != nil && (*p.from).TotalCount() > 0 {
+				mergeHist(p.to, *p.from)
+				(*p.from).Reset()
 			}
-			st.latency.Merge(st.pending)
-			st.pending.Reset()
 		}
 		// Max is zero only when the second had no latency sample (see
 		// stats.GroupSecond).
@@ -188,12 +241,12 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	defer x.mu.Unlock()
 	for i, m := range Metrics {
 		d := x.descs[i]
-		switch m.Name {
-		case "mqplan_e2e_latency_seconds":
+		switch {
+		case m.hist != nil:
 			for g, name := range x.groups {
-				emitHistogram(ch, d, x.state[g].latency, name)
+				emitHistogram(ch, d, m.hist(&x.state[g]), x.created, name)
 			}
-		case "mqplan_phase":
+		case m.Name == "mqplan_phase":
 			for _, p := range phase.All {
 				v := 0.0
 				if x.started && p == x.phase {
@@ -201,7 +254,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 				}
 				emit(ch, d, prometheus.GaugeValue, v, p.String())
 			}
-		case "mqplan_latency_seconds":
+		case m.Name == "mqplan_latency_seconds":
 			for g, name := range x.groups {
 				st := &x.state[g]
 				emit(ch, d, prometheus.GaugeValue, st.p50, name, "0.5")
@@ -244,12 +297,22 @@ func emit(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueTyp
 	ch <- m
 }
 
+// nativeSchema is the native histograms' resolution: bucket boundaries
+// 2^(2^-3) ≈ 1.09 apart, about Prometheus' default bucket factor of 1.1
+// (prometheus.HistogramOpts.NativeHistogramBucketFactor), and finer than
+// that than the run's 3 significant digits only below 1ms.
+const nativeSchema = 3
+
 // emitHistogram sends one group's latency histogram (h in µs, nil when
-// the group has received nothing) as cumulative Prometheus buckets. A
-// value counts in the first bucket whose bound is at least the highest
-// value the histogram cannot tell it from, as its quantiles do.
-func emitHistogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h *hdrhistogram.Histogram, group string) {
+// the group has no sample) as one Prometheus histogram with both kinds of
+// buckets: the classic cumulative ones of latencyBuckets, for scrapers of
+// the text format, and the native (sparse, exponential) ones that a
+// scraper negotiating the protobuf format can keep. A value counts in
+// the first bucket whose bound is at least the highest value the
+// histogram cannot tell it from, as its quantiles do.
+func emitHistogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h *hdrhistogram.Histogram, created time.Time, group string) {
 	counts := make([]uint64, len(latencyBuckets))
+	native := map[int]int64{}
 	var count uint64
 	var sum float64
 	if h != nil && h.TotalCount() > 0 {
@@ -265,6 +328,7 @@ func emitHistogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h *hdrhistog
 					break
 				}
 			}
+			native[nativeIndex(float64(b.To)/1e6)] += b.Count
 		}
 		count = uint64(h.TotalCount())
 		sum = h.Mean() * float64(count) / 1e6
@@ -275,9 +339,58 @@ func emitHistogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h *hdrhistog
 		cum += counts[i]
 		buckets[float64(le)/1e6] = cum
 	}
-	m, err := prometheus.NewConstHistogram(d, count, sum, buckets, group)
+	classic, err := prometheus.NewConstHistogram(d, count, sum, buckets, group)
 	if err != nil {
-		m = prometheus.NewInvalidMetric(d, err)
+		ch <- prometheus.NewInvalidMetric(d, err)
+		return
 	}
-	ch <- m
+	sparse, err := prometheus.NewConstNativeHistogram(d, count, sum, native, nil, 0, nativeSchema,
+		prometheus.DefNativeHistogramZeroThreshold, created, group)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(d, err)
+		return
+	}
+	ch <- bothHistograms{classic: classic, native: sparse}
+}
+
+// nativeIndex is the native histogram bucket (of nativeSchema) that v > 0
+// falls in: bucket i holds (2^((i-1)/8), 2^(i/8)].
+func nativeIndex(v float64) int {
+	const per = 1 << nativeSchema
+	i := int(math.Ceil(math.Log2(v) * per))
+	// Log2 is not exact: move to the bucket whose bounds hold v.
+	for i > math.MinInt32 && v <= math.Exp2(float64(i-1)/per) {
+		i--
+	}
+	for i < math.MaxInt32 && v > math.Exp2(float64(i)/per) {
+		i++
+	}
+	return i
+}
+
+// bothHistograms is one histogram sample with classic buckets and native
+// ones: client_golang makes each kind of constant histogram on its own, a
+// scraper wants both in one sample.
+type bothHistograms struct {
+	classic, native prometheus.Metric
+}
+
+// Desc is the family's (prometheus.Metric).
+func (b bothHistograms) Desc() *prometheus.Desc { return b.classic.Desc() }
+
+// Write writes the native histogram with the classic buckets added
+// (prometheus.Metric).
+func (b bothHistograms) Write(out *dto.Metric) error {
+	var classic dto.Metric
+	if err := b.classic.Write(&classic); err != nil {
+		return err
+	}
+	if err := b.native.Write(out); err != nil {
+		return err
+	}
+	if out.Histogram == nil || classic.Histogram == nil {
+		return errors.New("a constant histogram wrote no histogram")
+	}
+	out.Histogram.Bucket = classic.Histogram.Bucket
+	return nil
 }

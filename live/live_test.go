@@ -1,7 +1,9 @@
 package live
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -9,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -39,6 +43,68 @@ func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
 		t.Fatalf("parse %s: %v", url, err)
 	}
 	return fams
+}
+
+// protoAccept is what a Prometheus that keeps native histograms asks for:
+// the delimited protobuf exposition format.
+const protoAccept = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
+
+// scrapeProto GETs url asking for the protobuf format, as a Prometheus
+// scraping native histograms does, and decodes it with expfmt.
+func scrapeProto(t testing.TB, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", protoAccept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape %s: %s", url, resp.Status)
+	}
+	format := expfmt.ResponseFormat(resp.Header)
+	if format.FormatType() != expfmt.TypeProtoDelim {
+		t.Fatalf("scrape %s: asked for protobuf, got %q", url, resp.Header.Get("Content-Type"))
+	}
+	dec := expfmt.NewDecoder(resp.Body, format)
+	fams := map[string]*dto.MetricFamily{}
+	for {
+		f := &dto.MetricFamily{}
+		if err := dec.Decode(f); errors.Is(err, io.EOF) {
+			return fams
+		} else if err != nil {
+			t.Fatalf("decode %s: %v", url, err)
+		}
+		fams[f.GetName()] = f
+	}
+}
+
+// nativeBuckets decodes a native histogram's positive buckets (spans of
+// consecutive indexes, counts delta-encoded) into index → count.
+func nativeBuckets(t testing.TB, h *dto.Histogram) map[int]int64 {
+	t.Helper()
+	out := map[int]int64{}
+	idx, d, count := 0, 0, int64(0)
+	for _, sp := range h.GetPositiveSpan() {
+		idx += int(sp.GetOffset())
+		for range sp.GetLength() {
+			if d >= len(h.GetPositiveDelta()) {
+				t.Fatalf("native spans cover more buckets than the %d deltas", len(h.GetPositiveDelta()))
+			}
+			count += h.GetPositiveDelta()[d]
+			d++
+			out[idx] = count
+			idx++
+		}
+	}
+	if d != len(h.GetPositiveDelta()) {
+		t.Fatalf("%d deltas for %d native buckets", len(h.GetPositiveDelta()), d)
+	}
+	return out
 }
 
 // sample is the value of family name's series with exactly these labels
@@ -99,13 +165,25 @@ func TestExporter(t *testing.T) {
 	tests := []struct {
 		name    string
 		seconds []stats.Second
-		want    map[string]float64 // "name group" -> value; NaN for NaN
-		phase   string
+		// lost[i] is given with ObserveLost (group sub) before seconds[i].
+		lost  []int64
+		want  map[string]float64 // "name group" -> value; NaN for NaN
+		phase string
 	}{
 		{name: "before the first second everything is zero and no phase is on",
 			want: map[string]float64{"mqplan_messages_sent_total pub": 0, "mqplan_messages_received_total sub": 0,
-				"mqplan_clients_connected sub": 0, "mqplan_latency_seconds sub 1": math.NaN()},
+				"mqplan_clients_connected sub": 0, "mqplan_latency_seconds sub 1": math.NaN(), "mqplan_messages_lost sub": 0},
 		},
+		{name: "lost so far is the last figure given, a gauge that may go down",
+			seconds: []stats.Second{sec(phase.Steady, pubSec, subSec), sec(phase.Steady, pubSec, subSec), sec(phase.Drain, quiet, quiet)},
+			lost:    []int64{0, 7, 4},
+			phase:   "drain",
+			want:    map[string]float64{"mqplan_messages_lost sub": 4, "mqplan_messages_lost pub": 0}},
+		{name: "lost so far waits for its second",
+			seconds: []stats.Second{sec(phase.Steady, pubSec, subSec), sec(phase.Steady, pubSec, subSec)},
+			lost:    []int64{3, -1, 9}, // the 9 comes with no second; -1 is 0
+			phase:   "steady",
+			want:    map[string]float64{"mqplan_messages_lost sub": 0}},
 		{name: "counters add up the seconds and gauges hold the last",
 			seconds: []stats.Second{sec(phase.Connect, quiet, quiet), sec(phase.Steady, pubSec, subSec), sec(phase.Steady, pubSec, subSec)},
 			phase:   "steady",
@@ -128,9 +206,16 @@ func TestExporter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			x := New([]string{"pub", "sub"})
-			for _, s := range tt.seconds {
+			for i, s := range tt.seconds {
+				if i < len(tt.lost) {
+					x.ObserveLost(1, tt.lost[i])
+				}
 				x.Observe(s)
 			}
+			for _, n := range tt.lost[min(len(tt.lost), len(tt.seconds)):] {
+				x.ObserveLost(1, n)
+			}
+			x.ObserveLost(9, 100) // no such group: ignored
 			srv := httptest.NewServer(x.Handler())
 			defer srv.Close()
 			fams := scrape(t, srv.URL)
@@ -202,10 +287,21 @@ func bucketCounts(h *dto.Histogram) map[float64]uint64 {
 	return out
 }
 
+// latencyFamilies are the histogram families and how each is fed.
+var latencyFamilies = []struct {
+	name    string
+	observe func(*Exporter, int, *hdrhistogram.Histogram)
+}{
+	{"mqplan_e2e_latency_seconds", (*Exporter).ObserveLatency},
+	{"mqplan_ack_latency_seconds", (*Exporter).ObserveAck},
+}
+
 // TestExporterLatencyHistogram: the latencies given with ObserveLatency
-// appear in mqplan_e2e_latency_seconds when Observe takes their second,
-// in the buckets their values fall in, cumulative, with their count and
-// sum; a group that received nothing has an empty histogram.
+// (ObserveAck) appear in mqplan_e2e_latency_seconds
+// (mqplan_ack_latency_seconds) when Observe takes their second, in the
+// buckets their values fall in, cumulative, with their count and sum; a
+// group that had none has an empty histogram, and neither family takes
+// the other's.
 func TestExporterLatencyHistogram(t *testing.T) {
 	h := stats.NewHistogram()
 	for _, v := range []struct{ us, n int64 }{{100, 3}, {1000, 2}, {3000, 1}} {
@@ -227,40 +323,186 @@ func TestExporterLatencyHistogram(t *testing.T) {
 		{name: "a second without latencies adds none", seconds: 2, count: 6, sumAround: 0.0053,
 			buckets: map[float64]uint64{0.0001: 3, 0.001: 5, 0.005: 6}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			x := New([]string{"pub", "sub"})
-			x.ObserveLatency(1, h)
-			x.ObserveLatency(7, h) // no such group: ignored
-			for range tt.seconds {
-				x.Observe(stats.Second{Groups: make([]stats.GroupSecond, 2)})
-			}
-			srv := httptest.NewServer(x.Handler())
-			defer srv.Close()
-			fams := scrape(t, srv.URL)
-			sub := histogram(fams, "mqplan_e2e_latency_seconds", "sub")
-			pub := histogram(fams, "mqplan_e2e_latency_seconds", "pub")
-			if sub == nil || pub == nil {
-				t.Fatalf("no histogram for each group: %v", fams["mqplan_e2e_latency_seconds"])
-			}
-			if pub.GetSampleCount() != 0 {
-				t.Errorf("pub received nothing, its histogram counts %d", pub.GetSampleCount())
-			}
-			if sub.GetSampleCount() != tt.count {
-				t.Errorf("count %d, want %d", sub.GetSampleCount(), tt.count)
-			}
-			if math.Abs(sub.GetSampleSum()-tt.sumAround) > tt.sumAround/100 {
-				t.Errorf("sum %v, want about %v", sub.GetSampleSum(), tt.sumAround)
-			}
-			got := bucketCounts(sub)
-			if len(got) != len(latencyBuckets)+1 || got[math.Inf(1)] != tt.count {
-				t.Errorf("%d buckets, +Inf %d: want %d and the count", len(got), got[math.Inf(1)], len(latencyBuckets)+1)
-			}
-			for le, want := range tt.buckets {
-				if got[le] != want {
-					t.Errorf("bucket le=%v counts %d, want %d (all: %v)", le, got[le], want, got)
+	for _, fam := range latencyFamilies {
+		for _, tt := range tests {
+			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
+				x := New([]string{"pub", "sub"})
+				fam.observe(x, 1, h)
+				fam.observe(x, 7, h) // no such group: ignored
+				for range tt.seconds {
+					x.Observe(stats.Second{Groups: make([]stats.GroupSecond, 2)})
 				}
-			}
-		})
+				srv := httptest.NewServer(x.Handler())
+				defer srv.Close()
+				fams := scrape(t, srv.URL)
+				for _, other := range latencyFamilies {
+					if o := histogram(fams, other.name, "sub"); other.name != fam.name && o.GetSampleCount() != 0 {
+						t.Errorf("%s counts %d, fed nothing", other.name, o.GetSampleCount())
+					}
+				}
+				checkHistogram(t, fams, fam.name, tt.count, tt.sumAround, tt.buckets)
+			})
+		}
+	}
+}
+
+// checkHistogram checks family name's histograms: group pub's empty,
+// group sub's with count samples summing to about sumAround, every
+// classic bucket, and those of buckets (upper bound → cumulative count).
+func checkHistogram(t *testing.T, fams map[string]*dto.MetricFamily, name string, count uint64, sumAround float64, buckets map[float64]uint64) {
+	t.Helper()
+	sub, pub := histogram(fams, name, "sub"), histogram(fams, name, "pub")
+	if sub == nil || pub == nil {
+		t.Fatalf("%s: no histogram for each group: %v", name, fams[name])
+	}
+	if pub.GetSampleCount() != 0 {
+		t.Errorf("%s: pub had nothing, its histogram counts %d", name, pub.GetSampleCount())
+	}
+	if sub.GetSampleCount() != count {
+		t.Errorf("%s: count %d, want %d", name, sub.GetSampleCount(), count)
+	}
+	if math.Abs(sub.GetSampleSum()-sumAround) > sumAround/100 {
+		t.Errorf("%s: sum %v, want about %v", name, sub.GetSampleSum(), sumAround)
+	}
+	got := bucketCounts(sub)
+	if len(got) != len(latencyBuckets)+1 || got[math.Inf(1)] != count {
+		t.Errorf("%s: %d buckets, +Inf %d: want %d and the count", name, len(got), got[math.Inf(1)], len(latencyBuckets)+1)
+	}
+	for le, want := range buckets {
+		if got[le] != want {
+			t.Errorf("%s: bucket le=%v counts %d, want %d (all: %v)", name, le, got[le], want, got)
+		}
+	}
+}
+
+// TestExporterNativeHistograms scrapes the latency histograms as a
+// Prometheus keeping native histograms does (the protobuf format,
+// decoded with expfmt): each is one sample with native buckets of schema
+// 3 that add up to its count, every value in the bucket whose bounds hold
+// it, and the classic buckets too, so that a scraper of either kind sees
+// the same histogram.
+func TestExporterNativeHistograms(t *testing.T) {
+	tests := []struct {
+		name   string
+		values []struct{ us, n int64 } // each exact at 3 significant digits
+	}{
+		{name: "no sample is an empty native histogram"},
+		{name: "one value", values: []struct{ us, n int64 }{{1000, 4}}},
+		{name: "from 1µs to 2s", values: []struct{ us, n int64 }{{1, 2}, {100, 3}, {1000, 2}, {3000, 1}, {1 << 21, 5}}},
+	}
+	for _, fam := range latencyFamilies {
+		for _, tt := range tests {
+			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
+				x := New([]string{"pub", "sub"})
+				h := stats.NewHistogram()
+				var count uint64
+				want := map[int]int64{} // native bucket → count
+				for _, v := range tt.values {
+					if err := h.RecordValues(v.us, v.n); err != nil {
+						t.Fatal(err)
+					}
+					count += uint64(v.n)
+					want[bucketHolding(t, float64(v.us)/1e6)] += v.n
+				}
+				if count > 0 {
+					fam.observe(x, 1, h)
+				}
+				x.Observe(stats.Second{Groups: make([]stats.GroupSecond, 2)})
+				srv := httptest.NewServer(x.Handler())
+				defer srv.Close()
+
+				fams := scrapeProto(t, srv.URL)
+				if f := fams[fam.name]; f.GetType() != dto.MetricType_HISTOGRAM {
+					t.Fatalf("%s: type %v over protobuf", fam.name, f.GetType())
+				}
+				sub := histogram(fams, fam.name, "sub")
+				if sub.GetSchema() != nativeSchema || sub.GetZeroCount() != 0 || sub.GetSampleCount() != count {
+					t.Errorf("schema %d, zero bucket %d, count %d: want %d, 0, %d", sub.GetSchema(), sub.GetZeroCount(), sub.GetSampleCount(), nativeSchema, count)
+				}
+				// Prometheus' protobuf parser (isNativeHistogram) takes a
+				// histogram for native when it has a span, a zero
+				// threshold or a zero count, else for classic.
+				if len(sub.GetPositiveSpan()) == 0 && sub.GetZeroThreshold() <= 0 && sub.GetZeroCount() == 0 {
+					t.Errorf("no span and no zero threshold: Prometheus would take it for a classic histogram")
+				}
+				got := nativeBuckets(t, sub)
+				var sum int64
+				for i, n := range got {
+					sum += n
+					if n != want[i] {
+						t.Errorf("native bucket %d (up to %gs) counts %d, want %d", i, math.Exp2(float64(i)/8), n, want[i])
+					}
+				}
+				if uint64(sum) != count || len(got) != len(want) {
+					t.Errorf("native buckets %v add up to %d, want %v adding up to the count %d", got, sum, want, count)
+				}
+				// The classic buckets are there too (protobuf leaves +Inf
+				// implicit: it is the count), and the text format has
+				// the same, +Inf written out.
+				classic := bucketCounts(sub)
+				if len(classic) != len(latencyBuckets) {
+					t.Errorf("%d classic buckets beside the native ones, want %d", len(classic), len(latencyBuckets))
+				}
+				text := histogram(scrape(t, srv.URL), fam.name, "sub")
+				if text.GetSampleCount() != count || text.GetSampleSum() != sub.GetSampleSum() || len(text.GetBucket()) != len(latencyBuckets)+1 {
+					t.Errorf("text format: count %d sum %v, %d buckets; protobuf: count %d sum %v",
+						text.GetSampleCount(), text.GetSampleSum(), len(text.GetBucket()), count, sub.GetSampleSum())
+				}
+				for le, n := range bucketCounts(text) {
+					if c, ok := classic[le]; (ok || !math.IsInf(le, 1)) && c != n {
+						t.Errorf("classic bucket le=%v: %d in text, %d in protobuf", le, n, c)
+					}
+				}
+			})
+		}
+	}
+}
+
+// bucketHolding is the index i of the schema-3 native bucket holding v,
+// (2^((i-1)/8), 2^(i/8)], found by walking the bounds.
+func bucketHolding(t *testing.T, v float64) int {
+	for i := -8 * 30; i <= 8*10; i++ {
+		if math.Exp2(float64(i-1)/8) < v && v <= math.Exp2(float64(i)/8) {
+			return i
+		}
+	}
+	t.Fatalf("no native bucket holds %v", v)
+	return 0
+}
+
+// TestExporterLint: what the exporter serves passes Prometheus' own
+// metric linter (names, units, counter suffixes, HELP), with every family
+// holding samples, but for one known objection: mqplan_latency_seconds is
+// a gauge of the last second's quantiles labelled "quantile", which the
+// linter would have be a summary (a summary's count and sum would be the
+// whole run's, not the second's; the histograms have those).
+func TestExporterLint(t *testing.T) {
+	x := New([]string{"pub", "sub"})
+	h := stats.NewHistogram()
+	if err := h.RecordValues(1500, 3); err != nil {
+		t.Fatal(err)
+	}
+	x.ObserveLatency(1, h)
+	x.ObserveAck(0, h)
+	x.ObserveLost(1, 2)
+	x.Observe(stats.Second{Phase: phase.Steady, Groups: []stats.GroupSecond{
+		{Group: "pub", Connected: 1, Sent: 10, Acked: 3},
+		{Group: "sub", Connected: 1, Received: 8, P50: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond}}})
+	srv := httptest.NewServer(x.Handler())
+	defer srv.Close()
+	fams := scrape(t, srv.URL)
+	var list []*dto.MetricFamily
+	for _, f := range fams {
+		list = append(list, f)
+	}
+	problems, err := promlint.NewWithMetricFamilies(list).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if p.Metric == "mqplan_latency_seconds" && strings.Contains(p.Text, `"quantile" label`) {
+			continue
+		}
+		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }

@@ -310,6 +310,8 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if exporter != nil {
 		opts.Second = exporter.Observe
 		opts.Latency = exporter.ObserveLatency
+		opts.Ack = exporter.ObserveAck
+		opts.LostSoFar = exporter.ObserveLost
 	}
 	st, err := runner.Run(ctx, prog, opts)
 	if prog_ != nil {

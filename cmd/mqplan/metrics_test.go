@@ -68,8 +68,9 @@ func onPhase(fams map[string]*dto.MetricFamily) string {
 // counters rise, every scraped count is exactly the sum of the first
 // seconds of the timeline the run saved (so the endpoint is fed from the
 // run's own figures, none lost or counted twice), the phase gauge goes
-// forward from warmup to steady, and the endpoint is gone when the
-// command has returned.
+// forward from warmup to steady, the ack latency histogram and the
+// lost-so-far gauge are fed too (acks counted, nothing lost), and the
+// endpoint is gone when the command has returned.
 func TestMetricsListen(t *testing.T) {
 	t.Chdir("../..")
 	addr := loopback.FreeAddr(t)
@@ -80,6 +81,8 @@ func TestMetricsListen(t *testing.T) {
 
 	var phases []string
 	var sent, received []float64 // each scrape's pub sent and sub received
+	var acks uint64              // the most pub's ack latency histogram counted
+	var lost []float64           // each scrape's sub lost so far
 	await.Until(t, "the steady phase with counts rising on "+url, func() bool {
 		fams, err := scrapeMetrics(url)
 		if err != nil {
@@ -96,6 +99,16 @@ func TestMetricsListen(t *testing.T) {
 		if len(sent) == 0 || sent[len(sent)-1] != s || received[len(received)-1] != r {
 			sent, received = append(sent, s), append(received, r)
 		}
+		for _, m := range fams["mqplan_ack_latency_seconds"].GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == "pub" {
+				acks = max(acks, m.GetHistogram().GetSampleCount())
+			}
+		}
+		l, ok := groupValue(fams, "mqplan_messages_lost", "sub")
+		if !ok {
+			t.Fatalf("no mqplan_messages_lost for group sub at %s", url)
+		}
+		lost = append(lost, l)
 		rises := 0
 		for i := 1; i < len(sent); i++ {
 			if sent[i] > sent[i-1] {
@@ -164,6 +177,12 @@ func TestMetricsListen(t *testing.T) {
 	}
 	if last := prefixSent[len(prefixSent)-1]; sent[len(sent)-1] > last || last == 0 {
 		t.Errorf("scraped %v sent, the run sent %v", sent[len(sent)-1], last)
+	}
+	if acks == 0 {
+		t.Errorf("mqplan_ack_latency_seconds{group=\"pub\"} counted no ack of a QoS 1 run")
+	}
+	if slices.ContainsFunc(lost, func(v float64) bool { return v != 0 }) {
+		t.Errorf("mqplan_messages_lost{group=\"sub\"} went %v on a broker that loses nothing", lost)
 	}
 }
 
