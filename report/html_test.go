@@ -188,25 +188,44 @@ func TestHTMLInBrowser(t *testing.T) {
 	}
 	// The fixture's groups: sub receives, pub sends, so only the
 	// connections chart has two groups' lines, besides its totals.
+	// Its timeline has the broker's and mqplan's CPU and memory: each
+	// chart of them has both; a run that measured nothing has neither
+	// chart (the others show their "no data" note).
 	full := map[string]int{
 		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
-		"chart-dist-e2e": 2, "chart-dist-ack": 2,
+		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 2,
 	}
 	none := map[string]int{}
 	for id := range full {
-		none[id] = 0
+		if id != "chart-cpu" && id != "chart-rss" {
+			none[id] = 0
+		}
 	}
 	// Twenty groups that all send and receive: the totals and the first
 	// maxGroupCurves groups' lines.
 	many := map[string]int{
 		"chart-rate": 2 + 2*maxGroupCurves, "chart-latency": 3 + maxGroupCurves, "chart-connections": 2 + maxGroupCurves,
 		"chart-errors": 2, "chart-lag": 1 + maxGroupCurves, "chart-dist-e2e": 1 + maxGroupCurves, "chart-dist-ack": 1,
+		"chart-cpu": 2, "chart-rss": 2,
 	}
-	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "incomplete": none, "many-groups": many}
-	cases := append(goldenCases(t), struct {
+	// Only mqplan's own figures sampled (a run on the embedded broker):
+	// its line alone in the processes' charts.
+	selfOnly := fullStats(t)
+	for i := range selfOnly.Timeline {
+		selfOnly.Timeline[i].Broker = stats.ProcSample{}
+	}
+	self := map[string]int{}
+	for id, n := range full {
+		self[id] = n
+	}
+	self["chart-cpu"], self["chart-rss"] = 1, 1
+	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"},
+		"many-groups": {"broker", "mqplan"}, "self-only": {"mqplan"}}
+	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "incomplete": none, "many-groups": many, "self-only": self}
+	cases := append(goldenCases(t), []struct {
 		name string
 		r    *Result
-	}{"many-groups", manyGroups(t)})
+	}{{"many-groups", manyGroups(t)}, {"self-only", Evaluate(testPlan(), nil, selfOnly)}}...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "report.html")
@@ -222,6 +241,10 @@ func TestHTMLInBrowser(t *testing.T) {
 				t.Errorf("the page fetched %s: it must work offline", u)
 			}
 			browsertest.CheckCharts(t, p, want[tc.name])
+			if labels := procs[tc.name]; labels != nil {
+				browsertest.CheckSeries(t, p, "chart-cpu", labels...)
+				browsertest.CheckSeries(t, p, "chart-rss", labels...)
+			}
 		})
 	}
 }

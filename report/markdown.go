@@ -37,6 +37,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	mdGroups(&b, r)
 	mdLatency(&b, r)
 	mdDelivery(&b, r)
+	mdProcesses(&b, r)
 	mdErrors(&b, r)
 	mdChart(&b, r)
 	_, err := w.Write(b.Bytes())
@@ -160,6 +161,18 @@ func mdDelivery(b *bytes.Buffer, r *Result) {
 	}
 	rows[len(rows)-1][0] = "**total**"
 	mdTable(b, deliveryHead, 1, rows)
+}
+
+// mdProcesses writes the broker's (broker.metrics) and mqplan's own CPU
+// and memory, when either was sampled, so that a reader sees whether the
+// generator or the broker was the limit.
+func mdProcesses(b *bytes.Buffer, r *Result) {
+	rows := processesCells(r)
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("### Processes\n\nFrom /proc, once a second; CPU in % of one core.\n\n")
+	mdTable(b, processesHead, 1, rows)
 }
 
 func mdErrors(b *bytes.Buffer, r *Result) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/stats"
 )
 
 // The summary's tables as cells, shared by the terminal table, the HTML
@@ -98,4 +99,36 @@ func healthCells(r *Result) [][]string {
 		}
 	}
 	return append(rows, row("total", r.Measured.Top, r.Late))
+}
+
+// processesHead heads the processes table.
+var processesHead = []string{"process", "seconds", "cpu mean", "cpu max", "rss max"}
+
+// processesTitle titles the processes section in every format.
+const processesTitle = "Processes (from /proc, once a second; CPU in % of one core)"
+
+// processes are the processes whose CPU and memory a timeline may hold:
+// the broker's (broker.metrics) and mqplan's own, by the name every
+// format shows.
+var processes = []struct {
+	name string
+	get  func(*stats.Second) stats.ProcSample
+}{
+	{"broker", func(s *stats.Second) stats.ProcSample { return s.Broker }},
+	{"mqplan", func(s *stats.Second) stats.ProcSample { return s.Self }},
+}
+
+// processesCells is one row per process sampled at least once over the
+// run; none when neither was (the section is then left out).
+func processesCells(r *Result) [][]string {
+	var rows [][]string
+	for _, p := range processes {
+		u := usageOf(r.Timeline, p.get)
+		if u.Seconds == 0 {
+			continue
+		}
+		rows = append(rows, []string{p.name, fmt.Sprint(u.Seconds),
+			fmt.Sprintf("%.1f%%", u.CPUMean), fmt.Sprintf("%.1f%%", u.CPUMax), fmtMiB(u.RSSMax)})
+	}
+	return rows
 }
