@@ -69,6 +69,7 @@ type htmlView struct {
 	BrokerURL, Started, Elapsed           string
 	Warnings                              []string
 	Thresholds                            []htmlThreshold
+	Comparison                            *htmlComparison
 	PlanGroups                            []htmlPlanGroup
 	Phases                                []htmlPhase
 	Tables                                []htmlTable
@@ -83,6 +84,64 @@ type htmlView struct {
 type htmlThreshold struct {
 	Expr, Where, Measured, Reason string
 	Pass                          bool
+}
+
+// htmlComparison is the comparison with the baseline (Result.Comparison)
+// as the page shows it, beside the thresholds that read baseline.*.
+type htmlComparison struct {
+	Title, Marked, Summary string
+	// Worse is set when a change is marked worse: the summary is then
+	// shown as a failure.
+	Worse    bool
+	Runs     []htmlComparedRun
+	Notes    []string
+	Head     []string
+	Sections []htmlCompareSection
+}
+
+// htmlComparedRun is one side of the comparison: Role is "baseline" or
+// "this run".
+type htmlComparedRun struct {
+	Role, File, Plan, Started, Elapsed, Verdict string
+}
+
+type htmlCompareSection struct {
+	Title string
+	Rows  []htmlCompareRow
+}
+
+// htmlCompareRow is one metric's cells; Class marks the row "worse" or
+// "better" as the mark column says.
+type htmlCompareRow struct {
+	Class string
+	Cells []string
+}
+
+// comparisonView is r's comparison with its baseline for the page, nil
+// without one. Its cells are those of the terminal and the Markdown
+// summary (compareCells).
+func comparisonView(r *Result) *htmlComparison {
+	c := r.Comparison
+	if c == nil {
+		return nil
+	}
+	v := &htmlComparison{Title: "Compared with the baseline " + c.A.Label, Marked: "Marked: " + c.marked() + ".",
+		Summary: c.Summary(), Worse: len(c.Worse()) > 0, Notes: c.Notes, Head: baselineHead}
+	for _, run := range []struct {
+		role string
+		run  ComparedRun
+	}{{"baseline", c.A}, {"this run", c.B}} {
+		v.Runs = append(v.Runs, htmlComparedRun{Role: run.role, File: orDash(run.run.Label), Plan: orDash(run.run.Plan),
+			Started: startedText(run.run.Started), Elapsed: fmtDuration(run.run.Elapsed), Verdict: run.run.Verdict})
+	}
+	for _, s := range c.Sections {
+		hs := htmlCompareSection{Title: s.title()}
+		for i, cells := range compareCells(s) {
+			hs.Rows = append(hs.Rows, htmlCompareRow{Class: strings.ToLower(s.Rows[i].Mark.String()), Cells: cells})
+		}
+		v.Sections = append(v.Sections, hs)
+	}
+	return v
 }
 
 type htmlPlanGroup struct {
@@ -277,6 +336,7 @@ func newHTMLView(r *Result) *htmlView {
 		}
 		v.Thresholds = append(v.Thresholds, ht)
 	}
+	v.Comparison = comparisonView(r)
 	v.PlanGroups = planGroups(r)
 	for _, ph := range r.Phases {
 		if ph.Duration() > 0 {

@@ -40,6 +40,7 @@ func TestHTMLEscapes(t *testing.T) {
 		{"threshold", func(r *Result) { r.Thresholds[0].Expr = inject }},
 		{"group name in the chart data", func(r *Result) { r.Distributions[1].Group = inject }},
 		{"incomplete reason", func(r *Result) { r.Incomplete = inject }},
+		{"baseline file name", func(r *Result) { r.Comparison = Compare(r, r, inject, "this run", DefaultTolerance) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,6 +179,60 @@ func TestHTMLContent(t *testing.T) {
 	}
 }
 
+// TestHTMLBaseline: with a baseline, the page compares the two runs
+// beside the thresholds, as mqplan compare does: both runs named, a
+// table per scope with the changes marked, and the summary; without
+// one, nothing of it.
+func TestHTMLBaseline(t *testing.T) {
+	var with, without *Result
+	for _, tc := range goldenCases(t) {
+		switch tc.name {
+		case "baseline":
+			with = tc.r
+		case "fail":
+			without = tc.r
+		}
+	}
+	tests := []struct {
+		name       string
+		r          *Result
+		want, lack []string
+	}{
+		{"with a baseline", with, []string{
+			`<section id="baseline">`,
+			"<h2>Compared with the baseline last-release.json</h2>",
+			"<tr><td>baseline</td><td>last-release.json</td><td>1to1-qos1</td><td>2025-01-02T03:04:05Z</td><td class=\"num\">11.7s</td><td>PASS</td></tr>",
+			"<tr><td>this run</td><td>this run</td><td>1to1-qos1</td>",
+			"<th>metric</th><th>baseline</th><th>this run</th><th>change</th><th>change %</th><th></th>",
+			"<h3>Total (steady phase, deliveries during drain included)</h3>",
+			"<h3>Group sub</h3>",
+			`<tr class="worse"><td>lost</td><td>0</td><td>10</td><td>&#43;10</td><td>from 0</td><td>WORSE</td></tr>`, // html/template writes + as &#43;
+			"<tr><td>latency.p99</td><td>1.5ms</td><td>1.5ms</td><td>0</td><td>0%</td><td></td></tr>",
+			`<p class="summary worse">WORSE: 10 changes beyond 5%`,
+		}, nil},
+		{"without", without, nil, []string{`id="baseline"`, "Compared with the baseline"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := renderHTML(t, tt.r)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the page lacks %q", w)
+				}
+			}
+			for _, l := range tt.lack {
+				if strings.Contains(out, l) {
+					t.Errorf("the page has %q", l)
+				}
+			}
+			// Between the thresholds and the plan.
+			if i, j, k := strings.Index(out, `id="thresholds"`), strings.Index(out, `id="baseline"`), strings.Index(out, `id="plan"`); tt.r == with && !(i < j && j < k) {
+				t.Errorf("the comparison is not between the thresholds and the plan (%d, %d, %d)", i, j, k)
+			}
+		})
+	}
+}
+
 // TestHTMLInBrowser opens the report of each fixture run in headless
 // Chromium: no console error, nothing fetched, every chart drawn, or
 // showing its "no data" note for a run that measured nothing. The
@@ -219,9 +274,9 @@ func TestHTMLInBrowser(t *testing.T) {
 		self[id] = n
 	}
 	self["chart-cpu"], self["chart-rss"] = 1, 1
-	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"},
+	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"}, "baseline": {"broker", "mqplan"},
 		"many-groups": {"broker", "mqplan"}, "self-only": {"mqplan"}}
-	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "incomplete": none, "many-groups": many, "self-only": self}
+	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "baseline": full, "incomplete": none, "many-groups": many, "self-only": self}
 	cases := append(goldenCases(t), []struct {
 		name string
 		r    *Result

@@ -378,11 +378,11 @@ func oneLine(s string) string {
 // summary, so that a pull request's step summary shows how far a "no
 // worse than last release" gate was from failing.
 func mdBaseline(b *bytes.Buffer, r *Result) {
-	if r.Baseline == nil || r.Baseline.Result == nil {
+	c := r.Comparison
+	if c == nil {
 		return
 	}
-	c := Compare(r.Baseline.Result, r, r.Baseline.File, "this run", DefaultTolerance)
-	b.WriteString("### Compared with the baseline " + mdCode(r.Baseline.File) + "\n\n")
+	b.WriteString("### Compared with the baseline " + mdCode(c.A.Label) + "\n\n")
 	for _, n := range c.Notes {
 		b.WriteString("- " + mdText(n) + "\n")
 	}
@@ -395,12 +395,11 @@ func mdBaseline(b *bytes.Buffer, r *Result) {
 			title = "Group " + mdText(sec.Group)
 		}
 		b.WriteString("**" + title + "**\n\n")
-		rows := make([][]string, 0, len(sec.Rows))
-		for _, row := range sec.Rows {
-			rows = append(rows, []string{mdCode(string(row.Metric)), compareValue(row.Metric, row.A), compareValue(row.Metric, row.B),
-				row.delta(), row.changePercent(), row.Mark.String()})
+		rows := compareCells(sec)
+		for _, row := range rows {
+			row[0] = mdCode(row[0])
 		}
-		mdTable(b, []string{"metric", "baseline", "this run", "change", "change %", ""}, 1, rows)
+		mdTable(b, baselineHead, 1, rows)
 	}
 	b.WriteString(mdText(c.Summary()) + "\n\n")
 }

@@ -132,3 +132,20 @@ func processesCells(r *Result) [][]string {
 	}
 	return rows
 }
+
+// baselineHead heads a section of the comparison with the baseline in
+// the HTML page and the Markdown summary (the terminal shows mqplan
+// compare's own table, with A and B).
+var baselineHead = []string{"metric", "baseline", "this run", "change", "change %", ""}
+
+// compareCells is one row per compared metric of a comparison's
+// section: the metric, A, B, the change, the change in percent and the
+// mark, as the terminal, the HTML page and the Markdown summary show them.
+func compareCells(s CompareSection) [][]string {
+	rows := make([][]string, 0, len(s.Rows))
+	for _, r := range s.Rows {
+		rows = append(rows, []string{string(r.Metric), compareValue(r.Metric, r.A), compareValue(r.Metric, r.B),
+			r.delta(), r.changePercent(), r.Mark.String()})
+	}
+	return rows
+}
