@@ -91,7 +91,7 @@ func TestHTMLSelfContained(t *testing.T) {
 }
 
 // TestHTMLLongRun: an hour's timeline keeps the page within a few hundred
-// kilobytes.
+// kilobytes, with both processes' CPU and memory charted.
 func TestHTMLLongRun(t *testing.T) {
 	st := fullStats(t)
 	st.Timeline = nil
@@ -104,6 +104,8 @@ func TestHTMLLongRun(t *testing.T) {
 				{Group: "sub", Connected: 4, Received: 12344, P50: 1234 * time.Microsecond, P99: 23456 * time.Microsecond, Max: 123456 * time.Microsecond},
 				{Group: "pub", Connected: 4, Sent: 12345, LagMax: 345 * time.Microsecond},
 			},
+			Broker: stats.ProcSample{Sampled: true, CPU: 123.456 + float64(s%7), RSS: 123456789 + int64(s)*4096},
+			Self:   stats.ProcSample{Sampled: true, CPU: 45.678, RSS: 98765432},
 		})
 	}
 	st.Elapsed = time.Hour
