@@ -112,6 +112,9 @@ type ComparedRun struct {
 	Verdict string
 }
 
+// thisRun labels the run itself in its comparison with its baseline.
+const thisRun = "this run"
+
 // comparedRun is r's identity, labelled label.
 func comparedRun(r *Result, label string) ComparedRun {
 	return ComparedRun{Label: label, Plan: r.name(), Started: r.Started, Elapsed: r.Elapsed, Verdict: r.Verdict()}
@@ -248,7 +251,13 @@ func compareNotes(c *Comparison, a, b *Result) []string {
 			notes = append(notes, fmt.Sprintf("%s is %s: its figures cover only part of a run", s.label, v))
 		}
 		if n := len(s.r.headerWarnings()); n > 0 {
-			notes = append(notes, fmt.Sprintf("%s has %d %s: see mqplan report %s", s.label, n, plural(n, "warning"), c.label(s.label)))
+			// The run compared with its baseline shows its warnings in
+			// the same report, at the top.
+			see := "mqplan report " + c.label(s.label)
+			if c.label(s.label) == thisRun {
+				see = "this report's warnings"
+			}
+			notes = append(notes, fmt.Sprintf("%s has %d %s: see %s", s.label, n, plural(n, "warning"), see))
 		}
 	}
 	if na, nb := a.name(), b.name(); na != nb {

@@ -130,7 +130,7 @@ func comparisonView(r *Result) *htmlComparison {
 	for _, run := range []struct {
 		role string
 		run  ComparedRun
-	}{{"baseline", c.A}, {"this run", c.B}} {
+	}{{"baseline", c.A}, {thisRun, c.B}} {
 		v.Runs = append(v.Runs, htmlComparedRun{Role: run.role, File: orDash(run.run.Label), Plan: orDash(run.run.Plan),
 			Started: startedText(run.run.Started), Elapsed: fmtDuration(run.run.Elapsed), Verdict: run.run.Verdict})
 	}

@@ -246,7 +246,7 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 	if base != nil && base.Result != nil {
 		// Last: the comparison's notes read this run's verdict and
 		// warnings.
-		r.Comparison = Compare(base.Result, r, base.File, "this run", DefaultTolerance)
+		r.Comparison = Compare(base.Result, r, base.File, thisRun, DefaultTolerance)
 	}
 	return r
 }
