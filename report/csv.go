@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +23,9 @@ var csvHeader = []string{
 }
 
 // csvProcCol is the index of broker_cpu_percent, the first of the
-// processes' columns (two each, in the order of processes).
-const csvProcCol = 14
+// processes' columns (two each, in the order of processes), found by
+// name so that a column added elsewhere cannot shift it.
+var csvProcCol = slices.Index(csvHeader, "broker_cpu_percent")
 
 // csvTotal is the group column of the row that sums a second's groups.
 const csvTotal = "total"
@@ -99,8 +101,11 @@ func WriteCSV(w io.Writer, r *Result) error {
 // csvRow is one row of the CSV timeline: g's figures over a second that
 // lasted length and ended at at.
 func csvRow(at, ph string, length time.Duration, g *stats.GroupSecond) []string {
-	row := []string{at, ph, csvText(g.Group), csvInt(g.Sent), csvInt(g.Received), "", "", "", "", "",
-		strconv.Itoa(g.Connected), csvInt(g.Errors), csvInt(g.Disconnects), "", "", "", "", ""}
+	// As many cells as the header, empty unless set: the columns only
+	// the total row has (the processes') stay empty here.
+	row := make([]string, len(csvHeader))
+	copy(row, []string{at, ph, csvText(g.Group), csvInt(g.Sent), csvInt(g.Received), "", "", "", "", "",
+		strconv.Itoa(g.Connected), csvInt(g.Errors), csvInt(g.Disconnects)})
 	if length > 0 {
 		row[5], row[6] = csvRate(g.Sent, length), csvRate(g.Received, length)
 	}
