@@ -28,13 +28,14 @@ func EvaluateWithBaseline(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats
 	return evaluate(p, ths, st, base)
 }
 
-// writeBaseline writes the comparison with the baseline (see Compare),
+// writeBaseline writes the comparison with the baseline (Result.Comparison),
 // when there is one: the same tables mqplan compare prints, baseline as A
 // and this run as B, with mqplan compare's default tolerance.
 func writeBaseline(b *bytes.Buffer, r *Result) error {
-	if r.Baseline == nil || r.Baseline.Result == nil {
+	c := r.Comparison
+	if c == nil {
 		return nil
 	}
-	section(b, "Compared with the baseline "+r.Baseline.File)
-	return WriteComparison(b, Compare(r.Baseline.Result, r, r.Baseline.File, "this run", DefaultTolerance))
+	section(b, "Compared with the baseline "+c.A.Label)
+	return WriteComparison(b, c)
 }

@@ -3,11 +3,13 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/mqplan/mqplan/plans"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,13 +78,14 @@ var comparedMetrics = []compared{
 // Comparison is two results side by side: their key metrics over the
 // measured window, in total and for each group both have, with the change
 // from A to B and which changes go beyond the tolerance. It is built from
-// Results alone, so saved JSON results compare as well as fresh ones.
+// Results alone, so saved JSON results compare as well as fresh ones, and
+// it holds what its outputs show and nothing more (not the Results), so
+// that a run's comparison with its baseline is saved in the run's JSON
+// and re-renders from it (Result.Comparison).
 type Comparison struct {
 	// A is the reference (the last release, a baseline); B is compared
 	// with it.
-	A, B *Result
-	// LabelA and LabelB name the two in the output (their file names).
-	LabelA, LabelB string
+	A, B ComparedRun
 	// Tolerance is the relative change (0.05 is 5%) within which a change
 	// is not marked.
 	Tolerance float64
@@ -95,6 +98,26 @@ type Comparison struct {
 	// Notes say what makes the comparison less than like for like
 	// (different plans, an incomplete run, warnings).
 	Notes []string
+}
+
+// ComparedRun names one side of a Comparison as its outputs show it.
+type ComparedRun struct {
+	// Label names the run in the output: its file name as given, or
+	// "this run" for a run judged against a baseline.
+	Label string
+	// Plan is the plan's name; Started, Elapsed and Verdict the run's.
+	Plan    string
+	Started time.Time
+	Elapsed time.Duration
+	Verdict string
+}
+
+// thisRun labels the run itself in its comparison with its baseline.
+const thisRun = "this run"
+
+// comparedRun is r's identity, labelled label.
+func comparedRun(r *Result, label string) ComparedRun {
+	return ComparedRun{Label: label, Plan: r.name(), Started: r.Started, Elapsed: r.Elapsed, Verdict: r.Verdict()}
 }
 
 // CompareSection is the rows of one scope: the total or one group.
@@ -119,7 +142,7 @@ type CompareRow struct {
 
 // Compare compares B with A. tolerance is a fraction (0.05 for 5%).
 func Compare(a, b *Result, labelA, labelB string, tolerance float64) *Comparison {
-	c := &Comparison{A: a, B: b, LabelA: labelA, LabelB: labelB, Tolerance: tolerance}
+	c := &Comparison{A: comparedRun(a, labelA), B: comparedRun(b, labelB), Tolerance: tolerance}
 	c.Sections = append(c.Sections, CompareSection{Rows: compareSets(a.Measured.Top, b.Measured.Top, tolerance, nil)})
 	inA := map[string]Group{}
 	for _, g := range a.Groups {
@@ -143,7 +166,7 @@ func Compare(a, b *Result, labelA, labelB string, tolerance float64) *Comparison
 			c.OnlyA = append(c.OnlyA, g.Name)
 		}
 	}
-	c.Notes = compareNotes(c)
+	c.Notes = compareNotes(c, a, b)
 	return c
 }
 
@@ -164,15 +187,7 @@ func compareSets(a, b metric.Set, tolerance float64, keep func(metric.Name) bool
 			// for no change.
 			row.Mark = Worse
 		case va != nil && vb != nil:
-			fa, fb := number(va), number(vb)
-			switch {
-			case fa == fb:
-				row.Change = 0
-			case fa == 0:
-				row.Change = math.Inf(int(math.Copysign(1, fb)))
-			default:
-				row.Change = (fb - fa) / math.Abs(fa)
-			}
+			row.Change = change(number(va), number(vb))
 			if math.Abs(row.Change) > tolerance {
 				if (row.Change > 0) == m.higherBetter {
 					row.Mark = Better
@@ -184,6 +199,17 @@ func compareSets(a, b metric.Set, tolerance float64, keep func(metric.Name) bool
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// change is the relative change from a to b: 0 when equal, ±Inf from 0.
+func change(a, b float64) float64 {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return math.Inf(int(math.Copysign(1, b)))
+	}
+	return (b - a) / math.Abs(a)
 }
 
 // present is m's value in s, or nil when s lacks it or it is not a
@@ -215,25 +241,31 @@ func number(v any) float64 {
 }
 
 // compareNotes says what makes the two results less than like for like.
-func compareNotes(c *Comparison) []string {
+func compareNotes(c *Comparison, a, b *Result) []string {
 	var notes []string
 	for _, s := range []struct {
 		label string
 		r     *Result
-	}{{"A", c.A}, {"B", c.B}} {
+	}{{"A", a}, {"B", b}} {
 		if v := s.r.Verdict(); v == VerdictIncomplete {
 			notes = append(notes, fmt.Sprintf("%s is %s: its figures cover only part of a run", s.label, v))
 		}
 		if n := len(s.r.headerWarnings()); n > 0 {
-			notes = append(notes, fmt.Sprintf("%s has %d %s: see mqplan report %s", s.label, n, plural(n, "warning"), c.label(s.label)))
+			// The run compared with its baseline shows its warnings in
+			// the same report, at the top.
+			see := "mqplan report " + c.label(s.label)
+			if c.label(s.label) == thisRun {
+				see = "this report's warnings"
+			}
+			notes = append(notes, fmt.Sprintf("%s has %d %s: see %s", s.label, n, plural(n, "warning"), see))
 		}
 	}
-	if na, nb := c.A.name(), c.B.name(); na != nb {
+	if na, nb := a.name(), b.name(); na != nb {
 		notes = append(notes, fmt.Sprintf("A and B ran different plans (%s, %s)", orDash(na), orDash(nb)))
-	} else if d := planDifferences(c.A.Plan, c.B.Plan); len(d) > 0 {
+	} else if d := planDifferences(a.Plan, b.Plan); len(d) > 0 {
 		notes = append(notes, fmt.Sprintf("A and B ran plan %s with different settings: %s", orDash(na), strings.Join(d, ", ")))
 	}
-	if sa, sb := c.A.steadyLength(), c.B.steadyLength(); sa != sb {
+	if sa, sb := a.steadyLength(), b.steadyLength(); sa != sb {
 		notes = append(notes, fmt.Sprintf("the steady phases differ in length (%s, %s): counts (lost, duplicates, errors) do not compare, rates and latencies do",
 			orDash(strings.TrimPrefix(sa, ", ")), orDash(strings.TrimPrefix(sb, ", "))))
 	}
@@ -251,9 +283,9 @@ func compareNotes(c *Comparison) []string {
 // label is the file name of A or B.
 func (c *Comparison) label(which string) string {
 	if which == "A" {
-		return c.LabelA
+		return c.A.Label
 	}
-	return c.LabelB
+	return c.B.Label
 }
 
 // ref is how a threshold names the row's metric in its section.
@@ -361,29 +393,20 @@ func WriteComparison(w io.Writer, c *Comparison) error {
 	var b bytes.Buffer
 	b.WriteString("mqplan compare: B against A\n")
 	for _, s := range []struct {
-		label, file string
-		r           *Result
-	}{{"A", c.LabelA, c.A}, {"B", c.LabelB, c.B}} {
-		fmt.Fprintf(&b, "%s: %s | %s | %s | %s | %s\n", s.label, orDash(s.file), orDash(s.r.name()),
-			startedText(s.r.Started), fmtDuration(s.r.Elapsed), s.r.Verdict())
+		label string
+		run   ComparedRun
+	}{{"A", c.A}, {"B", c.B}} {
+		fmt.Fprintf(&b, "%s: %s | %s | %s | %s | %s\n", s.label, orDash(s.run.Label), orDash(s.run.Plan),
+			startedText(s.run.Started), fmtDuration(s.run.Elapsed), s.run.Verdict)
 	}
-	fmt.Fprintf(&b, "marked: changes beyond %s, WORSE toward higher latency, loss, duplicates or errors and lower rates, better the other way\n", fmtPercent(c.Tolerance))
+	fmt.Fprintf(&b, "marked: %s\n", c.marked())
 	for _, n := range c.Notes {
 		fmt.Fprintf(&b, "NOTE: %s\n", n)
 	}
 	for _, s := range c.Sections {
-		if s.Group == "" {
-			section(&b, "Total (steady phase, deliveries during drain included)")
-		} else {
-			section(&b, "Group "+s.Group)
-		}
+		section(&b, s.title())
 		t := newTableAligned(&b, []align{alignLeft}, "metric", "A", "B", "change", "change %", "")
-		var rows [][]string
-		for _, r := range s.Rows {
-			rows = append(rows, []string{string(r.Metric), compareValue(r.Metric, r.A), compareValue(r.Metric, r.B),
-				r.delta(), r.changePercent(), r.Mark.String()})
-		}
-		if err := render(t, rows); err != nil {
+		if err := render(t, compareCells(s)); err != nil {
 			return err
 		}
 	}
@@ -392,6 +415,19 @@ func WriteComparison(w io.Writer, c *Comparison) error {
 	b.WriteByte('\n')
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// marked says which changes the comparison marks, and how.
+func (c *Comparison) marked() string {
+	return "changes beyond " + fmtPercent(c.Tolerance) + ", WORSE toward higher latency, loss, duplicates or errors and lower rates, better the other way"
+}
+
+// title is the section's title: the total, or the group.
+func (s CompareSection) title() string {
+	if s.Group == "" {
+		return "Total (steady phase, deliveries during drain included)"
+	}
+	return "Group " + s.Group
 }
 
 // startedText is a run's start for the header, "-" when unknown.
@@ -465,7 +501,9 @@ func (r CompareRow) changePercent() string {
 // meaning.
 const CompareJSONVersion = 1
 
-// The JSON comparison document; see WriteComparisonJSON.
+// The JSON comparison document; see WriteComparisonJSON. The JSON result
+// of a run judged against a baseline holds the same document under
+// "baseline", and ReadJSON reads it back (comparison).
 type jsonComparison struct {
 	Version   int               `json:"version"`
 	Tolerance float64           `json:"tolerance"`
@@ -487,6 +525,11 @@ type jsonCompared struct {
 	Verdict string       `json:"verdict"`
 }
 
+// json is the run's identity in the JSON comparison.
+func (c ComparedRun) json() jsonCompared {
+	return jsonCompared{File: c.Label, Plan: c.Plan, Started: c.Started, Elapsed: jsonDuration(c.Elapsed), Verdict: c.Verdict}
+}
+
 type jsonCompSection struct {
 	Group string        `json:"group"`
 	Rows  []jsonCompRow `json:"rows"`
@@ -496,9 +539,63 @@ type jsonCompRow struct {
 	Metric string `json:"metric"`
 	A      any    `json:"a"`
 	B      any    `json:"b"`
+	// Delta is b - a in the metric's unit and JSON form (a duration
+	// string, a count, a rate or a fraction), null when either is
+	// absent. Added after the first shipped: a reader of an older
+	// document finds it absent.
+	Delta any `json:"delta"`
 	// Change is (b - a) / a, null when either is absent or a is 0.
 	Change *float64 `json:"change"`
 	Mark   string   `json:"mark"`
+}
+
+// doc is the comparison as its JSON document.
+func (c *Comparison) doc() *jsonComparison {
+	d := &jsonComparison{
+		Version: CompareJSONVersion, Tolerance: c.Tolerance,
+		A: c.A.json(), B: c.B.json(),
+		Notes: list(c.Notes), Sections: []jsonCompSection{}, OnlyA: list(c.OnlyA), OnlyB: list(c.OnlyB),
+		Worse: list(c.Worse()), Summary: c.Summary(),
+	}
+	for _, s := range c.Sections {
+		js := jsonCompSection{Group: s.Group, Rows: []jsonCompRow{}}
+		for _, r := range s.Rows {
+			jr := jsonCompRow{Metric: string(r.Metric), A: valueJSON(r.A), B: valueJSON(r.B), Mark: strings.ToLower(r.Mark.String())}
+			if delta := r.deltaValue(); delta != nil {
+				jr.Delta = valueJSON(delta)
+			}
+			if !math.IsNaN(r.Change) && !math.IsInf(r.Change, 0) {
+				ch := r.Change
+				jr.Change = &ch
+			}
+			js.Rows = append(js.Rows, jr)
+		}
+		d.Sections = append(d.Sections, js)
+	}
+	return d
+}
+
+// deltaValue is B - A in the metric's Go type (see metric.Set): a
+// duration, an int or a float64; nil when either is absent.
+func (r CompareRow) deltaValue() any {
+	if r.A == nil || r.B == nil {
+		return nil
+	}
+	switch a := r.A.(type) {
+	case time.Duration:
+		if b, ok := r.B.(time.Duration); ok {
+			return b - a
+		}
+	case int:
+		if b, ok := r.B.(int); ok {
+			return b - a
+		}
+	}
+	// The difference of two rates or fractions carries the floats'
+	// noise (800 - 799.3 is 0.7000000000000455): twelve significant
+	// digits are more than any rate or fraction here means.
+	d, _ := strconv.ParseFloat(strconv.FormatFloat(number(r.B)-number(r.A), 'g', 12, 64), 64)
+	return d
 }
 
 // WriteComparisonJSON writes the comparison as an indented JSON document
@@ -509,39 +606,98 @@ type jsonCompRow struct {
 //	tolerance    the fraction within which a change is not marked
 //	a, b         {file, plan, started, elapsed, verdict}
 //	notes        what makes the comparison less than like for like
-//	sections     [{group ("" for the total), rows: [{metric, a, b, change, mark}]}]
-//	             mark: "", "better" or "worse"
+//	sections     [{group ("" for the total), rows: [{metric, a, b, delta, change, mark}]}]
+//	             delta: b - a in the metric's unit; change: (b - a) / a,
+//	             a fraction (0.1 is +10%); mark: "", "better" or "worse"
 //	only_a, only_b  groups not compared
 //	worse        the worse changes, as the summary names them; summary: its line
 func WriteComparisonJSON(w io.Writer, c *Comparison) error {
-	d := jsonComparison{
-		Version: CompareJSONVersion, Tolerance: c.Tolerance,
-		A:     jsonCompared{File: c.LabelA, Plan: c.A.name(), Started: c.A.Started, Elapsed: jsonDuration(c.A.Elapsed), Verdict: c.A.Verdict()},
-		B:     jsonCompared{File: c.LabelB, Plan: c.B.name(), Started: c.B.Started, Elapsed: jsonDuration(c.B.Elapsed), Verdict: c.B.Verdict()},
-		Notes: list(c.Notes), Sections: []jsonCompSection{}, OnlyA: list(c.OnlyA), OnlyB: list(c.OnlyB),
-		Worse: list(c.Worse()), Summary: c.Summary(),
-	}
-	for _, s := range c.Sections {
-		js := jsonCompSection{Group: s.Group, Rows: []jsonCompRow{}}
-		for _, r := range s.Rows {
-			jr := jsonCompRow{Metric: string(r.Metric), A: valueJSON(r.A), B: valueJSON(r.B), Mark: strings.ToLower(r.Mark.String())}
-			if !math.IsNaN(r.Change) && !math.IsInf(r.Change, 0) {
-				ch := r.Change
-				jr.Change = &ch
-			}
-			js.Rows = append(js.Rows, jr)
-		}
-		d.Sections = append(d.Sections, js)
-	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(d); err != nil {
+	if err := enc.Encode(c.doc()); err != nil {
 		return fmt.Errorf("encoding the comparison: %w", err)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// maxCompareRows bounds the rows a comparison read back may have: one
+// section per group and one row per compared metric, for as many groups
+// as a plan may have, leaves room; a document with more was not written
+// by mqplan.
+const maxCompareRows = 1 << 20
+
+// comparison reads back the comparison doc wrote (the JSON result's
+// "baseline"). Values are read as their metric's kind; the relative
+// change is computed again from them (null in the document stands for
+// both "absent" and "from 0"), and the mark is taken as written.
+func (d *jsonComparison) comparison() (*Comparison, error) {
+	if d.Version != CompareJSONVersion {
+		return nil, fmt.Errorf("comparison version %d, this mqplan reads %d", d.Version, CompareJSONVersion)
+	}
+	if math.IsNaN(d.Tolerance) || d.Tolerance < 0 || d.Tolerance > MaxTolerance {
+		return nil, fmt.Errorf("tolerance %v out of range (0 to %v)", d.Tolerance, MaxTolerance)
+	}
+	run := func(j jsonCompared) ComparedRun {
+		return ComparedRun{Label: j.File, Plan: j.Plan, Started: j.Started, Elapsed: time.Duration(j.Elapsed), Verdict: j.Verdict}
+	}
+	c := &Comparison{A: run(d.A), B: run(d.B), Tolerance: d.Tolerance,
+		Notes: nonEmpty(d.Notes), OnlyA: nonEmpty(d.OnlyA), OnlyB: nonEmpty(d.OnlyB)}
+	rows := 0
+	for i, js := range d.Sections {
+		sec := CompareSection{Group: js.Group}
+		for j, jr := range js.Rows {
+			if rows++; rows > maxCompareRows {
+				return nil, fmt.Errorf("more than %d rows", maxCompareRows)
+			}
+			row, err := jr.row()
+			if err != nil {
+				return nil, fmt.Errorf("sections[%d].rows[%d]: %w", i, j, err)
+			}
+			sec.Rows = append(sec.Rows, row)
+		}
+		c.Sections = append(c.Sections, sec)
+	}
+	return c, nil
+}
+
+// row reads one compared metric back.
+func (jr *jsonCompRow) row() (CompareRow, error) {
+	// A metric this mqplan does not know (a newer one compared it)
+	// keeps the type its JSON form suggests, as in the metric sets.
+	name := metric.Name(jr.Metric)
+	if name == "" {
+		return CompareRow{}, errors.New("a row without a metric")
+	}
+	r := CompareRow{Metric: name, Change: math.NaN()}
+	var err error
+	for _, v := range []struct {
+		side string
+		in   any
+		out  *any
+	}{{"a", jr.A, &r.A}, {"b", jr.B, &r.B}} {
+		if v.in == nil {
+			continue
+		}
+		if *v.out, err = metricValue(name, v.in); err != nil {
+			return r, fmt.Errorf("%s: %s: %w", jr.Metric, v.side, err)
+		}
+	}
+	if r.A != nil && r.B != nil {
+		r.Change = change(number(r.A), number(r.B))
+	}
+	switch jr.Mark {
+	case "":
+	case "better":
+		r.Mark = Better
+	case "worse":
+		r.Mark = Worse
+	default:
+		return r, fmt.Errorf("%s: mark %q, want \"\", \"better\" or \"worse\"", jr.Metric, jr.Mark)
+	}
+	return r, nil
 }
 
 // planDifferences names what differs between two runs' plans that changes

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,13 @@ import (
 var csvHeader = []string{
 	"at_s", "phase", "group", "sent", "received", "send_rate", "recv_rate",
 	"p50_ms", "p99_ms", "max_ms", "connected", "errors", "disconnects", "lag_max_ms",
+	"broker_cpu_percent", "broker_rss_bytes", "mqplan_cpu_percent", "mqplan_rss_bytes",
 }
+
+// csvProcCol is the index of broker_cpu_percent, the first of the
+// processes' columns (two each, in the order of processes), found by
+// name so that a column added elsewhere cannot shift it.
+var csvProcCol = slices.Index(csvHeader, "broker_cpu_percent")
 
 // csvTotal is the group column of the row that sums a second's groups.
 const csvTotal = "total"
@@ -41,6 +48,13 @@ const csvTotal = "total"
 //     deliveries; lag_max_ms: the largest lag behind schedule of its sends.
 //   - connected, errors, disconnects: clients connected at the end of the
 //     second, errors and connection losses in it.
+//   - broker_cpu_percent, broker_rss_bytes, mqplan_cpu_percent,
+//     mqplan_rss_bytes: the broker process's (broker.metrics pid or
+//     process) and mqplan's own CPU in percent of one core over the
+//     second and resident memory at its end, from /proc. They are the
+//     process's, not a group's: only the total row has them, and only in
+//     a second the process was sampled. Added after the first columns
+//     shipped: a script that reads columns by name is unaffected.
 //
 // A figure with no sample (no delivery, no send) is an empty cell, never
 // 0, so that a chart leaves a gap rather than plotting a false zero.
@@ -60,7 +74,14 @@ func WriteCSV(w io.Writer, r *Result) error {
 		ph := s.Phase.String()
 		total := stats.GroupSecond{Group: csvTotal, Connected: s.Connected, Lost: s.Lost, Sent: s.Sent, Received: s.Received,
 			Errors: s.Errors, Disconnects: s.Disconnects, P50: s.P50, P99: s.P99, Max: s.Max, LagMax: s.LagMax}
-		if err := cw.Write(csvRow(at, ph, length, &total)); err != nil {
+		row := csvRow(at, ph, length, &total)
+		for i, p := range processes {
+			if ps := p.get(&s); ps.Sampled {
+				row[csvProcCol+2*i] = strconv.FormatFloat(ps.CPU, 'f', 1, 64)
+				row[csvProcCol+2*i+1] = csvInt(ps.RSS)
+			}
+		}
+		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing the CSV timeline: %w", err)
 		}
 		for i := range s.Groups {
@@ -80,8 +101,11 @@ func WriteCSV(w io.Writer, r *Result) error {
 // csvRow is one row of the CSV timeline: g's figures over a second that
 // lasted length and ended at at.
 func csvRow(at, ph string, length time.Duration, g *stats.GroupSecond) []string {
-	row := []string{at, ph, csvText(g.Group), csvInt(g.Sent), csvInt(g.Received), "", "", "", "", "",
-		strconv.Itoa(g.Connected), csvInt(g.Errors), csvInt(g.Disconnects), ""}
+	// As many cells as the header, empty unless set: the columns only
+	// the total row has (the processes') stay empty here.
+	row := make([]string, len(csvHeader))
+	copy(row, []string{at, ph, csvText(g.Group), csvInt(g.Sent), csvInt(g.Received), "", "", "", "", "",
+		strconv.Itoa(g.Connected), csvInt(g.Errors), csvInt(g.Disconnects)})
 	if length > 0 {
 		row[5], row[6] = csvRate(g.Sent, length), csvRate(g.Received, length)
 	}

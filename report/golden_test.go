@@ -49,6 +49,16 @@ func goldenCases(t *testing.T) []struct {
 		}
 	}
 	clean.Groups[1].Connected, clean.Groups[1].ConnectedAtEnd = 4, 4
+	// Against a baseline: the failing run judged against the passing
+	// one, saved (last-release.json): the same p99 and rates hold, its
+	// losses fail a "no worse than the baseline" threshold.
+	pass := Evaluate(passing, withBuiltins(t, passing), clean)
+	gated := testPlan(
+		"p99 <= baseline.p99 * 1.10",
+		"groups.sub.recv_rate >= baseline.groups.sub.recv_rate * 0.95",
+		"loss_rate <= baseline.loss_rate",
+	)
+	against := EvaluateWithBaseline(gated, withBuiltins(t, gated), fullStats(t), &Baseline{File: "last-release.json", Result: pass})
 	return []struct {
 		name string
 		r    *Result
@@ -59,6 +69,7 @@ func goldenCases(t *testing.T) []struct {
 		// Faults: only the plan's own latency threshold, so the built-in
 		// checks are what fail the run.
 		{"faults", Evaluate(passing, withBuiltins(t, passing), faultStats(t))},
+		{"baseline", against},
 	}
 }
 

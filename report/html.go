@@ -69,6 +69,7 @@ type htmlView struct {
 	BrokerURL, Started, Elapsed           string
 	Warnings                              []string
 	Thresholds                            []htmlThreshold
+	Comparison                            *htmlComparison
 	PlanGroups                            []htmlPlanGroup
 	Phases                                []htmlPhase
 	Tables                                []htmlTable
@@ -83,6 +84,64 @@ type htmlView struct {
 type htmlThreshold struct {
 	Expr, Where, Measured, Reason string
 	Pass                          bool
+}
+
+// htmlComparison is the comparison with the baseline (Result.Comparison)
+// as the page shows it, beside the thresholds that read baseline.*.
+type htmlComparison struct {
+	Title, Marked, Summary string
+	// Worse is set when a change is marked worse: the summary is then
+	// shown as a failure.
+	Worse    bool
+	Runs     []htmlComparedRun
+	Notes    []string
+	Head     []string
+	Sections []htmlCompareSection
+}
+
+// htmlComparedRun is one side of the comparison: Role is "baseline" or
+// "this run".
+type htmlComparedRun struct {
+	Role, File, Plan, Started, Elapsed, Verdict string
+}
+
+type htmlCompareSection struct {
+	Title string
+	Rows  []htmlCompareRow
+}
+
+// htmlCompareRow is one metric's cells; Class marks the row "worse" or
+// "better" as the mark column says.
+type htmlCompareRow struct {
+	Class string
+	Cells []string
+}
+
+// comparisonView is r's comparison with its baseline for the page, nil
+// without one. Its cells are those of the terminal and the Markdown
+// summary (compareCells).
+func comparisonView(r *Result) *htmlComparison {
+	c := r.Comparison
+	if c == nil {
+		return nil
+	}
+	v := &htmlComparison{Title: "Compared with the baseline " + c.A.Label, Marked: "Marked: " + c.marked() + ".",
+		Summary: c.Summary(), Worse: len(c.Worse()) > 0, Notes: c.Notes, Head: baselineHead}
+	for _, run := range []struct {
+		role string
+		run  ComparedRun
+	}{{"baseline", c.A}, {thisRun, c.B}} {
+		v.Runs = append(v.Runs, htmlComparedRun{Role: run.role, File: orDash(run.run.Label), Plan: orDash(run.run.Plan),
+			Started: startedText(run.run.Started), Elapsed: fmtDuration(run.run.Elapsed), Verdict: run.run.Verdict})
+	}
+	for _, s := range c.Sections {
+		hs := htmlCompareSection{Title: s.title()}
+		for i, cells := range compareCells(s) {
+			hs.Rows = append(hs.Rows, htmlCompareRow{Class: strings.ToLower(s.Rows[i].Mark.String()), Cells: cells})
+		}
+		v.Sections = append(v.Sections, hs)
+	}
+	return v
 }
 
 type htmlPlanGroup struct {
@@ -110,6 +169,78 @@ type htmlData struct {
 	// DistsLeftOut counts, by curve name, the groups' curves left out of
 	// the page (see maxGroupCurves).
 	DistsLeftOut map[string]int `json:"distsLeftOut"`
+	// Charts are the further charts over the timeline, each drawn the
+	// same way whatever it shows (see sampledCharts); only those with a
+	// series sampled at least once.
+	Charts []htmlChart `json:"charts"`
+}
+
+// htmlChart is one chart over the timeline whose series the page script
+// draws as they come: a figure sampled once a second beside the run's
+// own (the processes' CPU and memory) needs only its series here, not
+// a script of its own. Its element has the id ID.
+type htmlChart struct {
+	ID     string     `json:"id"`
+	Title  string     `json:"title"`
+	Unit   string     `json:"unit"`
+	Series []htmlLine `json:"series"`
+}
+
+// htmlLine is one series of an htmlChart: a value per second of the
+// timeline, null where it was not sampled (a gap, never a 0). Color is
+// the series' own, so that a process keeps its colour whichever other
+// series are drawn.
+type htmlLine struct {
+	Label  string     `json:"label"`
+	Color  string     `json:"color"`
+	Values []*float64 `json:"values"`
+}
+
+// add appends the series label, with value's figure for each second,
+// when at least one second has one.
+func (c *htmlChart) add(label, color string, timeline []stats.Second, value func(*stats.Second) *float64) {
+	vals := make([]*float64, len(timeline))
+	has := false
+	for i := range timeline {
+		if vals[i] = value(&timeline[i]); vals[i] != nil {
+			has = true
+		}
+	}
+	if has {
+		c.Series = append(c.Series, htmlLine{Label: label, Color: color, Values: vals})
+	}
+}
+
+// processColors are the processes' colours in their charts (from the
+// page script's palette, whose exact colours the browser test counts).
+var processColors = map[string]string{"broker": "#0969da", "mqplan": "#8250df"}
+
+// sampledCharts are the charts of what was sampled once a second besides
+// the run's own figures: the broker process's (broker.metrics) and
+// mqplan's own CPU, in percent of one core, and resident memory, in MiB.
+// A chart without a series sampled is left out. A further set of figures
+// (a broker's own counters, say) is one more htmlChart here, with an add
+// per series.
+func sampledCharts(r *Result) []htmlChart {
+	cpu := htmlChart{ID: "chart-cpu", Title: "CPU, % of one core (from /proc, once a second)", Unit: "%"}
+	rss := htmlChart{ID: "chart-rss", Title: "Resident memory, MiB (from /proc, once a second)", Unit: "MiB"}
+	for _, p := range processes {
+		cpu.add(p.name, processColors[p.name], r.Timeline, func(s *stats.Second) *float64 {
+			ps := p.get(s)
+			return num(math.Round(ps.CPU*10)/10, ps.Sampled)
+		})
+		rss.add(p.name, processColors[p.name], r.Timeline, func(s *stats.Second) *float64 {
+			ps := p.get(s)
+			return num(math.Round(float64(ps.RSS)/(1<<20)*100)/100, ps.Sampled)
+		})
+	}
+	out := []htmlChart{}
+	for _, c := range []htmlChart{cpu, rss} {
+		if len(c.Series) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // maxGroupCurves bounds the groups' curves a percentile plot draws: past
@@ -205,6 +336,7 @@ func newHTMLView(r *Result) *htmlView {
 		}
 		v.Thresholds = append(v.Thresholds, ht)
 	}
+	v.Comparison = comparisonView(r)
 	v.PlanGroups = planGroups(r)
 	for _, ph := range r.Phases {
 		if ph.Duration() > 0 {
@@ -285,6 +417,9 @@ func htmlTables(r *Result) []htmlTable {
 			Rows: [][]string{{fmt.Sprint(br.MessagesReceived), fmt.Sprint(br.MessagesSent),
 				fmt.Sprint(br.MessagesDropped), fmt.Sprint(br.InflightDropped), fmt.Sprint(br.ClientsMaximum)}}})
 	}
+	if rows := processesCells(r); len(rows) > 0 {
+		out = append(out, htmlTable{Title: processesTitle, Head: processesHead, Rows: rows})
+	}
 	return out
 }
 
@@ -322,6 +457,7 @@ func chartData(r *Result) htmlData {
 	}
 	groupCurves := map[string]int{}
 	groupSeries(r, tl)
+	d.Charts = sampledCharts(r)
 	for _, dist := range r.Distributions {
 		if dist.Group != "" {
 			if groupCurves[dist.Name]++; groupCurves[dist.Name] > maxGroupCurves {

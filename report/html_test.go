@@ -40,6 +40,7 @@ func TestHTMLEscapes(t *testing.T) {
 		{"threshold", func(r *Result) { r.Thresholds[0].Expr = inject }},
 		{"group name in the chart data", func(r *Result) { r.Distributions[1].Group = inject }},
 		{"incomplete reason", func(r *Result) { r.Incomplete = inject }},
+		{"baseline file name", func(r *Result) { r.Comparison = Compare(r, r, inject, "this run", DefaultTolerance) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestHTMLSelfContained(t *testing.T) {
 }
 
 // TestHTMLLongRun: an hour's timeline keeps the page within a few hundred
-// kilobytes.
+// kilobytes, with both processes' CPU and memory charted.
 func TestHTMLLongRun(t *testing.T) {
 	st := fullStats(t)
 	st.Timeline = nil
@@ -103,6 +104,8 @@ func TestHTMLLongRun(t *testing.T) {
 				{Group: "sub", Connected: 4, Received: 12344, P50: 1234 * time.Microsecond, P99: 23456 * time.Microsecond, Max: 123456 * time.Microsecond},
 				{Group: "pub", Connected: 4, Sent: 12345, LagMax: 345 * time.Microsecond},
 			},
+			Broker: stats.ProcSample{Sampled: true, CPU: 123.456 + float64(s%7), RSS: 123456789 + int64(s)*4096},
+			Self:   stats.ProcSample{Sampled: true, CPU: 45.678, RSS: 98765432},
 		})
 	}
 	st.Elapsed = time.Hour
@@ -178,6 +181,60 @@ func TestHTMLContent(t *testing.T) {
 	}
 }
 
+// TestHTMLBaseline: with a baseline, the page compares the two runs
+// beside the thresholds, as mqplan compare does: both runs named, a
+// table per scope with the changes marked, and the summary; without
+// one, nothing of it.
+func TestHTMLBaseline(t *testing.T) {
+	var with, without *Result
+	for _, tc := range goldenCases(t) {
+		switch tc.name {
+		case "baseline":
+			with = tc.r
+		case "fail":
+			without = tc.r
+		}
+	}
+	tests := []struct {
+		name       string
+		r          *Result
+		want, lack []string
+	}{
+		{"with a baseline", with, []string{
+			`<section id="baseline">`,
+			"<h2>Compared with the baseline last-release.json</h2>",
+			"<tr><td>baseline</td><td>last-release.json</td><td>1to1-qos1</td><td>2025-01-02T03:04:05Z</td><td class=\"num\">11.7s</td><td>PASS</td></tr>",
+			"<tr><td>this run</td><td>this run</td><td>1to1-qos1</td>",
+			"<th>metric</th><th>baseline</th><th>this run</th><th>change</th><th>change %</th><th></th>",
+			"<h3>Total (steady phase, deliveries during drain included)</h3>",
+			"<h3>Group sub</h3>",
+			`<tr class="worse"><td>lost</td><td>0</td><td>10</td><td>&#43;10</td><td>from 0</td><td>WORSE</td></tr>`, // html/template writes + as &#43;
+			"<tr><td>latency.p99</td><td>1.5ms</td><td>1.5ms</td><td>0</td><td>0%</td><td></td></tr>",
+			`<p class="summary worse">WORSE: 10 changes beyond 5%`,
+		}, nil},
+		{"without", without, nil, []string{`id="baseline"`, "Compared with the baseline"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := renderHTML(t, tt.r)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the page lacks %q", w)
+				}
+			}
+			for _, l := range tt.lack {
+				if strings.Contains(out, l) {
+					t.Errorf("the page has %q", l)
+				}
+			}
+			// Between the thresholds and the plan.
+			if i, j, k := strings.Index(out, `id="thresholds"`), strings.Index(out, `id="baseline"`), strings.Index(out, `id="plan"`); tt.r == with && !(i < j && j < k) {
+				t.Errorf("the comparison is not between the thresholds and the plan (%d, %d, %d)", i, j, k)
+			}
+		})
+	}
+}
+
 // TestHTMLInBrowser opens the report of each fixture run in headless
 // Chromium: no console error, nothing fetched, every chart drawn, or
 // showing its "no data" note for a run that measured nothing. The
@@ -188,25 +245,44 @@ func TestHTMLInBrowser(t *testing.T) {
 	}
 	// The fixture's groups: sub receives, pub sends, so only the
 	// connections chart has two groups' lines, besides its totals.
+	// Its timeline has the broker's and mqplan's CPU and memory: each
+	// chart of them has both; a run that measured nothing has neither
+	// chart (the others show their "no data" note).
 	full := map[string]int{
 		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
-		"chart-dist-e2e": 2, "chart-dist-ack": 2,
+		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 2,
 	}
 	none := map[string]int{}
 	for id := range full {
-		none[id] = 0
+		if id != "chart-cpu" && id != "chart-rss" {
+			none[id] = 0
+		}
 	}
 	// Twenty groups that all send and receive: the totals and the first
 	// maxGroupCurves groups' lines.
 	many := map[string]int{
 		"chart-rate": 2 + 2*maxGroupCurves, "chart-latency": 3 + maxGroupCurves, "chart-connections": 2 + maxGroupCurves,
 		"chart-errors": 2, "chart-lag": 1 + maxGroupCurves, "chart-dist-e2e": 1 + maxGroupCurves, "chart-dist-ack": 1,
+		"chart-cpu": 2, "chart-rss": 2,
 	}
-	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "incomplete": none, "many-groups": many}
-	cases := append(goldenCases(t), struct {
+	// Only mqplan's own figures sampled (a run on the embedded broker):
+	// its line alone in the processes' charts.
+	selfOnly := fullStats(t)
+	for i := range selfOnly.Timeline {
+		selfOnly.Timeline[i].Broker = stats.ProcSample{}
+	}
+	self := map[string]int{}
+	for id, n := range full {
+		self[id] = n
+	}
+	self["chart-cpu"], self["chart-rss"] = 1, 1
+	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"}, "baseline": {"broker", "mqplan"},
+		"many-groups": {"broker", "mqplan"}, "self-only": {"mqplan"}}
+	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "baseline": full, "incomplete": none, "many-groups": many, "self-only": self}
+	cases := append(goldenCases(t), []struct {
 		name string
 		r    *Result
-	}{"many-groups", manyGroups(t)})
+	}{{"many-groups", manyGroups(t)}, {"self-only", Evaluate(testPlan(), nil, selfOnly)}}...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "report.html")
@@ -222,6 +298,10 @@ func TestHTMLInBrowser(t *testing.T) {
 				t.Errorf("the page fetched %s: it must work offline", u)
 			}
 			browsertest.CheckCharts(t, p, want[tc.name])
+			if labels := procs[tc.name]; labels != nil {
+				browsertest.CheckSeries(t, p, "chart-cpu", labels...)
+				browsertest.CheckSeries(t, p, "chart-rss", labels...)
+			}
 		})
 	}
 }

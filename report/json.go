@@ -49,6 +49,10 @@ type jsonDoc struct {
 	// Late is Result.Late, the steady phase's late sends (a pointer so
 	// that ReadJSON knows a document written before the key).
 	Late *int64 `json:"late"`
+	// Baseline is Result.Comparison, the comparison with the baseline,
+	// in mqplan compare's JSON shape; null without a baseline (and
+	// absent from a document written before the key).
+	Baseline *jsonComparison `json:"baseline"`
 }
 
 type jsonThreshold struct {
@@ -280,6 +284,9 @@ func (r *Result) doc() jsonDoc {
 		jb := jsonBroker(*b)
 		d.Broker = &jb
 	}
+	if r.Comparison != nil {
+		d.Baseline = r.Comparison.doc()
+	}
 	return d
 }
 
@@ -344,6 +351,10 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 //	broker       the embedded broker's counters, or null
 //	error_samples
 //	unsent, in_flight_at_end, drain_quiet, rate_window, late   see Result
+//	baseline     with --baseline, the comparison with the baseline run,
+//	             as mqplan compare --out json writes it (a: the baseline,
+//	             named by its file as given, its plan and start; b: this
+//	             run; per metric a, b, delta and change); null without
 //
 // ReadJSON reads the document back.
 func WriteJSON(w io.Writer, r *Result) error {

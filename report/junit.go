@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/threshold"
 )
 
 // The JUnit XML report (--out junit=FILE), for CI servers that show test
@@ -19,7 +20,9 @@ import (
 //
 //	<testsuites name="mqplan" tests failures errors time>
 //	  <testsuite name="mqplan PLAN" tests failures errors skipped time timestamp>
-//	    <properties> plan, plan_file, broker, timestamp, verdict, summary </properties>
+//	    <properties> plan, plan_file, broker, timestamp, verdict, summary,
+//	                 and with a baseline: baseline, baseline_plan,
+//	                 baseline_started, baseline_comparison </properties>
 //	    <testcase classname="mqplan.PLAN.run" name="run completed" time>
 //	      <error type="incomplete" message="..."/>        only when INCOMPLETE
 //	    <testcase classname="mqplan.PLAN.thresholds" name="EXPR" time="0">
@@ -139,6 +142,14 @@ func (r *Result) junit() junitSuites {
 		{"verdict", r.Verdict()},
 		{"summary", r.Summary()},
 	}
+	if c := r.Comparison; c != nil {
+		suite.Properties = append(suite.Properties,
+			junitProperty{"baseline", orDash(c.A.Label)},
+			junitProperty{"baseline_plan", orDash(c.A.Plan)},
+			junitProperty{"baseline_started", rfc3339(c.A.Started)},
+			junitProperty{"baseline_comparison", c.Summary()},
+		)
+	}
 
 	run := junitCase{Name: "run completed", Classname: class + ".run", Time: junitSeconds(r.Elapsed)}
 	if !r.Complete() {
@@ -166,7 +177,7 @@ func (r *Result) junit() junitSuites {
 			c.Failure = &junitProblem{
 				Type:    "threshold",
 				Message: th.Expr + ": " + thresholdResult(th),
-				Text:    xmlText(thresholdDetails(th)),
+				Text:    xmlText(thresholdDetails(th, r.Comparison)),
 			}
 		}
 		suite.Cases = append(suite.Cases, c)
@@ -218,11 +229,14 @@ func xmlText(s string) string {
 }
 
 // startedRFC3339 is the run's start with its zone, or "-" when unknown.
-func (r *Result) startedRFC3339() string {
-	if r.Started.IsZero() {
+func (r *Result) startedRFC3339() string { return rfc3339(r.Started) }
+
+// rfc3339 is t with its zone, or "-" when unknown.
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
 		return absent
 	}
-	return r.Started.Format(time.RFC3339Nano)
+	return t.Format(time.RFC3339Nano)
 }
 
 // thresholdResult is a failed threshold's outcome in a line: the values it
@@ -239,8 +253,11 @@ func thresholdResult(th ThresholdOutcome) string {
 }
 
 // thresholdDetails is a failed threshold's failure text: what was
-// written, where, and what was measured.
-func thresholdDetails(th ThresholdOutcome) string {
+// written, where, and what was measured; for a threshold that read the
+// baseline (c, nil without one), which run that was and its values apart
+// from this run's, so that the failure says how far from the baseline
+// this run was.
+func thresholdDetails(th ThresholdOutcome, c *Comparison) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "threshold: %s\n", th.Expr)
 	if th.Builtin {
@@ -249,6 +266,19 @@ func thresholdDetails(th ThresholdOutcome) string {
 		fmt.Fprintf(&b, "written at: %s\n", th.Pos)
 	}
 	fmt.Fprintf(&b, "measured: %s\n", orDash(measuredValues(th.Values)))
+	var base, run []threshold.Value
+	for _, v := range th.Values {
+		if v.Ref.Baseline {
+			base = append(base, v)
+		} else {
+			run = append(run, v)
+		}
+	}
+	if c != nil && len(base) > 0 {
+		fmt.Fprintf(&b, "baseline: %s (plan %s, started %s, %s)\n", orDash(c.A.Label), orDash(c.A.Plan), rfc3339(c.A.Started), c.A.Verdict)
+		fmt.Fprintf(&b, "baseline values: %s\n", measuredValues(base))
+		fmt.Fprintf(&b, "this run's values: %s\n", orDash(measuredValues(run)))
+	}
 	if th.Reason != "" && th.Reason != "false" {
 		fmt.Fprintf(&b, "reason: %s\n", th.Reason)
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mqplan/mqplan/threshold"
 )
 
 // jenkinsXSD is Jenkins' JUnit schema (see testdata/junit/README.md).
@@ -196,6 +198,15 @@ func TestJUnitStructure(t *testing.T) {
 			if props["verdict"] != r.Verdict() {
 				t.Errorf("verdict property %q, want %q", props["verdict"], r.Verdict())
 			}
+			// With a baseline, the properties name it; without, none does.
+			if c := r.Comparison; c != nil {
+				if props["baseline"] != c.A.Label || props["baseline_plan"] != c.A.Plan || props["baseline_comparison"] != c.Summary() ||
+					props["baseline_started"] != rfc3339(c.A.Started) {
+					t.Errorf("baseline properties %v, want the baseline %s, its plan, start and the comparison's summary", props, c.A.Label)
+				}
+			} else if _, ok := props["baseline"]; ok {
+				t.Errorf("a baseline property without a baseline: %v", props)
+			}
 
 			run := s.Cases[0]
 			if run.Name != "run completed" || !seconds.MatchString(run.Time) {
@@ -240,6 +251,23 @@ func TestJUnitStructure(t *testing.T) {
 					mv := oneLineXML(measuredValues(th.Values))
 					if c.Failure.Type != "threshold" || !strings.Contains(c.Failure.Message, mv) || !strings.Contains(c.Failure.Text, "measured: ") {
 						t.Errorf("failure %+v, want type threshold with the measured values %q", *c.Failure, mv)
+					}
+					// A failed threshold that read the baseline says which
+					// run that was and its values apart from this run's.
+					var base []threshold.Value
+					for _, v := range th.Values {
+						if v.Ref.Baseline {
+							base = append(base, v)
+						}
+					}
+					if hasBase := strings.Contains(c.Failure.Text, "baseline values: "); r.Comparison != nil && len(base) > 0 {
+						for _, want := range []string{"baseline: " + r.Comparison.A.Label + " (plan ", "baseline values: " + measuredValues(base) + "\n", "this run's values: "} {
+							if !strings.Contains(c.Failure.Text, want) {
+								t.Errorf("failure text %q lacks %q", c.Failure.Text, want)
+							}
+						}
+					} else if hasBase {
+						t.Errorf("failure text %q gives baseline values without a baseline read", c.Failure.Text)
 					}
 				}
 			}

@@ -37,6 +37,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	mdGroups(&b, r)
 	mdLatency(&b, r)
 	mdDelivery(&b, r)
+	mdProcesses(&b, r)
 	mdErrors(&b, r)
 	mdChart(&b, r)
 	_, err := w.Write(b.Bytes())
@@ -160,6 +161,18 @@ func mdDelivery(b *bytes.Buffer, r *Result) {
 	}
 	rows[len(rows)-1][0] = "**total**"
 	mdTable(b, deliveryHead, 1, rows)
+}
+
+// mdProcesses writes the broker's (broker.metrics) and mqplan's own CPU
+// and memory, when either was sampled, so that a reader sees whether the
+// generator or the broker was the limit.
+func mdProcesses(b *bytes.Buffer, r *Result) {
+	rows := processesCells(r)
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("### Processes\n\nFrom /proc, once a second; CPU in % of one core.\n\n")
+	mdTable(b, processesHead, 1, rows)
 }
 
 func mdErrors(b *bytes.Buffer, r *Result) {
@@ -365,11 +378,11 @@ func oneLine(s string) string {
 // summary, so that a pull request's step summary shows how far a "no
 // worse than last release" gate was from failing.
 func mdBaseline(b *bytes.Buffer, r *Result) {
-	if r.Baseline == nil || r.Baseline.Result == nil {
+	c := r.Comparison
+	if c == nil {
 		return
 	}
-	c := Compare(r.Baseline.Result, r, r.Baseline.File, "this run", DefaultTolerance)
-	b.WriteString("### Compared with the baseline " + mdCode(r.Baseline.File) + "\n\n")
+	b.WriteString("### Compared with the baseline " + mdCode(c.A.Label) + "\n\n")
 	for _, n := range c.Notes {
 		b.WriteString("- " + mdText(n) + "\n")
 	}
@@ -382,12 +395,11 @@ func mdBaseline(b *bytes.Buffer, r *Result) {
 			title = "Group " + mdText(sec.Group)
 		}
 		b.WriteString("**" + title + "**\n\n")
-		rows := make([][]string, 0, len(sec.Rows))
-		for _, row := range sec.Rows {
-			rows = append(rows, []string{mdCode(string(row.Metric)), compareValue(row.Metric, row.A), compareValue(row.Metric, row.B),
-				row.delta(), row.changePercent(), row.Mark.String()})
+		rows := compareCells(sec)
+		for _, row := range rows {
+			row[0] = mdCode(row[0])
 		}
-		mdTable(b, []string{"metric", "baseline", "this run", "change", "change %", ""}, 1, rows)
+		mdTable(b, baselineHead, 1, rows)
 	}
 	b.WriteString(mdText(c.Summary()) + "\n\n")
 }

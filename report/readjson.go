@@ -262,6 +262,11 @@ func (d *jsonDoc) result() (*Result, error) {
 		b := stats.Broker(*d.Broker)
 		r.Broker = &b
 	}
+	if d.Baseline != nil {
+		if r.Comparison, err = d.Baseline.comparison(); err != nil {
+			return nil, fmt.Errorf("baseline: %w", err)
+		}
+	}
 	return r, nil
 }
 

@@ -58,8 +58,9 @@ func roundTripCases(t *testing.T) []struct {
 }
 
 // TestReadJSONRoundTrip: writing what ReadJSON read gives the same bytes,
-// as JSON and as the table, so that a saved result re-renders as the run
-// printed it.
+// in every format (the JSON, the table, JUnit, Markdown, CSV, HTML), so
+// that a saved result re-renders as the run wrote it: its comparison with
+// a baseline included.
 func TestReadJSONRoundTrip(t *testing.T) {
 	for _, tc := range roundTripCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,15 +79,20 @@ func TestReadJSONRoundTrip(t *testing.T) {
 			if got.String() != want.String() {
 				t.Errorf("JSON differs after a round trip:\n%s", firstDiff(want.String(), got.String()))
 			}
-			var wantTable, gotTable bytes.Buffer
-			if err := WriteTable(&wantTable, tc.r); err != nil {
-				t.Fatal(err)
+			for _, f := range formats {
+				var want, got bytes.Buffer
+				if err := f.Write(&want, tc.r); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Write(&got, back); err != nil {
+					t.Fatal(err)
+				}
+				if got.String() != want.String() {
+					t.Errorf("%s differs after a round trip:\n%s", f.Name, firstDiff(want.String(), got.String()))
+				}
 			}
-			if err := WriteTable(&gotTable, back); err != nil {
-				t.Fatal(err)
-			}
-			if gotTable.String() != wantTable.String() {
-				t.Errorf("table differs after a round trip:\n%s", firstDiff(wantTable.String(), gotTable.String()))
+			if (back.Comparison == nil) != (tc.r.Comparison == nil) {
+				t.Errorf("comparison %v after a round trip, want %v", back.Comparison != nil, tc.r.Comparison != nil)
 			}
 			if back.Verdict() != tc.r.Verdict() {
 				t.Errorf("verdict %s, want %s", back.Verdict(), tc.r.Verdict())
@@ -168,6 +174,61 @@ func TestReadJSONRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadJSONRefusesComparison: a saved comparison with the baseline
+// that mqplan did not write is refused, saying where, rather than shown.
+func TestReadJSONRefusesComparison(t *testing.T) {
+	var r *Result
+	for _, tc := range goldenCases(t) {
+		if tc.name == "baseline" {
+			r = tc.r
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	good := b.String()
+	base := strings.Index(good, `"baseline": {`)
+	if base < 0 {
+		t.Fatal("the fixture has no baseline comparison")
+	}
+	// edit replaces the first old in the comparison.
+	edit := func(old, new string) string {
+		i := strings.Index(good[base:], old)
+		if i < 0 {
+			t.Fatalf("the comparison lacks %q", old)
+		}
+		return good[:base+i] + new + good[base+i+len(old):]
+	}
+	tests := []struct{ name, doc, want string }{
+		{"another comparison version", edit(`"version": 1`, `"version": 2`), "baseline: comparison version 2, this mqplan reads 1"},
+		{"negative tolerance", edit(`"tolerance": 0.05`, `"tolerance": -1`), "baseline: tolerance -1 out of range"},
+		{"unknown mark", edit(`"mark": "worse"`, `"mark": "awful"`), `baseline: sections[0].rows[7]: lost: mark "awful"`},
+		{"a latency as a number", edit(`"a": "1ms"`, `"a": 1`), "baseline: sections[0].rows[2]: latency.p50: a: a number for a duration"},
+		{"a row without a metric", edit(`"metric": "send_rate"`, `"metric": ""`), "baseline: sections[0].rows[0]: a row without a metric"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ReadJSON(strings.NewReader(tt.doc))
+			if err == nil {
+				t.Fatalf("read a result (%s), want an error", r.Verdict())
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("a metric this mqplan does not know is kept", func(t *testing.T) {
+		back, err := ReadJSON(strings.NewReader(edit(`"metric": "send_rate"`, `"metric": "future.rate"`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row := back.Comparison.Sections[0].Rows[0]; row.Metric != "future.rate" || fmtValue(row.B) != "800" {
+			t.Errorf("row %+v, want future.rate read as a number", row)
+		}
+	})
 }
 
 // TestReadJSONNewKeys: keys a newer mqplan of the same version adds are

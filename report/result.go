@@ -110,10 +110,15 @@ type Result struct {
 	// (the CSV, the timeline's data alone, has no verdict and no warnings).
 	Warnings []string
 	// Baseline is the run this one was judged against (--baseline), or
-	// nil. The table ends with their comparison; the JSON keeps the
-	// thresholds' baseline.* values but not the baseline itself (save it
-	// on its own: it is a result file already).
+	// nil. The JSON keeps the thresholds' baseline.* values and the
+	// comparison (Comparison) but not the baseline itself (save it on its
+	// own: it is a result file already), so a result read back has a
+	// Comparison and no Baseline.
 	Baseline *Baseline
+	// Comparison is this run compared with its baseline (Compare, the
+	// baseline as A and this run as B, with DefaultTolerance), which every
+	// format but the CSV shows; nil without a baseline.
+	Comparison *Comparison
 }
 
 // PhaseSpan is when one phase of the run happened, as offsets from the
@@ -238,6 +243,11 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 		})
 	}
 	r.Warnings = warnings(r, st)
+	if base != nil && base.Result != nil {
+		// Last: the comparison's notes read this run's verdict and
+		// warnings.
+		r.Comparison = Compare(base.Result, r, base.File, thisRun, DefaultTolerance)
+	}
 	return r
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/stats"
 )
 
 // The summary's tables as cells, shared by the terminal table, the HTML
@@ -98,4 +99,53 @@ func healthCells(r *Result) [][]string {
 		}
 	}
 	return append(rows, row("total", r.Measured.Top, r.Late))
+}
+
+// processesHead heads the processes table.
+var processesHead = []string{"process", "seconds", "cpu mean", "cpu max", "rss max"}
+
+// processesTitle titles the processes section in every format.
+const processesTitle = "Processes (from /proc, once a second; CPU in % of one core)"
+
+// processes are the processes whose CPU and memory a timeline may hold:
+// the broker's (broker.metrics) and mqplan's own, by the name every
+// format shows.
+var processes = []struct {
+	name string
+	get  func(*stats.Second) stats.ProcSample
+}{
+	{"broker", func(s *stats.Second) stats.ProcSample { return s.Broker }},
+	{"mqplan", func(s *stats.Second) stats.ProcSample { return s.Self }},
+}
+
+// processesCells is one row per process sampled at least once over the
+// run; none when neither was (the section is then left out).
+func processesCells(r *Result) [][]string {
+	var rows [][]string
+	for _, p := range processes {
+		u := usageOf(r.Timeline, p.get)
+		if u.Seconds == 0 {
+			continue
+		}
+		rows = append(rows, []string{p.name, fmt.Sprint(u.Seconds),
+			fmt.Sprintf("%.1f%%", u.CPUMean), fmt.Sprintf("%.1f%%", u.CPUMax), fmtMiB(u.RSSMax)})
+	}
+	return rows
+}
+
+// baselineHead heads a section of the comparison with the baseline in
+// the HTML page and the Markdown summary (the terminal shows mqplan
+// compare's own table, with A and B).
+var baselineHead = []string{"metric", "baseline", "this run", "change", "change %", ""}
+
+// compareCells is one row per compared metric of a comparison's
+// section: the metric, A, B, the change, the change in percent and the
+// mark, as the terminal, the HTML page and the Markdown summary show them.
+func compareCells(s CompareSection) [][]string {
+	rows := make([][]string, 0, len(s.Rows))
+	for _, r := range s.Rows {
+		rows = append(rows, []string{string(r.Metric), compareValue(r.Metric, r.A), compareValue(r.Metric, r.B),
+			r.delta(), r.changePercent(), r.Mark.String()})
+	}
+	return rows
 }

@@ -175,27 +175,12 @@ func writeBroker(b *bytes.Buffer, r *Result) error {
 // writeProcesses shows the broker process's (broker.metrics) and mqplan's
 // own CPU and memory over the run's sampled seconds, when any was sampled.
 func writeProcesses(b *bytes.Buffer, r *Result) error {
-	var rows [][]string
-	for _, p := range []struct {
-		name string
-		get  func(*stats.Second) stats.ProcSample
-	}{
-		{"broker", func(s *stats.Second) stats.ProcSample { return s.Broker }},
-		{"mqplan", func(s *stats.Second) stats.ProcSample { return s.Self }},
-	} {
-		u := usageOf(r.Timeline, p.get)
-		if u.Seconds == 0 {
-			continue
-		}
-		rows = append(rows, []string{p.name, fmt.Sprint(u.Seconds),
-			fmt.Sprintf("%.1f%%", u.CPUMean), fmt.Sprintf("%.1f%%", u.CPUMax), fmtMiB(u.RSSMax)})
-	}
+	rows := processesCells(r)
 	if len(rows) == 0 {
 		return nil
 	}
-	section(b, "Processes (from /proc, once a second; CPU in % of one core)")
-	t := newTable(b, "process", "seconds", "cpu mean", "cpu max", "rss max")
-	return render(t, rows)
+	section(b, processesTitle)
+	return render(newTable(b, processesHead...), rows)
 }
 
 // fmtMiB writes a byte count in MiB, to a tenth.

@@ -69,6 +69,58 @@ func TestBaselineGate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("saved with the result, re-rendered the same", func(t *testing.T) {
+		// mqplan run --baseline ... --out json=now.json, then mqplan
+		// report now.json: each format the same bytes as the run wrote,
+		// the comparison included, with no baseline file at hand.
+		run, again := filepath.Join(dir, "run"), filepath.Join(dir, "again")
+		for _, d := range []string{run, again} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		formats := []string{"html", "junit", "md", "table"}
+		outs := func(d string) []string {
+			var args []string
+			for _, f := range formats {
+				args = append(args, "--out", f+"="+filepath.Join(d, f))
+			}
+			return args
+		}
+		now := filepath.Join(dir, "now.json")
+		args := append([]string{"run", "--quiet", "--baseline", base, "--set", within, "--out", "json=" + now}, outs(run)...)
+		if r := runCmd(t, append(args, plan)...); r.code != 0 {
+			t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+		}
+		if r := runCmd(t, append(append([]string{"report"}, outs(again)...), now)...); r.code != 0 {
+			t.Fatalf("report: exit %d\n%s", r.code, r.stderr)
+		}
+		saved, err := os.ReadFile(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(saved), `"baseline": {`) || !strings.Contains(string(saved), `"file": "`+base+`"`) {
+			t.Errorf("the JSON result has no comparison naming %s", base)
+		}
+		wants := map[string]string{"html": "<h2>Compared with the baseline " + base + "</h2>", "junit": `<property name="baseline" value="` + base + `">`,
+			"md": "### Compared with the baseline `" + base + "`", "table": "Compared with the baseline " + base}
+		for _, f := range formats {
+			first, err := os.ReadFile(filepath.Join(run, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := os.ReadFile(filepath.Join(again, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(first), wants[f]) {
+				t.Errorf("the run's %s lacks %q", f, wants[f])
+			}
+			if string(first) != string(second) {
+				t.Errorf("mqplan report's %s differs from the run's (%d and %d bytes)", f, len(first), len(second))
+			}
+		}
+	})
 	t.Run("the Markdown summary compares too", func(t *testing.T) {
 		md := filepath.Join(dir, "summary.md")
 		r := runCmd(t, "run", "--quiet", "--baseline", base, "--set", within, "--out", "md="+md, plan)

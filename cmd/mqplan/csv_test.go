@@ -57,7 +57,8 @@ func TestCSVTimeline(t *testing.T) {
 		t.Fatalf("the CSV does not parse: %v", err)
 	}
 	header := []string{"at_s", "phase", "group", "sent", "received", "send_rate", "recv_rate",
-		"p50_ms", "p99_ms", "max_ms", "connected", "errors", "disconnects", "lag_max_ms"}
+		"p50_ms", "p99_ms", "max_ms", "connected", "errors", "disconnects", "lag_max_ms",
+		"broker_cpu_percent", "broker_rss_bytes", "mqplan_cpu_percent", "mqplan_rss_bytes"}
 	if len(rows) == 0 || !slices.Equal(rows[0], header) {
 		t.Fatalf("header %v, want %v", rows[0], header)
 	}
@@ -121,6 +122,22 @@ func TestCSVTimeline(t *testing.T) {
 			}
 		}
 		total := second[0]
+		// The processes' figures: on the embedded broker, mqplan's own
+		// only (no broker.metrics), on the total row only; every second
+		// of a run on Linux is sampled.
+		for _, c := range []string{"broker_cpu_percent", "broker_rss_bytes"} {
+			if total[col(c)] != "" {
+				t.Errorf("second at %s: %s %q without broker.metrics", total[0], c, total[col(c)])
+			}
+		}
+		if cpu, err := strconv.ParseFloat(total[col("mqplan_cpu_percent")], 64); err != nil || cpu < 0 || num(total, "mqplan_rss_bytes") < 1<<20 {
+			t.Errorf("second at %s: mqplan_cpu_percent %q, mqplan_rss_bytes %q: want a CPU >= 0 and more than 1 MiB", total[0], total[col("mqplan_cpu_percent")], total[col("mqplan_rss_bytes")])
+		}
+		for _, row := range second[1:] {
+			if slices.ContainsFunc(row[col("broker_cpu_percent"):], func(c string) bool { return c != "" }) {
+				t.Errorf("group row %v has a process's figures", row)
+			}
+		}
 		if want := [4]int64{num(total, "sent"), num(total, "received"), num(total, "connected"), num(total, "errors")}; groupSum != want {
 			t.Errorf("second at %s: groups add up to %v (sent, received, connected, errors), the total row says %v", total[0], groupSum, want)
 		}

@@ -565,3 +565,33 @@ func CheckCharts(t *testing.T, p *Page, want map[string]int) {
 		})
 	}
 }
+
+// CheckSeries checks that the chart with element id drew exactly the
+// series labels, in order (read from its data-series-pixels, which
+// CheckCharts checks painted pixels): a count alone would pass a chart
+// that drew the wrong process or group.
+func CheckSeries(t *testing.T, p *Page, id string, labels ...string) {
+	t.Helper()
+	var st struct {
+		Charts []struct{ ID, SeriesPixels string }
+	}
+	if err := json.Unmarshal(p.Value, &st); err != nil {
+		t.Fatalf("the page's chart record %s: %v", p.Value, err)
+	}
+	for _, c := range st.Charts {
+		if c.ID != id {
+			continue
+		}
+		var got []string
+		for _, part := range strings.Split(c.SeriesPixels, ";") {
+			if i := strings.LastIndexByte(part, '='); i >= 0 {
+				got = append(got, part[:i])
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(labels, "|") {
+			t.Errorf("chart %s drew the series %q, want %q", id, got, labels)
+		}
+		return
+	}
+	t.Errorf("no chart %s in the page", id)
+}

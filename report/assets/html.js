@@ -200,6 +200,14 @@
   ], "lag", "lag max", notes), { yLabel: "ms" });
   noteAfter("chart-lag", notes);
 
+  // The charts of figures sampled once a second beside the run's own
+  // (the processes' CPU and memory), each drawn from its series alone.
+  (data.charts || []).forEach(function (c) {
+    chart(c.id, tl.t, c.series.map(function (s) {
+      return { label: s.label, values: s.values, color: s.color || undefined };
+    }), { yLabel: c.unit });
+  });
+
   // The percentile plots: x is 1/(1-p), log scale, so that 90%, 99%,
   // 99.9% ... are evenly spaced; the maximum (p = 100) sits at one in
   // samples, where it belongs among N samples.
