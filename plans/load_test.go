@@ -498,6 +498,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "alias_bomb", file: "alias_bomb.yaml"},
 		{name: "bad_merge", file: "bad_merge.yaml"},
 		{name: "bad_thresholds", file: "bad_thresholds.yaml"},
+		{name: "threshold_alternatives", file: "threshold_alternatives.yaml"},
 		{name: "thresholds_not_list", file: "thresholds_not_list.yaml"},
 		{name: "bad_subscription_options", file: "bad_subscription_options.yaml"},
 		{name: "client_id_collisions", file: "client_id_collisions.yaml"},

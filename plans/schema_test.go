@@ -285,6 +285,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 		"timeline_counts":                "the timeline's length from counts and intervals",
 		"timeline_overflow":              "the timeline's length from durations, rates and counts",
 		"too_much_work":                  "the whole plan's budgets (clients x filters)",
+		"threshold_alternatives":         "the threshold language: an alternative of or that reads nothing of this run",
 		"unset_var":                      "environment variables that are not set",
 	}
 	files, err := filepath.Glob(invalidDir + "/*.yaml")

@@ -24,6 +24,10 @@ type checker struct {
 	// (baseline.p99 * 1.10), by their location in the rewritten text:
 	// compile turns each into scaleFunc, which keeps the duration type.
 	scaled []scaledAt
+	// boolEq are the == and != that compare two conditions, for
+	// constAlt; alts is constAlt's memo.
+	boolEq map[*ast.BinaryNode]bool
+	alts   map[altKey][]cond
 }
 
 // scaledAt is one duration × fraction: where, and which side is the
@@ -197,6 +201,12 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 	case "==", "!=", "<", "<=", ">", ">=":
 		if numeric || l.kind == kindDuration && r.kind == kindDuration ||
 			(op == "==" || op == "!=") && l.kind == kindBool && r.kind == kindBool {
+			if l.kind == kindBool {
+				if c.boolEq == nil {
+					c.boolEq = map[*ast.BinaryNode]bool{}
+				}
+				c.boolEq[n] = true
+			}
 			return typ{kind: kindBool}
 		}
 		return c.mismatch(n, l, r, "compare")

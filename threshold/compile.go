@@ -151,6 +151,9 @@ func (e *Env) Compile(src string) (*Threshold, *Error) {
 		// baseline.p99 < 10ms judges the old run, not this one.
 		return nil, c.errAt(0, "reads only the baseline, so it gives the same verdict whatever this run measures; compare this run with it, like p99 <= baseline.p99 * 1.10")
 	}
+	if e := c.checkAlternatives(tree.Node); e != nil {
+		return nil, e
+	}
 	// The checker has checked names and types already; expr's checker runs
 	// again over the same environment as a second line of defence (and to
 	// compile), so that a gap in ours still cannot reach a run.

@@ -72,6 +72,9 @@ func FuzzThresholdCompile(f *testing.F) {
 		"p99 < 10", "p98 < 1s", "groups.typo.p99 < 1s", `groups["my-group"].p99 < 1s`, "phases.nope.sent > 0",
 		"p99", "sent % received == 0", "sent > 0 ? p99 < 1s : false", "not (loss_rate > 0.01)",
 		"let x = 1; x > 0", "all([1], # > 0)", "$env.p99 < 1s", "p99 * loss_rate < 1s",
+		// Alternatives that read nothing of this run.
+		"p99 > 1h or baseline.p99 >= 0ms", "p99 > 1h or 0 < 1", "not (p99 > 1h and (1 < 2))",
+		"baseline.sent > 0 ? p99 < 1s : true", "(baseline.p99 > 1ms ? p99 : 0ms) < 10ms", "(p99 > 1h) != (0 < 1) or false",
 	} {
 		f.Add(s)
 	}
