@@ -90,6 +90,9 @@ func readJSON(r io.Reader, limit int64) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
+	if err := checkResult(res); err != nil {
+		return nil, fmt.Errorf("reading the result: %w", err)
+	}
 	if got := res.Verdict(); got != d.Verdict {
 		return nil, fmt.Errorf("reading the result: its verdict %q disagrees with its thresholds and completion, which give %q: the file was edited", d.Verdict, got)
 	}

@@ -1,0 +1,300 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/stats"
+)
+
+// A saved result is read back by mqplan report, compare and --baseline,
+// which trust its figures: a gate compares against them. A hand-edited
+// file with figures no run can give (a negative count, p50 above max,
+// received beyond what was expected, a share above 1, a timeline out of
+// order) would render a report or pass a gate that means nothing, so
+// ReadJSON refuses it, naming the first impossible figure by its JSON
+// path. The checks hold for every result WriteJSON writes of a real run.
+
+// maxFigure bounds every floating-point figure of a result (rates, CPU
+// percentages, plan rates): far above any measurement (a billion
+// messages a second for a million seconds), far below where float64 loses
+// whole numbers, so that 1e308 is refused rather than printed.
+const maxFigure = 1e15
+
+// checkResult returns the first impossible figure of a result read back,
+// as "PATH: what is wrong", or nil.
+func checkResult(r *Result) error {
+	c := &resultCheck{}
+	c.result(r)
+	return c.err
+}
+
+// resultCheck keeps the first problem found.
+type resultCheck struct{ err error }
+
+func (c *resultCheck) fail(path, format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
+	}
+}
+
+func (c *resultCheck) count(path string, n int64) {
+	if n < 0 {
+		c.fail(path, "%d is negative; no run counts below zero", n)
+	}
+}
+
+func (c *resultCheck) duration(path string, d time.Duration) {
+	if d < 0 {
+		c.fail(path, "%s is negative; no run measures a negative time", d)
+	}
+}
+
+func (c *resultCheck) figure(path string, f float64) {
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		c.fail(path, "%v is not a number", f)
+	case f < 0:
+		c.fail(path, "%g is negative", f)
+	case f > maxFigure:
+		c.fail(path, "%g is beyond any measurement (at most %g)", f, maxFigure)
+	}
+}
+
+// ordered checks that durations named in order do not decrease (p50 ≤
+// p99 ≤ max), each one being non-negative.
+func (c *resultCheck) ordered(path string, names []string, ds []time.Duration) {
+	for i, d := range ds {
+		c.duration(path+"."+names[i], d)
+		if i > 0 && d < ds[i-1] {
+			c.fail(path+"."+names[i], "%s is below %s %s; a histogram's figures grow with the percentile", d, names[i-1], ds[i-1])
+		}
+	}
+}
+
+func (c *resultCheck) result(r *Result) {
+	c.duration("elapsed", r.Elapsed)
+	c.duration("drain_quiet", r.DrainQuiet)
+	c.duration("rate_window", r.RateWindow)
+	c.count("unsent", r.Unsent)
+	c.count("in_flight_at_end", r.InFlightAtEnd)
+	c.count("late", r.Late)
+	c.plan(r)
+	for i, t := range r.Thresholds {
+		p := "thresholds[" + strconv.Itoa(i) + "]"
+		c.count(p+".line", int64(t.Pos.Line))
+		c.count(p+".column", int64(t.Pos.Col))
+		for j, v := range t.Values {
+			if !v.Missing {
+				c.value(p+".values["+strconv.Itoa(j)+"].value", v.Ref.Metric, v.Value)
+			}
+		}
+	}
+	for i, ph := range r.Phases {
+		p := "phases[" + strconv.Itoa(i) + "]"
+		c.duration(p+".start", ph.Start)
+		switch {
+		case ph.End < ph.Start:
+			c.fail(p+".end", "%s is before its start %s", ph.End, ph.Start)
+		case ph.End > r.Elapsed:
+			c.fail(p+".end", "%s is after the run's end (elapsed %s)", ph.End, r.Elapsed)
+		}
+	}
+	for i, g := range r.Groups {
+		p := "groups[" + strconv.Itoa(i) + "]"
+		c.count(p+".clients", int64(g.Clients))
+		c.count(p+".connected", int64(g.Connected))
+		c.count(p+".connected_at_end", int64(g.ConnectedAtEnd))
+		c.count(p+".lost", int64(g.Lost))
+		c.count(p+".late", g.Late)
+		switch {
+		case g.Connected > g.Clients:
+			c.fail(p+".connected", "%d clients connected of the %d the group has", g.Connected, g.Clients)
+		case g.ConnectedAtEnd > g.Connected:
+			c.fail(p+".connected_at_end", "%d clients connected at the end, more than the %d that ever connected", g.ConnectedAtEnd, g.Connected)
+		}
+	}
+	for i, l := range r.Latency {
+		p := "latency[" + strconv.Itoa(i) + "]"
+		c.count(p+".samples", l.Samples)
+		if l.Samples > 0 {
+			c.ordered(p, []string{"min", "p50", "p90", "p99", "p999", "max"}, []time.Duration{l.Min, l.P50, l.P90, l.P99, l.P999, l.Max})
+			if l.Mean < l.Min || l.Mean > l.Max {
+				c.fail(p+".mean", "%s is outside min %s and max %s", l.Mean, l.Min, l.Max)
+			}
+		}
+	}
+	for i, d := range r.Distributions {
+		p := "distributions[" + strconv.Itoa(i) + "]"
+		c.count(p+".samples", d.Samples)
+		for j, pt := range d.Points {
+			pp := p + ".points[" + strconv.Itoa(j) + "]"
+			if !(pt.Percentile >= 0 && pt.Percentile <= 100) {
+				c.fail(pp+".percentile", "%v is not a percentile between 0 and 100", pt.Percentile)
+			}
+			c.duration(pp+".value", pt.Value)
+			if j > 0 && (pt.Percentile < d.Points[j-1].Percentile || pt.Value < d.Points[j-1].Value) {
+				c.fail(pp, "percentile %v at %s comes after %v at %s; the curve only grows", pt.Percentile, pt.Value, d.Points[j-1].Percentile, d.Points[j-1].Value)
+			}
+		}
+	}
+	c.set("metrics.top", r.Measured.Top)
+	if c.err == nil {
+		// Every delivery received is an expected one or a duplicate of
+		// one; none is lost that was not expected.
+		top := r.Measured.Top
+		exp, hasExp := top[metric.Expected].(int)
+		rec, _ := top[metric.Received].(int)
+		dup, _ := top[metric.Duplicates].(int)
+		lost, _ := top[metric.Lost].(int)
+		switch {
+		case hasExp && rec-dup > exp:
+			c.fail("metrics.top.received", "%d deliveries (%d of them duplicates) received of %d expected", rec, dup, exp)
+		case hasExp && lost > exp:
+			c.fail("metrics.top.lost", "%d lost of %d expected", lost, exp)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Measured.Groups)) {
+		c.set("metrics.groups."+name, r.Measured.Groups[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Measured.Phases)) {
+		c.set("metrics.phases."+name, r.Measured.Phases[name])
+	}
+	prev := time.Duration(0)
+	for i := range r.Timeline {
+		s := &r.Timeline[i]
+		p := "timeline[" + strconv.Itoa(i) + "]"
+		c.duration(p+".at", s.At)
+		switch {
+		case s.At < prev:
+			c.fail(p+".at", "%s is before the previous second's %s; the timeline is in order", s.At, prev)
+		case s.At > r.Elapsed:
+			c.fail(p+".at", "%s is after the run's end (elapsed %s)", s.At, r.Elapsed)
+		}
+		prev = s.At
+		c.count(p+".connected", int64(s.Connected))
+		c.count(p+".lost", int64(s.Lost))
+		c.second(p, s.Sent, s.Received, s.Errors, s.Disconnects, s.P50, s.P99, s.Max, s.LagMax)
+		for j := range s.Groups {
+			g := &s.Groups[j]
+			gp := p + ".groups[" + strconv.Itoa(j) + "]"
+			c.count(gp+".connected", int64(g.Connected))
+			c.count(gp+".lost", int64(g.Lost))
+			c.count(gp+".acked", g.Acked)
+			c.count(gp+".duplicates", g.Duplicates)
+			c.second(gp, g.Sent, g.Received, g.Errors, g.Disconnects, g.P50, g.P99, g.Max, g.LagMax)
+		}
+		c.proc(p+".broker", s.Broker)
+		c.proc(p+".self", s.Self)
+		if c.err != nil {
+			return
+		}
+	}
+	if b := r.Broker; b != nil {
+		c.count("broker.messages_received", b.MessagesReceived)
+		c.count("broker.messages_sent", b.MessagesSent)
+		c.count("broker.messages_dropped", b.MessagesDropped)
+		c.count("broker.inflight_dropped", b.InflightDropped)
+		c.count("broker.clients_maximum", b.ClientsMaximum)
+	}
+}
+
+// second checks the figures a second and a group's share of it share.
+func (c *resultCheck) second(p string, sent, received, errs, disconnects int64, p50, p99, mx, lag time.Duration) {
+	c.count(p+".sent", sent)
+	c.count(p+".received", received)
+	c.count(p+".errors", errs)
+	c.count(p+".disconnects", disconnects)
+	c.ordered(p, []string{"p50", "p99", "max"}, []time.Duration{p50, p99, mx})
+	c.duration(p+".lag_max", lag)
+}
+
+func (c *resultCheck) proc(p string, s stats.ProcSample) {
+	if s.Sampled {
+		c.figure(p+".cpu_percent", s.CPU)
+		c.count(p+".rss_bytes", s.RSS)
+	}
+}
+
+// plan checks the plan echo's durations, counts and rates.
+func (c *resultCheck) plan(r *Result) {
+	pl := r.Plan
+	if pl == nil {
+		return
+	}
+	c.duration("plan.warmup", pl.Warmup)
+	c.duration("plan.ramp", pl.Ramp)
+	c.duration("plan.duration", pl.Duration)
+	c.duration("plan.drain", pl.Drain)
+	c.duration("plan.broker.connect_timeout", pl.Broker.ConnectTimeout)
+	for i := range pl.Groups {
+		g := &pl.Groups[i]
+		p := "plan.groups[" + strconv.Itoa(i) + "]"
+		c.count(p+".count", int64(g.Count))
+		c.count(p+".start", int64(g.Start))
+		c.duration(p+".keepalive", g.Keepalive)
+		c.duration(p+".session_expiry", g.SessionExpiry)
+		c.figure(p+".connect_rate", g.ConnectRate)
+		if rc := g.Reconnect; rc != nil {
+			c.duration(p+".reconnect.after", rc.After)
+			c.count(p+".reconnect.max", int64(rc.Max))
+		}
+		if pub := g.Publish; pub != nil {
+			if pub.QoS > 2 {
+				c.fail(p+".publish.qos", "%d is not a QoS (0, 1 or 2)", pub.QoS)
+			}
+			c.count(p+".publish.size", int64(pub.Size))
+			c.duration(p+".publish.every", pub.Every)
+			c.figure(p+".publish.rate", pub.Rate)
+			c.count(p+".publish.count", int64(pub.Count))
+		}
+	}
+}
+
+// set checks each metric of a set by its kind, and that a latency
+// family's percentiles do not decrease.
+func (c *resultCheck) set(p string, s metric.Set) {
+	for _, name := range slices.Sorted(maps.Keys(s)) {
+		c.value(p+"."+string(name), name, s[name])
+	}
+	for _, fam := range []string{"latency", "ack"} {
+		var names []string
+		var ds []time.Duration
+		for _, m := range []string{"min", "p50", "p90", "p95", "p99", "p999", "max"} {
+			if d, ok := s[metric.Name(fam+"."+m)].(time.Duration); ok {
+				names, ds = append(names, fam+"."+m), append(ds, d)
+			}
+		}
+		c.ordered(p, names, ds)
+	}
+}
+
+// value checks one metric value by its kind: a count or a duration is
+// not negative, a rate is a finite figure (NaN, written as null, is a
+// rate without a window), a fraction lies between 0 and 1.
+func (c *resultCheck) value(p string, name metric.Name, v any) {
+	m, known := metric.Lookup(string(name))
+	if !known {
+		return // a newer mqplan's metric: its rules are not known here
+	}
+	switch x := v.(type) {
+	case int:
+		c.count(p, int64(x))
+	case time.Duration:
+		c.duration(p, x)
+	case float64:
+		if math.IsNaN(x) {
+			return
+		}
+		if m.Kind == metric.Fraction && !(x >= 0 && x <= 1) {
+			c.fail(p, "%g is not a share between 0 and 1", x)
+			return
+		}
+		c.figure(p, x)
+	}
+}
