@@ -1,12 +1,14 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -19,10 +21,11 @@ import (
 )
 
 // MaxJSONSize bounds what ReadJSON reads. A result grows with the run's
-// length, one timeline entry of about 300 bytes a second (more with
-// per-group figures): a day-long soak writes tens of megabytes, a
-// week-long one a few hundred, so 1 GiB leaves room while keeping a wrong
-// file (a device, a disk image) from exhausting memory.
+// length: a timeline second is about 600 bytes plus 350 per plan group
+// (measured on WriteJSON's output), so a week-long soak of one group
+// writes about 580 MB, of two about 790 MB; 1 GiB holds that while keeping
+// a wrong file (a device, a disk image) from being read for ever.
+// ReadJSON streams, so its memory follows the Result, not this bound.
 const MaxJSONSize = 1 << 30
 
 // ReadJSON reads back a result that WriteJSON wrote, so that a saved run
@@ -43,31 +46,35 @@ const MaxJSONSize = 1 << 30
 func ReadJSON(r io.Reader) (*Result, error) { return readJSON(r, MaxJSONSize) }
 
 // readJSON is ReadJSON with its size bound given, for tests.
+//
+// It streams: the document is read key by key, and the timeline (nearly
+// all of a long run's file) second by second, each second converted as it
+// comes, so that reading takes about the memory of the Result it gives
+// rather than the file's bytes, a parsed copy and the Result together.
 func readJSON(r io.Reader, limit int64) (*Result, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the result: %w", err)
-	}
-	if int64(len(data)) > limit {
+	s := &jsonStream{src: &countingReader{r: io.LimitReader(r, limit+1)}}
+	s.dec = json.NewDecoder(s.src)
+	s.dec.UseNumber()
+	var d jsonDoc
+	timeline, err := s.scan(&d)
+	if s.src.n > limit {
 		return nil, fmt.Errorf("not an mqplan result: larger than the %s a result may have", sizeText(limit))
 	}
-	// The version comes first, on its own (json.Unmarshal also refuses
-	// anything after the document), so that a document of another
-	// version is named as such rather than failing on a key whose shape
-	// changed.
-	var head struct {
-		Version *json.RawMessage `json:"version"`
-		Verdict *string          `json:"verdict"`
+	if err != nil {
+		if s.version == nil {
+			return nil, fmt.Errorf("not an mqplan result: %w", err)
+		}
+		return nil, fmt.Errorf("reading the result: %w", err)
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, fmt.Errorf("not an mqplan result: %s", jsonError(data, err))
-	}
-	if head.Version == nil || head.Verdict == nil {
+	// The version is judged before any other problem, so that a
+	// document of another version is named as such rather than failing
+	// on a key whose shape changed.
+	if s.version == nil || !s.hasVerdict {
 		return nil, errors.New(`not an mqplan result: no "version" or "verdict" key (write one with mqplan run --out json=FILE)`)
 	}
 	var version int
-	if err := json.Unmarshal(*head.Version, &version); err != nil {
-		v := string(*head.Version)
+	if err := json.Unmarshal(s.version, &version); err != nil {
+		v := string(s.version)
 		if len(v) > 40 {
 			v = v[:40] + "..."
 		}
@@ -79,17 +86,14 @@ func readJSON(r io.Reader, limit int64) (*Result, error) {
 	case version < JSONVersion:
 		return nil, fmt.Errorf("the result is JSON version %d, written by an older mqplan; this mqplan reads version %d: re-render it with the mqplan that wrote it", version, JSONVersion)
 	}
-
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var d jsonDoc
-	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("reading the result: %s", jsonError(data, err))
+	if s.err != nil {
+		return nil, fmt.Errorf("reading the result: %w", s.err)
 	}
 	res, err := d.result()
 	if err != nil {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
+	res.Timeline = timeline
 	if err := checkResult(res); err != nil {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
@@ -97,6 +101,209 @@ func readJSON(r io.Reader, limit int64) (*Result, error) {
 		return nil, fmt.Errorf("reading the result: its verdict %q disagrees with its thresholds and completion, which give %q: the file was edited", d.Verdict, got)
 	}
 	return res, nil
+}
+
+// jsonStream reads a result document from a decoder, keeping what it
+// needs to word errors with their line.
+type jsonStream struct {
+	src *countingReader
+	dec *json.Decoder
+	// version is the raw "version" value, nil until it is read;
+	// hasVerdict says "verdict" was there.
+	version    json.RawMessage
+	hasVerdict bool
+	// err is the first problem with a value that was read whole (a type
+	// or a figure), kept until the version is known: a document of
+	// another version is named as such first.
+	err error
+	// names interns the timeline's group names: a long timeline repeats
+	// the same few.
+	names map[string]string
+}
+
+// countingReader counts the bytes and newlines read through it.
+type countingReader struct {
+	r        io.Reader
+	n, lines int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	c.lines += int64(bytes.Count(p[:n], []byte("\n")))
+	return n, err
+}
+
+// lineAt is the line of offset off of the stream, when off is at or
+// after what the decoder has consumed (the start of its buffered bytes).
+func (s *jsonStream) lineAt(off int64) int64 {
+	buf, _ := io.ReadAll(s.dec.Buffered())
+	rel := off - s.dec.InputOffset()
+	rel = max(0, min(rel, int64(len(buf))))
+	return 1 + s.src.lines - int64(bytes.Count(buf[rel:], []byte("\n")))
+}
+
+// syntax words a decoding error of the stream itself with its line.
+// The offset a Decoder gives is the stream's for an error in Token's own
+// tokens (inValue false), but counts only the bytes its values took for
+// one in a value (Decode): that value, still buffered from its start, is
+// scanned again on its own to find the offset within it.
+func (s *jsonStream) syntax(err error, inValue bool) error {
+	var syn *json.SyntaxError
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("line %d: unexpected end of JSON input", s.lineAt(s.src.n))
+	case errors.As(err, &syn):
+		off := syn.Offset
+		if inValue {
+			off = s.dec.InputOffset()
+			buf, _ := io.ReadAll(s.dec.Buffered())
+			var raw json.RawMessage
+			var again *json.SyntaxError
+			if errors.As(json.NewDecoder(bytes.NewReader(buf)).Decode(&raw), &again) {
+				off += again.Offset
+			}
+		}
+		return fmt.Errorf("line %d: %v", s.lineAt(off), err)
+	}
+	return err
+}
+
+// decodeRaw reads the next value whole and the line it starts on.
+func (s *jsonStream) decodeRaw() (json.RawMessage, int64, error) {
+	var raw json.RawMessage
+	if err := s.dec.Decode(&raw); err != nil {
+		return nil, 0, s.syntax(err, true)
+	}
+	return raw, s.lineAt(s.dec.InputOffset()) - int64(bytes.Count(raw, []byte("\n"))), nil
+}
+
+// into decodes a value read whole into v, as the document's decoder
+// would (numbers kept as json.Number); a problem is kept in s.err with
+// its line, the stream going on.
+func (s *jsonStream) into(raw json.RawMessage, line int64, v any, path string) {
+	if s.err != nil {
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Offset >= 0 && typ.Offset <= int64(len(raw)) {
+			line += int64(bytes.Count(raw[:typ.Offset], []byte("\n")))
+		}
+		s.err = fmt.Errorf("line %d: %s: %w", line, path, err)
+	}
+}
+
+// scan reads the document: its keys into d (the timeline excepted), the
+// timeline converted second by second. It returns at the first error of
+// the stream's syntax; a problem with one value is kept in s.err.
+func (s *jsonStream) scan(d *jsonDoc) ([]stats.Second, error) {
+	tok, err := s.dec.Token()
+	if err != nil {
+		return nil, s.syntax(err, false)
+	}
+	if tok != json.Delim('{') {
+		return nil, fmt.Errorf("line %d: json: cannot unmarshal %s into an mqplan result", s.lineAt(s.dec.InputOffset()), jsonKind(tok))
+	}
+	fields := docFields(d)
+	var timeline []stats.Second
+	for s.dec.More() {
+		tok, err := s.dec.Token()
+		if err != nil {
+			return nil, s.syntax(err, false)
+		}
+		key, _ := tok.(string)
+		if key == "timeline" {
+			if timeline, err = s.timeline(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		raw, line, err := s.decodeRaw()
+		if err != nil {
+			return nil, err
+		}
+		switch key {
+		case "version":
+			s.version = raw
+			continue
+		case "verdict":
+			s.hasVerdict = true
+		}
+		if f := fieldFor(fields, key); f != nil {
+			s.into(raw, line, f, key)
+		}
+	}
+	if _, err := s.dec.Token(); err != nil {
+		return nil, s.syntax(err, false)
+	}
+	// Nothing but space may follow the document.
+	rest := bufio.NewReader(io.MultiReader(s.dec.Buffered(), s.src))
+	for {
+		c, err := rest.ReadByte()
+		if err != nil {
+			break
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return nil, fmt.Errorf("invalid character %q after top-level value", c)
+		}
+	}
+	return timeline, nil
+}
+
+// timeline reads the timeline's seconds one at a time.
+func (s *jsonStream) timeline() ([]stats.Second, error) {
+	tok, err := s.dec.Token()
+	if err != nil {
+		return nil, s.syntax(err, false)
+	}
+	if tok == nil {
+		return nil, nil // null: no timeline
+	}
+	if tok != json.Delim('[') {
+		return nil, fmt.Errorf("line %d: timeline: json: cannot unmarshal %s into a list of seconds", s.lineAt(s.dec.InputOffset()), jsonKind(tok))
+	}
+	out := []stats.Second{}
+	for i := 0; s.dec.More(); i++ {
+		raw, line, err := s.decodeRaw()
+		if err != nil {
+			return nil, err
+		}
+		if s.err != nil {
+			continue // reach the version, which is judged first
+		}
+		var js jsonSecond
+		path := "timeline[" + strconv.Itoa(i) + "]"
+		if s.into(raw, line, &js, path); s.err != nil {
+			continue
+		}
+		sec, err := js.second(s.intern)
+		if err != nil {
+			s.err = fmt.Errorf("line %d: %s%w", line, path, err)
+			continue
+		}
+		out = append(out, sec)
+	}
+	if _, err := s.dec.Token(); err != nil {
+		return nil, s.syntax(err, false)
+	}
+	return out, nil
+}
+
+// intern returns the one copy of a group name.
+func (s *jsonStream) intern(name string) string {
+	if v, ok := s.names[name]; ok {
+		return v
+	}
+	if s.names == nil {
+		s.names = map[string]string{}
+	}
+	if len(s.names) < 1<<16 {
+		s.names[name] = name
+	}
+	return name
 }
 
 // sizeText is a size limit for messages: "1 GiB", "1000 bytes".
@@ -110,23 +317,50 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// jsonError words a decoding error with the line it happened on, when the
-// decoder knows the offset.
-func jsonError(data []byte, err error) string {
-	var off int64 = -1
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		off = syn.Offset
-	case errors.As(err, &typ):
-		off = typ.Offset
+// jsonKind names what a token starts, as encoding/json's errors do.
+func jsonKind(tok json.Token) string {
+	switch tok.(type) {
+	case json.Delim:
+		if tok == json.Delim('[') {
+			return "array"
+		}
+		return "object"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case nil:
+		return "null"
 	}
-	if off < 0 || off > int64(len(data)) {
-		return err.Error()
+	return "number"
+}
+
+// docFields maps the document's keys to d's fields, by their json tags.
+func docFields(d *jsonDoc) map[string]any {
+	v := reflect.ValueOf(d).Elem()
+	t := v.Type()
+	out := make(map[string]any, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = v.Field(i).Addr().Interface()
+		}
 	}
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	return fmt.Sprintf("line %d: %v", line, err)
+	return out
+}
+
+// fieldFor finds a key's field as encoding/json does: the exact name,
+// else one that differs only in case.
+func fieldFor(fields map[string]any, key string) any {
+	if f, ok := fields[key]; ok {
+		return f
+	}
+	for name, f := range fields {
+		if strings.EqualFold(name, key) {
+			return f
+		}
+	}
+	return nil
 }
 
 // UnmarshalJSON reads a duration as MarshalJSON wrote it.
@@ -241,23 +475,9 @@ func (d *jsonDoc) result() (*Result, error) {
 		return nil, fmt.Errorf("metrics.phases.%w", err)
 	}
 	for i, s := range d.Timeline {
-		ph, ok := phase.Parse(s.Phase)
-		if !ok {
-			return nil, fmt.Errorf("timeline[%d]: unknown phase %q", i, s.Phase)
-		}
-		sec := stats.Second{At: time.Duration(s.At), Phase: ph, Connected: s.Connected,
-			Lost: s.Lost, Sent: s.Sent, Received: s.Received, Errors: s.Errors, Disconnects: s.Disconnects,
-			P50: s.P50.duration(), P99: s.P99.duration(), Max: s.Max.duration(), LagMax: time.Duration(s.LagMax)}
-		for _, g := range s.Groups {
-			sec.Groups = append(sec.Groups, stats.GroupSecond{Group: g.Group, Connected: g.Connected, Lost: g.Lost,
-				Sent: g.Sent, Received: g.Received, Errors: g.Errors, Disconnects: g.Disconnects,
-				Acked: g.Acked, Duplicates: g.Duplicates, P50: g.P50.duration(), P99: g.P99.duration(), Max: g.Max.duration(), LagMax: time.Duration(g.LagMax)})
-		}
-		if sec.Broker, err = s.Broker.sample(); err != nil {
-			return nil, fmt.Errorf("timeline[%d].broker: %w", i, err)
-		}
-		if sec.Self, err = s.Self.sample(); err != nil {
-			return nil, fmt.Errorf("timeline[%d].self: %w", i, err)
+		sec, err := s.second(func(s string) string { return s })
+		if err != nil {
+			return nil, fmt.Errorf("timeline[%d]%w", i, err)
 		}
 		r.Timeline = append(r.Timeline, sec)
 	}
@@ -271,6 +491,35 @@ func (d *jsonDoc) result() (*Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// second converts one second of the timeline back; intern gives the one
+// copy of a group name. An error starts with what follows the second's
+// path: ": unknown phase", ".broker: ...".
+func (s *jsonSecond) second(intern func(string) string) (stats.Second, error) {
+	ph, ok := phase.Parse(s.Phase)
+	if !ok {
+		return stats.Second{}, fmt.Errorf(": unknown phase %q", s.Phase)
+	}
+	sec := stats.Second{At: time.Duration(s.At), Phase: ph, Connected: s.Connected,
+		Lost: s.Lost, Sent: s.Sent, Received: s.Received, Errors: s.Errors, Disconnects: s.Disconnects,
+		P50: s.P50.duration(), P99: s.P99.duration(), Max: s.Max.duration(), LagMax: time.Duration(s.LagMax)}
+	if len(s.Groups) > 0 {
+		sec.Groups = make([]stats.GroupSecond, 0, len(s.Groups))
+	}
+	for _, g := range s.Groups {
+		sec.Groups = append(sec.Groups, stats.GroupSecond{Group: intern(g.Group), Connected: g.Connected, Lost: g.Lost,
+			Sent: g.Sent, Received: g.Received, Errors: g.Errors, Disconnects: g.Disconnects,
+			Acked: g.Acked, Duplicates: g.Duplicates, P50: g.P50.duration(), P99: g.P99.duration(), Max: g.Max.duration(), LagMax: time.Duration(g.LagMax)})
+	}
+	var err error
+	if sec.Broker, err = s.Broker.sample(); err != nil {
+		return stats.Second{}, fmt.Errorf(".broker: %w", err)
+	}
+	if sec.Self, err = s.Self.sample(); err != nil {
+		return stats.Second{}, fmt.Errorf(".self: %w", err)
+	}
+	return sec, nil
 }
 
 // nonEmpty is s, or nil when it is empty, as Evaluate leaves a list with

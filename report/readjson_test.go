@@ -153,6 +153,9 @@ func TestReadJSONRefuses(t *testing.T) {
 		{name: "unknown phase", doc: edit(`"name": "connect"`, `"name": "launch"`), want: `phases: unknown phase "launch"`},
 		{name: "negative process memory", doc: edit(`"rss_bytes": 4194304`, `"rss_bytes": -1`), want: "timeline[0].broker: cpu_percent 20 and rss_bytes -1 must not be negative"},
 		{name: "bad reference", doc: edit(`"metric": "connect.failed"`, `"metric": "groups."`), want: `bad metric reference "groups."`},
+		{name: "timeline not a list", doc: edit(`"timeline": [`, `"timeline": 5, "x": [`), want: "timeline: json: cannot unmarshal number into a list of seconds"},
+		{name: "trailing data after space", doc: good + "\n\n  x", want: "invalid character 'x' after top-level value"},
+		{name: "newer version after its timeline", doc: `{"timeline": [{"at": 5}], "verdict": "PASS", "version": 2}`, want: "the result is JSON version 2, written by a newer mqplan"},
 		{name: "too large", doc: good, limit: 1000, want: "larger than the 1000 bytes a result may have"},
 		{name: "too large by MiB", doc: strings.Repeat(" ", 2<<20+1), limit: 2 << 20, want: "larger than the 2 MiB a result may have"},
 	}
@@ -229,6 +232,40 @@ func TestReadJSONRefusesComparison(t *testing.T) {
 			t.Errorf("row %+v, want future.rate read as a number", row)
 		}
 	})
+}
+
+// TestReadJSONErrorLines: an error in a file read as a stream names the
+// line it is on, in the timeline (read second by second) as elsewhere.
+func TestReadJSONErrorLines(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, goldenCases(t)[0].r); err != nil {
+		t.Fatal(err)
+	}
+	good := b.String()
+	tests := []struct {
+		name, old, new string
+		want           string // %d: the line of old
+	}{
+		{"syntax error in the timeline", `"at": "2s",`, `"at": "2s",,`, "reading the result: line %d: invalid character ','"},
+		{"syntax error between keys", `"at": "2s",`, `"at": "2s" "x",`, `reading the result: line %d: invalid character '"' after object key:value pair`},
+		{"type error in a second", `"connected": 7,`, `"connected": "7",`, "reading the result: line %d: timeline[0]: json: cannot unmarshal string"},
+		{"type error in the plan", `"count": 4,`, `"count": "four",`, "reading the result: line %d: plan: json: cannot unmarshal string"},
+		{"syntax error before the version", `"version": 1,`, `,"version": 1,`, "not an mqplan result: line %d: invalid character ','"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			i := strings.Index(good, tt.old)
+			if i < 0 {
+				t.Fatalf("fixture lacks %q", tt.old)
+			}
+			doc := good[:i] + tt.new + good[i+len(tt.old):]
+			want := fmt.Sprintf(tt.want, 1+strings.Count(good[:i], "\n"))
+			_, err := ReadJSON(strings.NewReader(doc))
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("error %v\nwant one with %q", err, want)
+			}
+		})
+	}
 }
 
 // TestReadJSONNewKeys: keys a newer mqplan of the same version adds are
