@@ -114,11 +114,11 @@ func mdThresholds(b *bytes.Buffer, r *Result) {
 				res += ": " + mdText(th.Reason)
 			}
 		}
-		expr := mdCode(th.Expr)
+		expr := mdCell(th.Expr)
 		if th.Builtin {
 			expr += " (built in)"
 		}
-		rows = append(rows, []string{mark, expr, mdCode(orDash(measuredValues(th.Values))), res})
+		rows = append(rows, []string{mark, expr, mdCell(orDash(measuredValues(th.Values))), res})
 	}
 	mdTable(b, []string{"", "threshold", "measured", "result"}, 4, rows)
 }
@@ -338,10 +338,11 @@ func isWordRune(c rune) bool {
 }
 
 // mdCode shows s as inline code, fenced with more backticks than it holds
-// in a row, with a table cell's bar escaped (GitHub reads \| in a table
-// as a literal bar, even in code).
+// in a row, for prose and list items: a bar there is a literal bar, and a
+// backslash before it would show, since code spans take no escapes. A
+// table cell uses mdCell.
 func mdCode(s string) string {
-	s = strings.ReplaceAll(oneLine(s), "|", `\|`)
+	s = oneLine(s)
 	run, longest := 0, 0
 	for _, c := range s {
 		if c == '`' {
@@ -356,6 +357,19 @@ func mdCode(s string) string {
 		return fence + " " + s + " " + fence
 	}
 	return fence + s + fence
+}
+
+// mdCell is s for a table cell: inline code, unless s holds a bar. A bar
+// in a cell must be escaped (\|) or it ends the cell; GitHub's table
+// parser removes that backslash before it reads code spans (GFM spec,
+// example 200), but renderers that read code spans first show it. So a
+// text with a bar is written as escaped text instead, which every
+// renderer shows as written (\| outside code is a plain escape).
+func mdCell(s string) string {
+	if strings.ContainsRune(s, '|') {
+		return mdText(s)
+	}
+	return mdCode(s)
 }
 
 // oneLine joins a text's lines with spaces and drops other control
@@ -397,7 +411,7 @@ func mdBaseline(b *bytes.Buffer, r *Result) {
 		b.WriteString("**" + title + "**\n\n")
 		rows := compareCells(sec)
 		for _, row := range rows {
-			row[0] = mdCode(row[0])
+			row[0] = mdCell(row[0])
 		}
 		mdTable(b, baselineHead, 1, rows)
 	}
