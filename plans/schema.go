@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/mqplan/mqplan/internal/brokerurl"
 )
@@ -58,13 +61,48 @@ const (
 	durationPattern = `\+?(?:0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+)`
 	ratePattern     = `\+?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?(?:\s*/\s*(?:us|µs|ms|s|sec|m|min|h))?`
 	sizePattern     = `\+?(?:[0-9]+(?:_[0-9]+)*)?(?:\.(?:[0-9]+(?:_[0-9]+)*)?)?\s*(?:[bB]|[kKmMgG][iI]?[bB])?`
-	boolPattern     = `true|True|TRUE|false|False|FALSE`
-	groupPattern    = `[A-Za-z0-9_-]+`
-	urlPattern      = `embedded|[A-Za-z][A-Za-z0-9+.-]*://\S+`
+	// positiveDurationPattern is durationPattern with a digit other than
+	// 0 in one of its numbers: 0s, 0m0s and 0.0ms are refused where a
+	// duration must be more than 0.
+	positiveDurationPattern = `\+?(?:(?:0+(?:\.0*)?|\.0+)` + durUnitPattern + `)*` +
+		`(?:[0-9]*[1-9][0-9]*(?:\.[0-9]*)?|[0-9]+\.[0-9]*[1-9][0-9]*|\.[0-9]*[1-9][0-9]*)` + durUnitPattern +
+		`(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)` + durUnitPattern + `)*`
+	durUnitPattern = `(?:ns|us|µs|μs|ms|s|m|h)`
+	boolPattern    = `true|True|TRUE|false|False|FALSE`
+	groupPattern   = `[A-Za-z0-9_-]+`
 	// noControlPattern refuses what unicode.IsControl calls control
 	// characters (C0, DEL and C1), which no template may hold.
 	noControlPattern = `^[^\x00-\x1F\x7F-\x9F]*$`
+	// topicPattern is a required topic or filter: not empty, no
+	// control character.
+	topicPattern = `^[^\x00-\x1F\x7F-\x9F]+$`
+	// publishTopicPattern is a topic a message is published to (publish,
+	// will): a topic name, which holds no wildcard + or #.
+	publishTopicPattern = `^[^\x00-\x1F\x7F-\x9F+#]+$`
 )
+
+// urlPattern is embedded or a URL of one of internal/brokerurl's schemes,
+// matched without regard to case as the loader does (ECMA-262 patterns
+// in a schema take no flags, so each letter is a class).
+func urlPattern() string {
+	var alts []string
+	for _, sc := range brokerurl.All() {
+		var b strings.Builder
+		for _, c := range sc.Name {
+			if u := unicode.ToUpper(c); u != c {
+				b.WriteString("[" + string(c) + string(u) + "]")
+			} else {
+				b.WriteString(regexp.QuoteMeta(string(c)))
+			}
+		}
+		alts = append(alts, b.String())
+	}
+	return `embedded|(?:` + strings.Join(alts, "|") + `)://\S+`
+}
+
+// publishTopics are the sections whose topic is a topic name that
+// messages are published to, never a filter.
+var publishTopics = map[*planSection]bool{publishSection: true, willSection: true}
 
 // anyScalar is what a text field holds: YAML reads 123 or true as a number
 // or a boolean, and the loader takes its text all the same.
@@ -131,12 +169,16 @@ func fieldSchema(f planField) map[string]any {
 		}
 		return s
 	case fieldTemplate:
+		if f.required {
+			// A topic: neither null nor empty.
+			return map[string]any{"description": f.doc, "type": anyScalar, "pattern": topicPattern}
+		}
 		// null is an empty template: the loader's later checks decide.
 		return map[string]any{"description": f.doc, "type": []any{"string", "number", "boolean", "null"}, "pattern": noControlPattern}
 	case fieldGroupName:
 		return map[string]any{"description": f.doc, "type": []any{"string", "integer", "boolean"}, "pattern": textPattern(groupPattern)}
 	case fieldBrokerURL:
-		return map[string]any{"description": f.doc + " Schemes: " + brokerurl.Names() + ".", "type": "string", "pattern": textPattern(urlPattern)}
+		return map[string]any{"description": f.doc + " Schemes: " + brokerurl.Names() + ".", "type": "string", "pattern": textPattern(urlPattern())}
 	case fieldBool:
 		return map[string]any{"description": f.doc, "type": []any{"boolean", "string"}, "pattern": textPattern(boolPattern)}
 	case fieldInt:
@@ -150,6 +192,7 @@ func fieldSchema(f planField) map[string]any {
 	case fieldDuration:
 		s := map[string]any{"description": f.doc, "type": "string", "pattern": textPattern(durationPattern)}
 		if f.positive {
+			s["pattern"] = textPattern(positiveDurationPattern)
 			return s
 		}
 		// A bare 0 is a duration too: YAML reads it as a number.
@@ -181,7 +224,8 @@ func fieldSchema(f planField) map[string]any {
 			map[string]any{"type": "array", "items": one},
 		}}
 	case fieldExprList:
-		expr := map[string]any{"type": anyScalar, "pattern": `\S`}
+		// A number or a boolean reads no metric: the loader refuses it.
+		expr := map[string]any{"type": "string", "pattern": `\S`}
 		return nullable(map[string]any{"description": f.doc, "type": "array", "items": expr})
 	}
 	panic(fmt.Sprintf("plans: field %s has no schema for its kind %d", f.name, f.kind))
@@ -195,6 +239,9 @@ func sectionSchema(s *planSection) map[string]any {
 	var required []any
 	for _, f := range s.fields {
 		props[f.name] = fieldSchema(f)
+		if publishTopics[s] && f.name == "topic" {
+			props[f.name].(map[string]any)["pattern"] = publishTopicPattern
+		}
 		if f.required {
 			required = append(required, f.name)
 		}

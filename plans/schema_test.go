@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -380,6 +381,30 @@ func TestSchemaFieldForms(t *testing.T) {
 		{"subscribe forms", "groups:\n  - name: a\n    subscribe: t/#\n  - name: b\n    subscribe: {topic: t, qos: 1}\n  - name: c\n    subscribe: [a, {topic: b, qos: 2}]\nduration: 10s\n", true},
 		{"subscribe nested list", "groups:\n  - name: a\n    subscribe: [[a, b]]\nduration: 10s\n", false},
 		{"threshold not a string", pub + "thresholds:\n  - {p99: 10ms}\n", false},
+		// The loader's rules a schema can say too (issue 9's leftovers).
+		{"threshold a number", pub + "thresholds:\n  - 5\n", false},
+		{"threshold a boolean", pub + "thresholds:\n  - true\n", false},
+		{"threshold null", pub + "thresholds:\n  -\n", false},
+		{"threshold blank", pub + "thresholds:\n  - \"  \"\n", false},
+		{"publish topic null", "groups:\n  - name: p\n    publish: {topic: null, every: 1s}\nduration: 10s\n", false},
+		{"publish topic empty", "groups:\n  - name: p\n    publish: {topic: \"\", every: 1s}\nduration: 10s\n", false},
+		{"subscription topic null", "groups:\n  - name: s\n    subscribe: {topic: null}\nduration: 10s\n", false},
+		{"will topic null", "groups:\n  - name: p\n    will: {topic: null}\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"publish topic with +", "groups:\n  - name: p\n    publish: {topic: a/+/b, every: 1s}\nduration: 10s\n", false},
+		{"publish topic with #", "groups:\n  - name: p\n    publish: {topic: \"a/#\", every: 1s}\nduration: 10s\n", false},
+		{"will topic with #", "groups:\n  - name: p\n    will: {topic: \"w/#\"}\n    publish: {topic: t, every: 1s}\nduration: 10s\n", false},
+		{"publish topic a number", "groups:\n  - name: p\n    publish: {topic: 42, every: 1s}\nduration: 10s\n", true},
+		{"publish topic with a template", "groups:\n  - name: p\n    publish: {topic: \"t/%c/%i\", every: 1s}\nduration: 10s\n", true},
+		{"url scheme http", "broker: {url: \"http://a:1883\"}\n" + pub, false},
+		{"url scheme in capitals", "broker: {url: \"MQTT://a:1883\", protocol: 4}\n" + pub, true},
+		{"url Embedded", "broker: {url: Embedded}\n" + pub, false},
+		{"publish topic blank", "groups:\n  - name: p\n    publish: {topic: \" \", every: 1s}\nduration: 10s\n", true},
+		{"url every scheme", "broker: {urls: [\"mqtt://a\", \"tcp://a\", \"mqtts://a\", \"ssl://a\", \"tls://a\", \"ws://a\", \"wss://a\"]}\n" + pub, true},
+		{"urls with an unknown scheme", "broker: {urls: [\"mqtt://a\", \"amqp://b\"]}\n" + pub, false},
+		{"positive duration 0s", pub + "broker: {connect_timeout: 0s}\n", false},
+		{"positive duration 0m0.0s", "groups:\n  - name: p\n    publish: {topic: t, every: 0m0.0s}\nduration: 10s\n", false},
+		{"positive duration forms", "broker: {connect_timeout: 0m1s}\ngroups:\n  - name: p\n    connect_every: .5ms\n    publish: {topic: t, every: 0.01s}\nduration: 1h0m\n", true},
+		{"client_id null", "groups:\n  - name: p\n    client_id: null\n    publish: {topic: t, every: 1s}\nduration: 10s\n", true},
 		{"password from env", "groups:\n  - name: p\n    username: u\n    password: ${MQTT_PASSWORD}\n    publish: {topic: t, every: 1s}\nduration: 10s\n", true},
 	}
 	for _, tc := range tests {
@@ -426,4 +451,103 @@ func FuzzSchemaAcceptsWhatLoads(f *testing.F) {
 			t.Errorf("the loader accepts this plan, the schema does not:\n%s\n%v", data, err)
 		}
 	})
+}
+
+// TestSchemaCatchesEachLoaderError is the reverse of
+// FuzzSchemaAcceptsWhatLoads on the invalid fixtures: each problem the
+// loader reports must be refused by the schema at its place (the value,
+// or its mapping for a missing or unknown key), unless it is one of the
+// kinds a schema cannot say, each listed with why. A new loader check
+// that a schema could express fails here until the schema does.
+func TestSchemaCatchesEachLoaderError(t *testing.T) {
+	beyond := []struct{ msg, why string }{
+		{`\$\{|environment variable`, "${VAR}: the value is only known at load time"},
+		{`^template |^uses %u|expands to up to|wildcard .* as the group's first client expands it`, "templates: placeholders, and what they expand to"},
+		{`MQTT 5 subscription option|shared subscription`, "options against the group's or the broker's protocol, and the filter"},
+		{`gives the client id|is the same for all`, "client ids across clients and groups"},
+		{`duplicate group name`, "names unique across the list"},
+		{`holds credentials|invalid port|path or query|#fragment|cannot be mixed`, "the structure of a URL and of the URL list"},
+		{`must be at most 65535s|must be at least 16 bytes|must be at most 256MiB|must be a size like|must be at most 1000000000/s|must be more than 0, got 0/s`,
+			"bounds of values written with units (65535s, 257MiB, 1e10/s, 0/s): a pattern cannot compare magnitudes"},
+		{`longer than the limit|more than the limit|reaches .* more than the limit`, "the timeline's and the plan's budgets, summed across fields"},
+		{`missing "duration"`, "duration required unless every publishing group has a count"},
+		{`reads nothing of this run`, "the threshold language"},
+		{`second one starts here`, "a second YAML document"},
+	}
+	files, err := filepath.Glob(invalidDir + "/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no invalid fixtures: %v", err)
+	}
+	s := compileSchema(t)
+	used := make([]bool, len(beyond))
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var es Errors
+		if _, err := LoadBytes(f, data, LoadOptions{LookupEnv: lookupTestEnv}); !errors.As(err, &es) {
+			t.Fatalf("%s: the loader gave %v, want Errors", name, err)
+		}
+		verr := validatePlan(s, data)
+		if errors.Is(verr, errNotJSON) {
+			continue // YAML refuses it (TestSchemaInvalidFixtures)
+		}
+		var locs [][]string
+		var ve *jsonschema.ValidationError
+		if errors.As(verr, &ve) {
+			leafLocations(ve, &locs)
+		}
+		for _, e := range es {
+			if schemaRefusesAt(locs, splitPath(e.Path)) {
+				continue
+			}
+			known := false
+			for i, b := range beyond {
+				if regexp.MustCompile(b.msg).MatchString(e.Msg) {
+					known, used[i] = true, true
+					break
+				}
+			}
+			if !known {
+				t.Errorf("%s: the schema lets %s through: %s\ntighten the schema, or list why a schema cannot say it", name, e.Path, e.Msg)
+			}
+		}
+	}
+	for i, b := range beyond {
+		if !used[i] {
+			t.Errorf("no fixture has a problem beyond the schema for %q (%s): drop it from the list", b.msg, b.why)
+		}
+	}
+}
+
+// leafLocations collects the instance locations of a validation error's
+// innermost causes.
+func leafLocations(e *jsonschema.ValidationError, out *[][]string) {
+	if len(e.Causes) == 0 {
+		*out = append(*out, e.InstanceLocation)
+	}
+	for _, c := range e.Causes {
+		leafLocations(c, out)
+	}
+}
+
+// splitPath splits a loader path (groups[0].publish.topic) into the parts
+// of a JSON pointer (groups, 0, publish, topic).
+func splitPath(p string) []string { return regexp.MustCompile(`[^.\[\]]+`).FindAllString(p, -1) }
+
+// schemaRefusesAt reports whether one of the schema's error locations is
+// the loader's path, within it, or its mapping (a missing or unknown key
+// is reported on the mapping).
+func schemaRefusesAt(locs [][]string, path []string) bool {
+	for _, l := range locs {
+		switch {
+		case len(l) >= len(path) && slices.Equal(l[:len(path)], path):
+			return true
+		case len(l) == len(path)-1 && slices.Equal(l, path[:len(l)]):
+			return true
+		}
+	}
+	return false
 }

@@ -89,6 +89,14 @@ func CanonicalNames() string {
 	return orList(names)
 }
 
+// All returns the table of schemes, in order, for what lists or matches
+// them all (the plan schema's URL pattern).
+func All() []Scheme {
+	out := make([]Scheme, len(schemes))
+	copy(out, schemes[:])
+	return out
+}
+
 // orList joins names as "a, b or c".
 func orList(names []string) string {
 	if len(names) < 2 {
