@@ -74,6 +74,12 @@ type Options struct {
 	// with QoS 2. Nil means 2, no cap. Tests use it to see mqplan report
 	// the downgrades.
 	MaximumQoS *byte
+	// SysInterval, when set, is how often the broker refreshes its $SYS
+	// topics (whole seconds, at least one). Zero means once a minute: each
+	// refresh stops the world of the process that measures latency (see
+	// start), so only a plan that reads $SYS (broker.metrics.sys) asks for
+	// every second.
+	SysInterval time.Duration
 	// MinimumProtocol, when set (3, 4 or 5: MQTT 3.1, 3.1.1, 5), refuses
 	// clients speaking an older version with CONNACK "unsupported protocol
 	// version". Zero accepts all three. Tests use it to see mqplan report a
@@ -144,7 +150,7 @@ func start(opts Options, quotaWorkaround bool) (*Broker, error) {
 		// each refresh calls runtime.ReadMemStats, which stops the world
 		// inside the very process that measures latency, and mqplan reads
 		// the counters it needs from server.Info directly.
-		SysTopicResendInterval: 60,
+		SysTopicResendInterval: sysInterval(opts.SysInterval),
 		// ClientNetWriteBufferSize and ClientNetReadBufferSize keep mochi's
 		// 2 KiB defaults: the read buffer is allocated per connection up
 		// front (10,000 clients would pin 160 MiB at 16 KiB), and the write
@@ -386,4 +392,13 @@ func (b *Broker) Kick(match string) int {
 		}
 	}
 	return n
+}
+
+// sysInterval is mochi's $SYS refresh interval in seconds for d (zero:
+// once a minute).
+func sysInterval(d time.Duration) int64 {
+	if d <= 0 {
+		return 60
+	}
+	return max(1, int64(d/time.Second))
 }

@@ -194,20 +194,21 @@ type Sys struct {
 	nodes map[string]*[numSources]int64
 }
 
-// Message reads one $SYS message and reports whether it was one of the
-// counters (an unknown topic, a payload that is not a whole number, or
-// one past the bounds is ignored).
-func (s *Sys) Message(topic string, payload []byte) bool {
+// Message reads one $SYS message and returns the normalised counter it
+// set, when it set one whose meaning is known by now (an unknown topic, a
+// payload that is not a whole number, one past the bounds is ignored;
+// mochi's broker/messages/* are known once the broker showed it is mochi).
+func (s *Sys) Message(topic string, payload []byte) (Counter, bool) {
 	if len(topic) > MaxSysTopic || len(payload) > MaxSysPayload {
-		return false
+		return 0, false
 	}
 	src, node, ok := sysTopic(topic)
 	if !ok {
-		return false
+		return 0, false
 	}
 	v, ok := ParseSysPayload(payload)
 	if !ok {
-		return false
+		return 0, false
 	}
 	if node != "" {
 		if s.nodes == nil {
@@ -216,7 +217,7 @@ func (s *Sys) Message(topic string, payload []byte) bool {
 		nv := s.nodes[node]
 		if nv == nil {
 			if len(s.nodes) >= maxNodes {
-				return false
+				return 0, false
 			}
 			nv = new([numSources]int64)
 			s.nodes[node] = nv
@@ -225,8 +226,47 @@ func (s *Sys) Message(topic string, payload []byte) bool {
 	}
 	s.seen[src] = true
 	s.value[src] = v
-	return true
+	return s.counterOf(src)
 }
+
+// sourceCounters are the counters the sources stand for, whatever the
+// dialect; mochiCounters those that stand for one only on mochi.
+var (
+	sourceCounters = map[sysSource]Counter{
+		srcClients: Clients, srcMosqPubReceived: PublishReceived, srcMosqPubSent: PublishSent,
+		srcMosqPubDropped: Dropped, srcMosqHeap: MemoryBytes, srcMosqSubs: Subscriptions,
+		srcEMQXConns: Clients, srcEMQXReceived: PublishReceived, srcEMQXSent: PublishSent,
+		srcEMQXDropped: Dropped, srcEMQXSubs: Subscriptions,
+	}
+	mochiCounters = map[sysSource]Counter{
+		srcMsgReceived: PublishReceived, srcMsgSent: PublishSent, srcMsgDropped: Dropped,
+		srcMochiMemory: MemoryBytes, srcMochiSubs: Subscriptions,
+	}
+)
+
+// counterOf is the counter src stands for, as far as known now.
+func (s *Sys) counterOf(src sysSource) (Counter, bool) {
+	if c, ok := sourceCounters[src]; ok {
+		return c, true
+	}
+	if s.mochi() {
+		c, ok := mochiCounters[src]
+		return c, ok
+	}
+	return 0, false
+}
+
+// mochi reports whether the broker showed itself as mochi.
+func (s *Sys) mochi() bool { return s.seen[srcMochiPackets] || s.seen[srcMochiMemory] }
+
+// TakenPerTopic reports whether the broker takes each $SYS figure as it
+// publishes that figure's topic (Mosquitto: its publish/messages/sent
+// counts the $SYS messages of the same update published before it), not
+// all at once when an update begins (mochi, which takes a copy of its
+// figures first; EMQX is taken to do the same). A reader that matches the
+// broker's PUBLISH-sent counter against what it received itself needs to
+// know which.
+func (s *Sys) TakenPerTopic() bool { return s.seen[srcMosqPubSent] || s.seen[srcMosqPubReceived] }
 
 // sysTopic maps a topic to its source, with the EMQX node it names.
 func sysTopic(topic string) (sysSource, string, bool) {
@@ -281,7 +321,7 @@ func (s *Sys) Counters() Counters {
 		}
 		cs.Put(c, sum)
 	}
-	mochi := s.seen[srcMochiPackets] || s.seen[srcMochiMemory]
+	mochi := s.mochi()
 	put(Clients, srcClients)
 	put(PublishReceived, srcMosqPubReceived)
 	put(PublishSent, srcMosqPubSent)

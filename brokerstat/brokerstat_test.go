@@ -166,7 +166,9 @@ func FuzzSysMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, topic string, payload []byte) {
 		var s Sys
 		s.Message(topic, payload)
-		s.Message(topic, payload)
+		if c, ok := s.Message(topic, payload); ok && (c < 0 || c >= NumCounters) {
+			t.Fatalf("counter %d", c)
+		}
 		cs := s.Counters()
 		for c := range NumCounters {
 			if v, ok := cs.Get(c); ok && v < 0 {

@@ -66,6 +66,8 @@ type planSection struct {
 	notBoth [][2]string
 	// oneOf lists keys of which exactly one must be present.
 	oneOf []string
+	// anyOf lists keys of which at least one must be present.
+	anyOf []string
 }
 
 // keys returns the section's key names, the list the loader checks a
@@ -92,12 +94,15 @@ var tlsSection = &planSection{
 
 var brokerMetricsSection = &planSection{
 	name: "metrics",
-	doc:  "Sample a broker process on this machine once a second for its CPU and memory (broker.cpu.*, broker.rss.max): set pid or process, exactly one.",
+	doc:  "The broker's own figures in the report: its $SYS counters (sys), its process's CPU and memory on this machine (pid or process), its Prometheus endpoint (prometheus); any combination, at least one.",
 	fields: []planField{
-		{name: "pid", kind: fieldInt, min: 1, max: maxPID, doc: "The broker's process id. Set pid or process, exactly one."},
-		{name: "process", kind: fieldText, doc: "The broker's command name as /proc/PID/comm holds it (mosquitto, beam.smp); exactly one process must have it when the run starts. Set pid or process, exactly one."},
+		{name: "sys", kind: fieldBool, doc: "Subscribe to $SYS/# on one extra connection, counted nowhere in the plan's figures, for the broker's own counters (broker.clients.max, broker.publish.*, broker.dropped, broker.memory.max)."},
+		{name: "pid", kind: fieldInt, min: 1, max: maxPID, doc: "The broker's process id, to sample its CPU and memory from /proc. Not with process."},
+		{name: "process", kind: fieldText, doc: "The broker's command name as /proc/PID/comm holds it (mosquitto, beam.smp); exactly one process must have it when the run starts. Not with pid."},
+		{name: "prometheus", kind: fieldText, doc: "An http:// or https:// URL of the broker's Prometheus text exposition (EMQX: http://host:18083/api/v5/prometheus/stats), scraped once a second for the same counters as sys."},
 	},
-	oneOf: []string{"pid", "process"},
+	notBoth: [][2]string{{"pid", "process"}},
+	anyOf:   []string{"sys", "pid", "process", "prometheus"},
 }
 
 var brokerSection = &planSection{

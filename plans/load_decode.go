@@ -561,13 +561,16 @@ func (l *loader) broker(top *keySection) Broker {
 	return b
 }
 
-// brokerMetrics decodes broker.metrics: a PID or a process name, exactly
-// one. The name is looked up when the run starts, not here.
+// brokerMetrics decodes broker.metrics: $SYS, a PID or a process name
+// (not both), a Prometheus URL; at least one. The name is looked up when
+// the run starts, not here.
 func (l *loader) brokerMetrics(e keyEntry) *BrokerMetrics {
 	m := &BrokerMetrics{}
 	s := l.section(e.path, e.val, metricsKeys, false)
 	pe, hasPID := s.get("pid")
 	ne, hasName := s.get("process")
+	_, hasSys := s.get("sys")
+	ue, hasProm := s.get("prometheus")
 	switch {
 	case hasPID && hasName:
 		w := laterEntry(pe, ne)
@@ -581,10 +584,37 @@ func (l *loader) brokerMetrics(e keyEntry) *BrokerMetrics {
 				l.errorf(ne.val, ne.path, "must be a process's command name like mosquitto (as /proc/PID/comm holds it), got %s", gotValue(m.Process))
 			}
 		}
-	default:
-		l.errorf(e.val, e.path, "missing \"pid\" or \"process\": say which process is the broker, like pid: 1234 or process: mosquitto")
+	}
+	if hasSys {
+		s.boolean("sys", &m.Sys)
+	}
+	if hasProm && s.str("prometheus", &m.Prometheus) {
+		if msg := checkScrapeURL(m.Prometheus); msg != "" {
+			l.errorf(ue.val, ue.path, "%s, got %s", msg, gotValue(m.Prometheus))
+		}
+	}
+	if !hasPID && !hasName && !hasSys && !hasProm {
+		l.errorf(e.val, e.path, "missing \"sys\", \"pid\", \"process\" or \"prometheus\": say which of the broker's figures to sample, like sys: true or process: mosquitto")
+	} else if !m.Sys && !hasPID && !hasName && !hasProm {
+		l.errorf(e.val, e.path, "nothing to sample: sys is false and there is no pid, process or prometheus")
 	}
 	return m
+}
+
+// maxScrapeURL bounds broker.metrics.prometheus.
+const maxScrapeURL = 2048
+
+// checkScrapeURL says what is wrong with a Prometheus endpoint's URL, or
+// "" when it is an http(s) URL with a host.
+func checkScrapeURL(raw string) string {
+	if len(raw) > maxScrapeURL {
+		return fmt.Sprintf("must be a URL of at most %d characters", maxScrapeURL)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return "must be an http:// or https:// URL of the broker's Prometheus endpoint, like http://127.0.0.1:18083/api/v5/prometheus/stats"
+	}
+	return ""
 }
 
 // brokerURLs decodes broker.urls, a cluster's URLs.

@@ -140,15 +140,27 @@ type Broker struct {
 	Pos Pos `json:"-"`
 }
 
-// BrokerMetrics is the plan's `broker.metrics:` section: which process is
-// the broker, by PID or by command name. The name is only resolved when
-// the run starts, since the broker may not run when the plan is checked.
+// BrokerMetrics is the plan's `broker.metrics:` section: which of the
+// broker's own figures the run samples. Any combination, at least one: its
+// $SYS counters, its process on this machine (by PID or command name, at
+// most one of the two; the name is only resolved when the run starts,
+// since the broker may not run when the plan is checked), its Prometheus
+// endpoint.
 type BrokerMetrics struct {
-	// PID is the broker's process id; 0 when Process is set.
+	// Sys subscribes to $SYS/# on one extra connection.
+	Sys bool `json:"sys,omitempty"`
+	// PID is the broker's process id; 0 when none (or Process) is set.
 	PID int `json:"pid,omitempty"`
-	// Process is the broker's /proc/PID/comm name; "" when PID is set.
+	// Process is the broker's /proc/PID/comm name; "" when none.
 	Process string `json:"process,omitempty"`
+	// Prometheus is the http(s) URL of the broker's text exposition; ""
+	// when none. It may carry credentials (user information, a token in
+	// the query): print it only through RedactURL.
+	Prometheus string `json:"prometheus,omitempty"`
 }
+
+// HasProcess reports whether the section names a broker process to sample.
+func (m *BrokerMetrics) HasProcess() bool { return m != nil && (m.PID != 0 || m.Process != "") }
 
 // IsEmbedded reports whether the plan runs against the in-process broker.
 func (b Broker) IsEmbedded() bool { return len(b.URLs) == 1 && b.URLs[0] == Embedded }

@@ -269,6 +269,13 @@ func sectionSchema(s *planSection) map[string]any {
 		}
 		all = append(all, map[string]any{"oneOf": alts})
 	}
+	if len(s.anyOf) > 0 {
+		var alts []any
+		for _, k := range s.anyOf {
+			alts = append(alts, map[string]any{"required": []any{k}})
+		}
+		all = append(all, map[string]any{"anyOf": alts})
+	}
 	if len(all) > 0 {
 		out["allOf"] = all
 	}

@@ -164,6 +164,13 @@ func planJSON(p *plans.Plan) *jsonPlan {
 	for i, u := range p.Broker.URLs {
 		jp.Broker.URLs[i] = redactURL(u)
 	}
+	if m := p.Broker.Metrics; m != nil && m.Prometheus != "" {
+		// The endpoint's credentials (user information, a token in its
+		// query) are not the report's to show.
+		c := *m
+		c.Prometheus = redactURL(c.Prometheus)
+		jp.Broker.Metrics = &c
+	}
 	for i := range p.Groups {
 		g := &p.Groups[i]
 		jg := jsonPlanGroup{

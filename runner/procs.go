@@ -25,7 +25,7 @@ func newProcSamplers(m *plans.BrokerMetrics) (procSamplers, error) {
 	if self, err := procstat.New(0); err == nil {
 		ps.self = self
 	}
-	if m == nil {
+	if !m.HasProcess() {
 		return ps, nil
 	}
 	pid := m.PID

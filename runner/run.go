@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"net"
@@ -126,7 +127,13 @@ type run struct {
 	shares     []*shareState
 	// procs sample the broker's and mqplan's CPU and memory (snapshot
 	// goroutine only).
-	procs   procSamplers
+	procs procSamplers
+	// counters sample the broker's own counters ($SYS, Prometheus);
+	// countersStart is their reading before the first publish.
+	counters      counterSources
+	countersStart brokerstat.Counters
+	// resent counts the PUBLISH packets sent again on a resumed session.
+	resent  atomic.Int64
 	timeout time.Duration
 
 	phase     atomic.Uint32
@@ -262,11 +269,18 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		return st, nil
 	}
 
+	r.startCounters(ctx, prog.Plan.Broker.Metrics, targets[0])
+
 	snapDone := make(chan struct{})
 	snapStop := make(chan struct{})
 	go r.snapshots(snapStop, snapDone)
 
 	incomplete := r.execute(ctx, targets)
+	if r.countersStart.Sampled() {
+		st.CountersStart = r.countersStart
+		st.CountersEnd = r.captureCounters(true, ctx.Err() != nil)
+	}
+	r.stopCounters()
 
 	close(snapStop)
 	<-snapDone
@@ -282,11 +296,12 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	st.ErrorSamples = r.errorSamples()
 	st.InFlightAtEnd = r.inflightAtEnd
 	st.DrainQuiet = r.drainQuiet
-	st.Notices = r.notices()
 	if broker != nil {
 		bs := broker.Stats()
 		st.Broker = &bs
 	}
+	r.crossCheck(st)
+	st.Notices = r.notices()
 	return st, nil
 }
 
@@ -446,6 +461,7 @@ func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 		}
 	}
 	if incomplete == "" && ctx.Err() == nil {
+		r.countersStart = r.captureCounters(false, false)
 		r.publishPhases(ctx)
 	} else {
 		r.setPhase(phase.Drain)
@@ -640,6 +656,7 @@ func (r *run) resume(c *client, old, mc *mqttc.Conn) {
 		if err := mc.Resend(id, pub.Topic, pub.Retain, buf); err != nil {
 			return // the new connection dropped too: its loss is recorded
 		}
+		r.resent.Add(1)
 	}
 }
 
@@ -1553,6 +1570,7 @@ func (r *run) snapshot(scratch *secondScratch, errs *int64, last *time.Duration,
 	s.At = now
 	s.Phase = r.current()
 	r.sampleProcs(&s)
+	r.sampleCounters(&s)
 	// The whole run's connections are the sum of the groups' as read
 	// here, so that the timeline's groups add up to its totals.
 	for g := range s.Groups {

@@ -3,6 +3,7 @@ package stats
 import (
 	"time"
 
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/phase"
 )
 
@@ -56,6 +57,11 @@ type Second struct {
 	// broker.metrics names one) and mqplan's own CPU and memory, read from
 	// /proc at the end of the second (package procstat).
 	Broker, Self ProcSample
+	// Counters are the broker's own counters as last reported when the
+	// second was taken ($SYS or Prometheus, when the plan's
+	// broker.metrics asks for them; package brokerstat): not Sampled()
+	// when none had arrived, or none were asked for.
+	Counters brokerstat.Counters
 }
 
 // ProcSample is one process's CPU and memory over one second of the
@@ -129,6 +135,12 @@ type Stats struct {
 	Timeline []Second
 	// Broker holds the embedded broker's counters (nil when external).
 	Broker *Broker
+	// CountersStart and CountersEnd are the broker's own counters ($SYS,
+	// Prometheus) as they stood before the first publish and after the
+	// drain (the broker's next update after it), so that their
+	// differences cover the measured traffic: not Sampled() when not
+	// sampled.
+	CountersStart, CountersEnd brokerstat.Counters
 	// Interrupted is set when a signal or context cancelled the run.
 	Interrupted bool
 	// Incomplete, when non-empty, says why the run could not complete

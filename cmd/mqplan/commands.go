@@ -302,6 +302,17 @@ func cmdRun(e *env, args []string) (retErr error) {
 	defer stop()
 
 	opts := runner.Options{Embedded: startEmbedded}
+	if m := prog.Plan.Broker.Metrics; m != nil && m.Sys {
+		// The plan reads $SYS: the embedded broker refreshes it every
+		// second, not once a minute.
+		opts.Embedded = func() (runner.EmbeddedBroker, error) {
+			b, err := broker.Start(broker.Options{SysInterval: time.Second})
+			if err != nil {
+				return nil, err
+			}
+			return b, nil
+		}
+	}
 	var prog_ *progressPrinter
 	if !*quiet {
 		prog_ = newProgressPrinter(e.stderr, prog)

@@ -115,6 +115,12 @@ type Handlers struct {
 	// Deliver receives the payload of each delivery and its retain flag;
 	// the slice is only valid during the call.
 	Deliver func(payload []byte, retained bool)
+	// Message, when set, receives each delivery with its topic instead of
+	// Deliver, for a connection that must tell topics apart (the runner's
+	// $SYS monitor); both slices are only valid during the call. A
+	// delivery whose topic is an MQTT 5 topic alias has an empty topic:
+	// no CONNECT here allows aliases, so a broker should not send one.
+	Message func(topic, payload []byte, retained bool)
 	// Acked reports the end of a QoS 1/2 publish.
 	Acked func(Ack)
 	// Closed reports why the connection ended, once; nil error when the
@@ -457,7 +463,10 @@ func (c *Conn) handle(b0 byte, body []byte) error {
 		if i > len(body) {
 			return errors.New("malformed PUBLISH")
 		}
-		if c.h.Deliver != nil {
+		switch {
+		case c.h.Message != nil:
+			c.h.Message(body[2:2+int(binary.BigEndian.Uint16(body))], body[i:], b0&PublishRetain != 0)
+		case c.h.Deliver != nil:
 			c.h.Deliver(body[i:], b0&PublishRetain != 0)
 		}
 		switch qos {

@@ -1,0 +1,439 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqplan/mqplan/brokerstat"
+	"github.com/mqplan/mqplan/internal/mqttc"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/stats"
+)
+
+// This file samples the broker's own counters (broker.metrics sys and
+// prometheus): a $SYS monitor connection and a Prometheus scraper, each on
+// goroutines of its own that hand their latest reading over through an
+// atomic pointer, so that neither ever blocks the snapshot goroutine or a
+// client. The monitor is not one of the plan's clients: nothing it does is
+// counted in the plan's figures.
+
+const (
+	// sysBatchGap separates the broker's $SYS updates: a broker publishes
+	// one update's topics at once, so a message after this much silence
+	// starts the next update.
+	sysBatchGap = 100 * time.Millisecond
+	// sysStartWait bounds the wait for a first complete $SYS update
+	// before the first publish.
+	sysStartWait = 2 * time.Second
+	// sysEndWait, plus the broker's update interval, bounds the wait for
+	// the update that follows the drain.
+	sysEndWait = 2 * time.Second
+	// maxSysInterval caps the update interval that wait allows for.
+	maxSysInterval = 10 * time.Second
+	// scrapeTimeout bounds one scrape, under the one-second interval.
+	scrapeTimeout = 900 * time.Millisecond
+	// maxScrapeNotes bounds the distinct scrape errors the report lists.
+	maxScrapeNotes = 3
+)
+
+// maxExposition bounds a scraped body (a variable for tests).
+var maxExposition int64 = 8 << 20
+
+// sysView is the $SYS monitor's state as of its last message.
+type sysView struct {
+	counters brokerstat.Counters
+	// msgs counts every message the monitor received (retained ones
+	// included); batchMsgs those received before the latest update began;
+	// sentMsgs those the broker's PUBLISH-sent figure in counters already
+	// counts: a broker counts the PUBLISH packets it writes, the monitor's
+	// included, up to the moment it takes the figure. Mosquitto takes it
+	// as it publishes its topic (so the update's messages before it are
+	// in), mochi when the update begins, and the retained copies a new
+	// subscription gets were all written after their figures were taken.
+	// The monitor's own share of the broker's PUBLISH-sent between two
+	// readings is the difference of their sentMsgs.
+	msgs, batchMsgs, sentMsgs int64
+	// batchStart and last are when the latest update began and when its
+	// last message arrived; interval the time between the starts of the
+	// last two updates (0 until there were two).
+	batchStart, last time.Time
+	interval         time.Duration
+}
+
+// complete reports whether the latest update has ended (nothing came for
+// sysBatchGap) at now.
+func (v *sysView) complete(now time.Time) bool { return now.Sub(v.last) >= sysBatchGap }
+
+// sysMonitor is the $SYS connection. Its fields other than view and
+// notify belong to the connection's reader goroutine.
+type sysMonitor struct {
+	conn *mqttc.Conn
+	sys  brokerstat.Sys
+	cur  sysView
+	view atomic.Pointer[sysView]
+	// notify wakes a wait for an update (capacity 1, never blocks).
+	notify chan struct{}
+}
+
+// message is the monitor's delivery handler (reader goroutine).
+func (m *sysMonitor) message(topic, payload []byte, retained bool) {
+	now := time.Now()
+	c, known := m.sys.Message(string(topic), payload)
+	v := m.cur
+	if v.msgs == 0 || now.Sub(v.last) > sysBatchGap {
+		if !v.batchStart.IsZero() {
+			v.interval = now.Sub(v.batchStart)
+		}
+		v.batchStart, v.batchMsgs = now, v.msgs
+	}
+	if known && c == brokerstat.PublishSent {
+		v.sentMsgs = v.batchMsgs
+		if !retained && m.sys.TakenPerTopic() {
+			v.sentMsgs = v.msgs
+		}
+	}
+	v.msgs++
+	v.last = now
+	v.counters = m.sys.Counters()
+	m.cur = v
+	m.view.Store(&v)
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+// await waits until the monitor holds a complete update that began after
+// `after` (any update when after is zero), until deadline. It returns the
+// last view (nil when none) and whether it is such an update.
+func (m *sysMonitor) await(after, deadline time.Time) (*sysView, bool) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		v := m.view.Load()
+		fresh := v != nil && v.batchStart.After(after)
+		if fresh && v.complete(now) {
+			return v, true
+		}
+		if !now.Before(deadline) {
+			return v, false
+		}
+		wait := deadline.Sub(now)
+		if fresh {
+			wait = min(wait, v.last.Add(sysBatchGap).Sub(now))
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-m.notify:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		case <-m.conn.Done():
+			return m.view.Load(), false
+		}
+	}
+}
+
+// scraper scrapes the broker's Prometheus endpoint once a second.
+type scraper struct {
+	url    string
+	client *http.Client
+	latest atomic.Pointer[brokerstat.Counters]
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// scrape reads the endpoint once, within scrapeTimeout. Its errors never
+// hold the URL's credentials.
+func (s *scraper) scrape(ctx context.Context) (brokerstat.Counters, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return brokerstat.Counters{}, errors.New("not a usable URL")
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return brokerstat.Counters{}, errors.New(plans.RedactURL(cleanErr(unwrapURLError(err)).Error()))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return brokerstat.Counters{}, fmt.Errorf("HTTP %s", resp.Status)
+	}
+	cs, err := brokerstat.ParseExposition(resp.Body, maxExposition)
+	if err != nil && ctx.Err() != nil {
+		return cs, errors.New("timed out")
+	}
+	return cs, err
+}
+
+// unwrapURLError drops net/http's "Get \"URL\": " wrapping, which would
+// show the URL again.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// counterSources are the run's sources of the broker's own counters.
+type counterSources struct {
+	mon    *sysMonitor
+	scrape *scraper
+	// scrapeNotes are the distinct scrape errors already noted.
+	scrapeNotes []string
+	// start and end are the monitor's views at the run's start and end.
+	start, end *sysView
+	// endStale: the end is not a $SYS update after the drain.
+	endStale bool
+}
+
+// startCounters connects the $SYS monitor and starts the scraper, as the
+// plan's broker.metrics asks. A monitor that cannot connect or subscribe
+// is a notice: the run goes on without $SYS figures.
+func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc.Target) {
+	if m == nil {
+		return
+	}
+	if m.Prometheus != "" {
+		s := &scraper{url: m.Prometheus, client: &http.Client{Timeout: scrapeTimeout},
+			stop: make(chan struct{}), done: make(chan struct{})}
+		r.counters.scrape = s
+		go r.scrapeLoop(s)
+	}
+	if !m.Sys {
+		return
+	}
+	mon := &sysMonitor{notify: make(chan struct{}, 1)}
+	opts := mqttc.Options{ClientID: monitorID(), CleanStart: true, Timeout: r.timeout, Version: mqttc.Version311}
+	if len(r.prog.Clients) > 0 {
+		// The credentials of the plan's first client: the broker lets
+		// them in, and an ACL that allows them $SYS is the user's to set.
+		pc := &r.prog.Clients[0]
+		opts.Username = pc.Username
+		if pw := pc.Password.Reveal(); pw != "" {
+			opts.Password = []byte(pw)
+		}
+	}
+	conn, err := mqttc.Dial(ctx, t, opts, r.now, mqttc.Handlers{Message: mon.message})
+	if err != nil {
+		r.note(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not connect (%v): the broker's $SYS counters are not in this report", cleanErr(err)))
+		return
+	}
+	mon.conn = conn
+	sctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	codes, err := conn.Subscribe(sctx, []mqttc.Subscription{{Filter: "$SYS/#"}})
+	if err == nil && len(codes) == 1 && codes[0].Failed() {
+		err = fmt.Errorf("the broker refused it: %s", codes[0])
+	}
+	if err != nil {
+		conn.Close()
+		r.note(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not subscribe to $SYS/# (%v): the broker's $SYS counters are not in this report", cleanErr(err)))
+		return
+	}
+	r.counters.mon = mon
+}
+
+// monitorID is the monitor's client id: its own, never a plan client's.
+func monitorID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "mqplan-sys-" + hex.EncodeToString(b[:])
+}
+
+// scrapeLoop scrapes once a second until stopped (its own goroutine).
+func (r *run) scrapeLoop(s *scraper) {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-s.stop; cancel() }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		cs, err := s.scrape(ctx)
+		if err == nil {
+			s.latest.Store(&cs)
+		} else if ctx.Err() == nil {
+			r.noteScrape(err)
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// noteScrape notes a scrape error once per kind, a few kinds at most.
+func (r *run) noteScrape(err error) {
+	msg := err.Error()
+	r.notesMu.Lock()
+	defer r.notesMu.Unlock()
+	for _, n := range r.counters.scrapeNotes {
+		if n == msg {
+			return
+		}
+	}
+	if len(r.counters.scrapeNotes) >= maxScrapeNotes {
+		return
+	}
+	r.counters.scrapeNotes = append(r.counters.scrapeNotes, msg)
+	r.notes = append(r.notes, fmt.Sprintf("broker.metrics.prometheus: a scrape of %s failed at %s: %s", plans.RedactURL(r.counters.scrape.url), r.at().Round(time.Second), msg))
+}
+
+// sampleCounters puts the latest counters into s (snapshot goroutine:
+// two atomic loads, never a wait).
+func (r *run) sampleCounters(s *stats.Second) {
+	if v := r.counters.mon.load(); v != nil {
+		s.Counters = v.counters
+	}
+	if sc := r.counters.scrape; sc != nil {
+		if p := sc.latest.Load(); p != nil {
+			s.Counters.Fill(*p)
+		}
+	}
+}
+
+// load is the monitor's latest view (nil without a monitor or a message).
+func (m *sysMonitor) load() *sysView {
+	if m == nil {
+		return nil
+	}
+	return m.view.Load()
+}
+
+// captureCounters reads the counters at the run's start (before the
+// first publish: end false) or end (after the drain: end true). $SYS
+// waits for a complete update (at the end, one that began after the
+// drain, bounded by sysEndWait plus the broker's update interval);
+// Prometheus is scraped once more.
+func (r *run) captureCounters(end, interrupted bool) brokerstat.Counters {
+	var cs brokerstat.Counters
+	if mon := r.counters.mon; mon != nil && interrupted {
+		// A user who pressed Ctrl-C wants the report now: the last update.
+		if v := mon.load(); v != nil {
+			cs = v.counters
+		}
+		r.counters.endStale = true
+	} else if mon != nil {
+		now := time.Now()
+		var v *sysView
+		var ok bool
+		if !end {
+			v, ok = mon.await(time.Time{}, now.Add(sysStartWait))
+			r.counters.start = v
+			if !ok {
+				r.note(fmt.Sprintf("broker.metrics.sys: no complete $SYS update arrived within %s of subscribing; the broker's counters at the start may be missing", sysStartWait))
+			}
+		} else {
+			interval := time.Second
+			if last := mon.load(); last != nil && last.interval > 0 {
+				interval = min(last.interval, maxSysInterval)
+			}
+			v, ok = mon.await(now, now.Add(sysEndWait+interval))
+			r.counters.end, r.counters.endStale = v, !ok
+			if !ok {
+				r.note(fmt.Sprintf("broker.metrics.sys: the broker published no $SYS update within %s after the drain; its counters at the end are older and may miss the run's last messages", (sysEndWait + interval).Round(time.Millisecond)))
+			}
+		}
+		if v != nil {
+			cs = v.counters
+		}
+	}
+	if sc := r.counters.scrape; sc != nil && !interrupted {
+		p, err := sc.scrape(context.Background())
+		if err != nil {
+			r.noteScrape(err)
+		} else {
+			cs.Fill(p)
+		}
+	}
+	return cs
+}
+
+// stopCounters closes the monitor and stops the scraper.
+func (r *run) stopCounters() {
+	if mon := r.counters.mon; mon != nil {
+		mon.conn.Disconnect()
+		<-mon.conn.ReaderDone()
+	}
+	if sc := r.counters.scrape; sc != nil {
+		close(sc.stop)
+		<-sc.done
+	}
+}
+
+// crossCheck compares the broker's publish counters with what mqplan
+// wrote and was delivered in the same window, and notes where they differ,
+// with both numbers and the likely reasons. ext are the broker's own
+// counters' start and end; the embedded broker's counters (whole life)
+// are checked too.
+func (r *run) crossCheck(st *stats.Stats) {
+	var written, delivered, deliveredAll int64
+	for p := range st.Phases {
+		t := &st.Phases[p].Total
+		all := t.Received + t.OverlapCopies + t.Foreign + t.Unexpected + t.Corrupted
+		deliveredAll += all
+		if phase.Phase(p) >= phase.Warmup {
+			delivered += all
+		}
+		written += t.Sent
+	}
+	written += r.resent.Load()
+	var monitor int64
+	if r.counters.start != nil && r.counters.end != nil {
+		monitor = r.counters.end.sentMsgs - r.counters.start.sentMsgs
+	}
+	if !r.counters.endStale {
+		r.checkPair("broker.metrics", "PUBLISH received", st.CountersStart, st.CountersEnd, brokerstat.PublishReceived, written, 0,
+			"the PUBLISH packets mqplan wrote (resends included)", "other clients published on the broker during the run")
+		r.checkPair("broker.metrics", "PUBLISH sent", st.CountersStart, st.CountersEnd, brokerstat.PublishSent, delivered, monitor,
+			"the deliveries mqplan's clients received (duplicates included)", "other clients subscribed on the broker, or it counts its $SYS messages differently")
+	}
+	if b := st.Broker; b != nil {
+		if b.MessagesReceived != written {
+			r.note(fmt.Sprintf("the embedded broker counted %d PUBLISH received, but mqplan wrote %d (resends included)", b.MessagesReceived, written))
+		}
+		var mon, batch int64
+		if v := r.counters.mon.load(); v != nil {
+			mon, batch = v.msgs, v.msgs-v.batchMsgs
+		}
+		// The monitor may close before reading the broker's last $SYS
+		// update: at most that many of the broker's sends are unseen.
+		if d := b.MessagesSent - (deliveredAll + mon); d < 0 || d > batch {
+			r.note(fmt.Sprintf("the embedded broker counted %d PUBLISH sent, but mqplan's clients received %d deliveries (duplicates included) and the $SYS monitor %d messages", b.MessagesSent, deliveredAll, mon))
+		}
+	}
+}
+
+// checkPair notes when a cumulative counter's delta differs from mqplan's
+// figure by other than the monitor's own share.
+func (r *run) checkPair(source, what string, start, end brokerstat.Counters, c brokerstat.Counter, ours, monitor int64, oursIs, reasons string) {
+	s, ok1 := start.Get(c)
+	e, ok2 := end.Get(c)
+	if !ok1 || !ok2 {
+		return
+	}
+	delta := e - s
+	if delta == ours+monitor {
+		return
+	}
+	extra := ""
+	if monitor > 0 {
+		extra = fmt.Sprintf(" plus %d to mqplan's $SYS monitor", monitor)
+	}
+	r.note(fmt.Sprintf("%s: the broker counted %d %s during the run, but %s were %d%s (%+d): %s", source, delta, what, oursIs, ours, extra, delta-ours-monitor, reasons))
+}
