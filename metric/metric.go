@@ -164,6 +164,28 @@ const (
 	SelfCPUMax Name = "self.cpu.max"
 	// SelfRSSMax is mqplan's own largest resident memory, bytes.
 	SelfRSSMax Name = "self.rss.max"
+
+	// BrokerClientsMax is the most clients the broker said were connected
+	// (its own count: mqplan's clients, its $SYS monitor and any other),
+	// from broker.metrics sys or prometheus.
+	BrokerClientsMax Name = "broker.clients.max"
+	// BrokerPublishReceived is how many PUBLISH packets the broker said it
+	// received between the run's start and end: compared with sent, it
+	// tells whether anything else published on the broker.
+	BrokerPublishReceived Name = "broker.publish.received"
+	// BrokerPublishSent is how many PUBLISH packets the broker said it sent
+	// between the run's start and end ($SYS monitor's included).
+	BrokerPublishSent Name = "broker.publish.sent"
+	// BrokerDropped is how many messages the broker said it dropped between
+	// the run's start and end: a broker that drops under load says so here
+	// before a subscriber notices.
+	BrokerDropped Name = "broker.dropped"
+	// BrokerMemoryMax is the most memory the broker said it used, bytes
+	// (its own figure: Mosquitto's heap, mochi's Go heap, EMQX's VM).
+	BrokerMemoryMax Name = "broker.memory.max"
+	// BrokerSubscriptionsMax is the most subscriptions the broker said it
+	// held.
+	BrokerSubscriptionsMax Name = "broker.subscriptions.max"
 )
 
 // Split cuts a name at its first dot into its family and member
@@ -297,6 +319,13 @@ var catalogue = []Metric{
 	{BrokerRSSMax, Count, "the broker process's largest resident memory, bytes (broker.metrics)"},
 	{SelfCPUMax, Rate, "mqplan's own CPU in its busiest second, percent of one core"},
 	{SelfRSSMax, Count, "mqplan's own largest resident memory, bytes"},
+
+	{BrokerClientsMax, Count, "the most clients the broker said were connected (broker.metrics sys or prometheus)"},
+	{BrokerPublishReceived, Count, "PUBLISH packets the broker said it received during the run (broker.metrics sys or prometheus)"},
+	{BrokerPublishSent, Count, "PUBLISH packets the broker said it sent during the run (broker.metrics sys or prometheus)"},
+	{BrokerDropped, Count, "messages the broker said it dropped during the run (broker.metrics sys or prometheus)"},
+	{BrokerMemoryMax, Count, "the most memory the broker said it used, bytes (broker.metrics sys or prometheus)"},
+	{BrokerSubscriptionsMax, Count, "the most subscriptions the broker said it held (broker.metrics sys or prometheus)"},
 }
 
 // aliases are the percentile shortcuts, in alphabetical order: "p99" is

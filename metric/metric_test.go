@@ -16,7 +16,8 @@ func TestMetricsCatalogue(t *testing.T) {
 		"subscribe.mean", "subscribe.p99", "subscribe.max", "errors", "disconnects", "reconnects",
 		"lag.p99", "lag.max", "late_rate",
 		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "clients.lost", "overlap_copies", "qos_downgrades", "unexpected",
-		"broker.cpu.max", "broker.cpu.mean", "broker.rss.max", "self.cpu.max", "self.rss.max"}
+		"broker.cpu.max", "broker.cpu.mean", "broker.rss.max", "self.cpu.max", "self.rss.max",
+		"broker.clients.max", "broker.publish.received", "broker.publish.sent", "broker.dropped", "broker.memory.max", "broker.subscriptions.max"}
 	for _, fam := range []string{"latency", "ack"} {
 		for _, s := range []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev"} {
 			want = append(want, fam+"."+s)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"math"
@@ -33,6 +34,12 @@ import (
 //     of the timeline (the whole run, not one phase: a connection storm
 //     loads the broker before the steady phase), absent when no second
 //     was sampled. Groups and phases do not have them.
+//   - Top also holds the broker's own counters (broker.metrics sys or
+//     prometheus): broker.publish.received, broker.publish.sent and
+//     broker.dropped as their change from the run's start to its end,
+//     broker.clients.max, broker.memory.max and broker.subscriptions.max
+//     as the largest reading; each absent when the broker did not report
+//     it (at both ends, for a change).
 //   - Phases[name]: one phase's own figures, for every name in
 //     phase.All, even a phase the run never reached (its counts are 0).
 //
@@ -84,6 +91,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		Phases: make(map[string]metric.Set, phase.Count),
 	}
 	addProcesses(m.Top, st.Timeline)
+	addBrokerCounters(m.Top, st.Timeline, st.CountersStart, st.CountersEnd)
 	for gi, g := range groups {
 		var gm stats.Metrics
 		if steady != nil && gi < len(steady.Groups) {
@@ -414,4 +422,48 @@ func usageOf(timeline []stats.Second, get func(*stats.Second) stats.ProcSample) 
 		u.CPUMean = sum / float64(u.Seconds)
 	}
 	return u
+}
+
+// addBrokerCounters puts the broker's own counters into set: the change
+// of a cumulative counter from start to end (absent unless both hold it,
+// or when it went down: the broker restarted), the largest reading of a
+// gauge over the timeline and both ends.
+func addBrokerCounters(set metric.Set, timeline []stats.Second, start, end brokerstat.Counters) {
+	for _, d := range []struct {
+		c    brokerstat.Counter
+		name metric.Name
+	}{
+		{brokerstat.PublishReceived, metric.BrokerPublishReceived},
+		{brokerstat.PublishSent, metric.BrokerPublishSent},
+		{brokerstat.Dropped, metric.BrokerDropped},
+	} {
+		s, ok1 := start.Get(d.c)
+		e, ok2 := end.Get(d.c)
+		if ok1 && ok2 && e >= s {
+			set[d.name] = int(e - s)
+		}
+	}
+	for _, g := range []struct {
+		c    brokerstat.Counter
+		name metric.Name
+	}{
+		{brokerstat.Clients, metric.BrokerClientsMax},
+		{brokerstat.MemoryBytes, metric.BrokerMemoryMax},
+		{brokerstat.Subscriptions, metric.BrokerSubscriptionsMax},
+	} {
+		best, seen := int64(0), false
+		take := func(cs brokerstat.Counters) {
+			if v, ok := cs.Get(g.c); ok && (!seen || v > best) {
+				best, seen = v, true
+			}
+		}
+		take(start)
+		take(end)
+		for i := range timeline {
+			take(timeline[i].Counters)
+		}
+		if seen {
+			set[g.name] = int(best)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"testing"
@@ -159,9 +160,29 @@ func fullStats(t testing.TB) *stats.Stats {
 			},
 			Broker: stats.ProcSample{Sampled: true, CPU: 20 * float64(s), RSS: int64(s) << 22},
 			Self:   stats.ProcSample{Sampled: true, CPU: 50.5, RSS: 30 << 20},
+			Counters: counters(map[brokerstat.Counter]int64{
+				brokerstat.Clients: 9, brokerstat.PublishReceived: 1000 + 800*int64(s), brokerstat.PublishSent: 2000 + 820*int64(s),
+				brokerstat.MemoryBytes: int64(s) << 21, brokerstat.Subscriptions: 5}),
 		})
 	}
+	// The broker's own counters: its PUBLISH received moved by exactly
+	// the 8000 sent, its PUBLISH sent by the deliveries and its $SYS
+	// monitor's 120 messages; it dropped 7; it has no memory figure at
+	// the start and no dropped count in the timeline.
+	st.CountersStart = counters(map[brokerstat.Counter]int64{brokerstat.Clients: 1, brokerstat.PublishReceived: 1000,
+		brokerstat.PublishSent: 2000, brokerstat.Dropped: 0, brokerstat.Subscriptions: 1})
+	st.CountersEnd = counters(map[brokerstat.Counter]int64{brokerstat.Clients: 1, brokerstat.PublishReceived: 9000,
+		brokerstat.PublishSent: 10113, brokerstat.Dropped: 7, brokerstat.MemoryBytes: 5 << 20, brokerstat.Subscriptions: 1})
 	return st
+}
+
+// counters is a reading holding m.
+func counters(m map[brokerstat.Counter]int64) brokerstat.Counters {
+	var cs brokerstat.Counters
+	for c, v := range m {
+		cs.Put(c, v)
+	}
+	return cs
 }
 
 // emptyStats is a run that measured nothing: interrupted before it

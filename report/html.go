@@ -417,6 +417,9 @@ func htmlTables(r *Result) []htmlTable {
 			Rows: [][]string{{fmt.Sprint(br.MessagesReceived), fmt.Sprint(br.MessagesSent),
 				fmt.Sprint(br.MessagesDropped), fmt.Sprint(br.InflightDropped), fmt.Sprint(br.ClientsMaximum)}}})
 	}
+	if rows := countersCells(r); rows != nil {
+		out = append(out, htmlTable{Title: countersTitle, Head: countersHead, Rows: rows})
+	}
 	if rows := processesCells(r); len(rows) > 0 {
 		out = append(out, htmlTable{Title: processesTitle, Head: processesHead, Rows: rows})
 	}

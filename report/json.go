@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/stats"
 	"io"
 	"time"
@@ -39,7 +40,10 @@ type jsonDoc struct {
 	Metrics       jsonMetrics        `json:"metrics"`
 	Timeline      []jsonSecond       `json:"timeline"`
 	Broker        *jsonBroker        `json:"broker"`
-	ErrorSamples  []string           `json:"error_samples"`
+	// BrokerCounters was added in version 1 later: absent when the broker's
+	// own counters were not sampled (and in older documents).
+	BrokerCounters *jsonBrokerCounters `json:"broker_counters,omitempty"`
+	ErrorSamples   []string            `json:"error_samples"`
 	// Unsent, InFlightAtEnd and DrainQuiet: see Result.
 	Unsent        int64        `json:"unsent"`
 	InFlightAtEnd int64        `json:"in_flight_at_end"`
@@ -144,6 +148,52 @@ type jsonSecond struct {
 	// sampled (stats.ProcSample.Sampled false).
 	Broker *jsonProcSample `json:"broker,omitempty"`
 	Self   *jsonProcSample `json:"self,omitempty"`
+	// Counters are the broker's own counters as last reported that
+	// second (broker.metrics sys or prometheus), by name; absent when none.
+	Counters jsonCounters `json:"counters,omitempty"`
+}
+
+// jsonCounters is a reading of the broker's own counters
+// (brokerstat.Counters): the counters it holds by name (clients,
+// publish_received, ...), nil when it holds none.
+type jsonCounters map[string]int64
+
+// countersJSON is cs in the JSON document.
+func countersJSON(cs brokerstat.Counters) jsonCounters {
+	if !cs.Sampled() {
+		return nil
+	}
+	out := jsonCounters{}
+	for c := range brokerstat.NumCounters {
+		if v, ok := cs.Get(c); ok {
+			out[c.String()] = v
+		}
+	}
+	return out
+}
+
+// counters reads a reading back; an unknown name or a negative value is
+// refused, as no reading holds one.
+func (j jsonCounters) counters() (brokerstat.Counters, error) {
+	var cs brokerstat.Counters
+	for name, v := range j {
+		c, ok := brokerstat.CounterByName(name)
+		if !ok {
+			return cs, fmt.Errorf("unknown counter %q", name)
+		}
+		if v < 0 {
+			return cs, fmt.Errorf("%s is %d: must not be negative", name, v)
+		}
+		cs.Put(c, v)
+	}
+	return cs, nil
+}
+
+// jsonBrokerCounters are the broker's own counters at the run's start and
+// end (Result.CountersStart and CountersEnd).
+type jsonBrokerCounters struct {
+	Start jsonCounters `json:"start"`
+	End   jsonCounters `json:"end"`
 }
 
 // jsonProcSample is one process's second (stats.ProcSample, when sampled).
@@ -278,11 +328,15 @@ func (r *Result) doc() jsonDoc {
 			js.Groups[i] = jg
 		}
 		js.Broker, js.Self = procSample(s.Broker), procSample(s.Self)
+		js.Counters = countersJSON(s.Counters)
 		d.Timeline = append(d.Timeline, js)
 	}
 	if b := r.Broker; b != nil {
 		jb := jsonBroker(*b)
 		d.Broker = &jb
+	}
+	if r.CountersStart.Sampled() || r.CountersEnd.Sampled() {
+		d.BrokerCounters = &jsonBrokerCounters{Start: countersJSON(r.CountersStart), End: countersJSON(r.CountersEnd)}
 	}
 	if r.Comparison != nil {
 		d.Baseline = r.Comparison.doc()

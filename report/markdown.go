@@ -37,6 +37,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	mdGroups(&b, r)
 	mdLatency(&b, r)
 	mdDelivery(&b, r)
+	mdCounters(&b, r)
 	mdProcesses(&b, r)
 	mdErrors(&b, r)
 	mdChart(&b, r)
@@ -161,6 +162,16 @@ func mdDelivery(b *bytes.Buffer, r *Result) {
 	}
 	rows[len(rows)-1][0] = "**total**"
 	mdTable(b, deliveryHead, 1, rows)
+}
+
+// mdCounters writes the broker's own counters, when it reported any.
+func mdCounters(b *bytes.Buffer, r *Result) {
+	rows := countersCells(r)
+	if rows == nil {
+		return
+	}
+	b.WriteString("### Broker\n\nIts own counters, from $SYS or Prometheus: at the start (before the first publish) and at the end (after the drain).\n\n")
+	mdTable(b, countersHead, 1, rows)
 }
 
 // mdProcesses writes the broker's (broker.metrics) and mqplan's own CPU

@@ -479,11 +479,22 @@ func (d *jsonDoc) result() (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("timeline[%d]%w", i, err)
 		}
+		if sec.Counters, err = s.Counters.counters(); err != nil {
+			return nil, fmt.Errorf("timeline[%d].counters: %w", i, err)
+		}
 		r.Timeline = append(r.Timeline, sec)
 	}
 	if d.Broker != nil {
 		b := stats.Broker(*d.Broker)
 		r.Broker = &b
+	}
+	if bc := d.BrokerCounters; bc != nil {
+		if r.CountersStart, err = bc.Start.counters(); err != nil {
+			return nil, fmt.Errorf("broker_counters.start: %w", err)
+		}
+		if r.CountersEnd, err = bc.End.counters(); err != nil {
+			return nil, fmt.Errorf("broker_counters.end: %w", err)
+		}
 	}
 	if d.Baseline != nil {
 		if r.Comparison, err = d.Baseline.comparison(); err != nil {

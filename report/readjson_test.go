@@ -152,6 +152,8 @@ func TestReadJSONRefuses(t *testing.T) {
 		{name: "count as a duration", doc: edit(`"acked": 7998`, `"acked": "1s"`), want: "metrics.top: acked: a string for a count"},
 		{name: "unknown phase", doc: edit(`"name": "connect"`, `"name": "launch"`), want: `phases: unknown phase "launch"`},
 		{name: "negative process memory", doc: edit(`"rss_bytes": 4194304`, `"rss_bytes": -1`), want: "timeline[0].broker: cpu_percent 20 and rss_bytes -1 must not be negative"},
+		{name: "negative broker counter", doc: edit(`"publish_received": 1800`, `"publish_received": -1`), want: "timeline[0].counters: publish_received is -1: must not be negative"},
+		{name: "unknown broker counter", doc: edit(`"publish_sent": 10113`, `"publish_snet": 10113`), want: `broker_counters.end: unknown counter "publish_snet"`},
 		{name: "bad reference", doc: edit(`"metric": "connect.failed"`, `"metric": "groups."`), want: `bad metric reference "groups."`},
 		{name: "timeline not a list", doc: edit(`"timeline": [`, `"timeline": 5, "x": [`), want: "timeline: json: cannot unmarshal number into a list of seconds"},
 		{name: "trailing data after space", doc: good + "\n\n  x", want: "invalid character 'x' after top-level value"},

@@ -18,6 +18,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"strings"
@@ -88,6 +89,10 @@ type Result struct {
 	Timeline []stats.Second
 	// Broker holds the embedded broker's own counters (nil when external).
 	Broker *stats.Broker
+	// CountersStart and CountersEnd are the broker's own counters
+	// (broker.metrics sys or prometheus) before the first publish and
+	// after the drain; not Sampled() when not sampled.
+	CountersStart, CountersEnd brokerstat.Counters
 	// Interrupted is set when a signal or a cancelled context stopped the run.
 	Interrupted bool
 	// Incomplete, when non-empty, says why the run could not complete.
@@ -200,6 +205,8 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 		Measured:      env,
 		Timeline:      st.Timeline,
 		Broker:        st.Broker,
+		CountersStart: st.CountersStart,
+		CountersEnd:   st.CountersEnd,
 		Interrupted:   st.Interrupted,
 		Incomplete:    st.Incomplete,
 		ErrorSamples:  st.ErrorSamples,

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/mqplan/mqplan/brokerstat"
 	"time"
 
 	"github.com/mqplan/mqplan/metric"
@@ -148,4 +149,61 @@ func compareCells(s CompareSection) [][]string {
 			r.delta(), r.changePercent(), r.Mark.String()})
 	}
 	return rows
+}
+
+// countersTitle titles the broker's own counters.
+const countersTitle = "Broker (its own counters, from $SYS or Prometheus: at the start, before the first publish; at the end, after the drain)"
+
+// countersHead heads the broker's own counters.
+var countersHead = []string{"counter", "start", "end", "change", "max"}
+
+// countersCells is one row per counter the broker reported at either end
+// of the run, nil when it reported none: start, end, their change, and
+// for a gauge (clients, memory, subscriptions) its largest reading over
+// the run (the metric broker.<name>.max).
+func countersCells(r *Result) [][]string {
+	if !r.CountersStart.Sampled() && !r.CountersEnd.Sampled() {
+		return nil
+	}
+	var rows [][]string
+	for c := range brokerstat.NumCounters {
+		s, ok1 := r.CountersStart.Get(c)
+		e, ok2 := r.CountersEnd.Get(c)
+		if !ok1 && !ok2 {
+			continue
+		}
+		f := func(v int64) string { return fmt.Sprint(v) }
+		if c == brokerstat.MemoryBytes {
+			f = fmtMiB
+		}
+		cell := func(v int64, ok bool) string {
+			if !ok {
+				return absent
+			}
+			return f(v)
+		}
+		change := absent
+		if ok1 && ok2 {
+			if c == brokerstat.MemoryBytes {
+				change = fmt.Sprintf("%+.1f MiB", float64(e-s)/(1<<20))
+			} else {
+				change = fmt.Sprintf("%+d", e-s)
+			}
+		}
+		peak := absent
+		if name, ok := gaugeMetric[c]; ok {
+			if v, ok := r.Measured.Top[name].(int); ok {
+				peak = f(int64(v))
+			}
+		}
+		rows = append(rows, []string{c.String(), cell(s, ok1), cell(e, ok2), change, peak})
+	}
+	return rows
+}
+
+// gaugeMetric is the .max metric of each gauge counter.
+var gaugeMetric = map[brokerstat.Counter]metric.Name{
+	brokerstat.Clients:       metric.BrokerClientsMax,
+	brokerstat.MemoryBytes:   metric.BrokerMemoryMax,
+	brokerstat.Subscriptions: metric.BrokerSubscriptionsMax,
 }

@@ -31,6 +31,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		writeDelivery,
 		writeHealth,
 		writeBroker,
+		writeCounters,
 		writeProcesses,
 		writeErrors,
 		writeThresholds,
@@ -170,6 +171,17 @@ func writeBroker(b *bytes.Buffer, r *Result) error {
 		fmt.Sprint(br.MessagesReceived), fmt.Sprint(br.MessagesSent),
 		fmt.Sprint(br.MessagesDropped), fmt.Sprint(br.InflightDropped), fmt.Sprint(br.ClientsMaximum),
 	}})
+}
+
+// writeCounters shows the broker's own counters (broker.metrics sys or
+// prometheus), when it reported any.
+func writeCounters(b *bytes.Buffer, r *Result) error {
+	rows := countersCells(r)
+	if rows == nil {
+		return nil
+	}
+	section(b, countersTitle)
+	return render(newTable(b, countersHead...), rows)
 }
 
 // writeProcesses shows the broker process's (broker.metrics) and mqplan's
