@@ -30,9 +30,10 @@ const (
 	// one update's topics at once, so a message after this much silence
 	// starts the next update.
 	sysBatchGap = 100 * time.Millisecond
-	// sysStartWait bounds the wait for a first complete $SYS update
-	// before the first publish.
-	sysStartWait = 2 * time.Second
+	// sysStartWait bounds the wait for a first live $SYS update before the
+	// first publish (Mosquitto's sys_interval 1 updates every second or
+	// two); past it the retained copies the subscription brought serve.
+	sysStartWait = 3 * time.Second
 	// sysEndWait, plus the broker's update interval, bounds the wait for
 	// the update that follows the drain.
 	sysEndWait = 2 * time.Second
@@ -66,6 +67,11 @@ type sysView struct {
 	// last two updates (0 until there were two).
 	batchStart, last time.Time
 	interval         time.Duration
+	// live: the latest update holds a message that was not a retained
+	// copy, so it is an update the broker published while the monitor
+	// listened (a retained copy's figures may predate messages the
+	// broker then wrote to other subscribers).
+	live bool
 }
 
 // complete reports whether the latest update has ended (nothing came for
@@ -92,8 +98,9 @@ func (m *sysMonitor) message(topic, payload []byte, retained bool) {
 		if !v.batchStart.IsZero() {
 			v.interval = now.Sub(v.batchStart)
 		}
-		v.batchStart, v.batchMsgs = now, v.msgs
+		v.batchStart, v.batchMsgs, v.live = now, v.msgs, false
 	}
+	v.live = v.live || !retained
 	if known && c == brokerstat.PublishSent {
 		v.sentMsgs = v.batchMsgs
 		if !retained && m.sys.TakenPerTopic() {
@@ -111,16 +118,16 @@ func (m *sysMonitor) message(topic, payload []byte, retained bool) {
 	}
 }
 
-// await waits until the monitor holds a complete update that began after
-// `after` (any update when after is zero), until deadline. It returns the
-// last view (nil when none) and whether it is such an update.
+// await waits until the monitor holds a complete live update that began
+// after `after`, until deadline. It returns the last view (nil when none)
+// and whether it is such an update.
 func (m *sysMonitor) await(after, deadline time.Time) (*sysView, bool) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		now := time.Now()
 		v := m.view.Load()
-		fresh := v != nil && v.batchStart.After(after)
+		fresh := v != nil && v.live && v.batchStart.After(after)
 		if fresh && v.complete(now) {
 			return v, true
 		}
@@ -333,10 +340,14 @@ func (r *run) captureCounters(end, interrupted bool) brokerstat.Counters {
 		var v *sysView
 		var ok bool
 		if !end {
-			v, ok = mon.await(time.Time{}, now.Add(sysStartWait))
+			// A live update, when one comes soon; else the retained copies,
+			// once complete.
+			if v, ok = mon.await(time.Time{}, now.Add(sysStartWait)); !ok && v != nil && !v.complete(time.Now()) {
+				v = nil
+			}
 			r.counters.start = v
-			if !ok {
-				r.note(fmt.Sprintf("broker.metrics.sys: no complete $SYS update arrived within %s of subscribing; the broker's counters at the start may be missing", sysStartWait))
+			if v == nil {
+				r.note(fmt.Sprintf("broker.metrics.sys: no $SYS update arrived within %s of subscribing: the broker's counters at the start are missing", sysStartWait))
 			}
 		} else {
 			interval := time.Second
