@@ -143,6 +143,10 @@ func TestNoSecretInOutputs(t *testing.T) {
 	// Credentials can also sit in a broker URL, which both the plan echo
 	// and the header line show.
 	p.Broker.URLs = []string{"mqtt://alice:" + urlPassword + "@broker.example:1883"}
+	// And in the broker's Prometheus endpoint, as user information and as
+	// a token in its query.
+	const scrapeSecret, scrapeToken = "scrape-secret-pw", "scrape-token-value"
+	p.Broker.Metrics = &plans.BrokerMetrics{Sys: true, Prometheus: "https://alice:" + scrapeSecret + "@broker.example:18083/api/v5/prometheus/stats?token=" + scrapeToken}
 	st := fullStats(t)
 	st.BrokerURL = p.Broker.URLs[0]
 	r := Evaluate(p, compile(t, p), st)
@@ -151,11 +155,14 @@ func TestNoSecretInOutputs(t *testing.T) {
 		if name != "--out csv" && !strings.Contains(out, "alice") {
 			t.Errorf("%s output lost the user name along with the password", name)
 		}
-		for _, secret := range []string{subPassword, pubPassword, urlPassword} {
+		for _, secret := range []string{subPassword, pubPassword, urlPassword, scrapeSecret, scrapeToken} {
 			if strings.Contains(out, secret) {
 				t.Errorf("%s output contains the password %q", name, secret)
 			}
 		}
+	}
+	if j := outputs(t, r)["json"]; !strings.Contains(j, `"prometheus": "https://alice:***@broker.example:18083/api/v5/prometheus/stats?token=***"`) {
+		t.Error("the JSON plan echo lacks the Prometheus endpoint, masked")
 	}
 	// The JSON does say that a password is set, masked.
 	var doc struct {
