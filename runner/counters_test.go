@@ -269,3 +269,29 @@ func TestPrometheusCounters(t *testing.T) {
 		})
 	}
 }
+
+// TestSysCountersSilentBroker: a broker that publishes no $SYS (Mosquitto
+// with sys_interval 0) leaves the counters absent and says so in a
+// notice; the run itself is complete, and the monitor is still counted
+// nowhere.
+func TestSysCountersSilentBroker(t *testing.T) {
+	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 0"})
+	pl := counterPlan(&plans.BrokerMetrics{Sys: true})
+	pl.Broker.URLs = []string{p.MQTT}
+	st, m := runAt(t, compile(t, pl), "")
+	if st.Incomplete != "" || m.Received != m.Expected || m.Foreign != 0 {
+		t.Errorf("incomplete %q, received %d of %d, foreign %d", st.Incomplete, m.Received, m.Expected, m.Foreign)
+	}
+	if st.CountersStart.Sampled() || st.CountersEnd.Sampled() {
+		t.Errorf("counters from a broker without $SYS: %+v %+v", st.CountersStart, st.CountersEnd)
+	}
+	for _, s := range st.Timeline {
+		if s.Counters.Sampled() {
+			t.Errorf("second at %s has counters %+v", s.At, s.Counters)
+		}
+	}
+	want := "broker.metrics.sys: no $SYS update arrived within 3s of subscribing: the broker's counters at the start are missing"
+	if !slices.Contains(st.Notices, want) {
+		t.Errorf("notices %q, want %q", st.Notices, want)
+	}
+}
