@@ -236,7 +236,7 @@ func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc
 	}
 	conn, err := mqttc.Dial(ctx, t, opts, r.now, mqttc.Handlers{Message: mon.message})
 	if err != nil {
-		r.note(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not connect (%v): the broker's $SYS counters are not in this report", cleanErr(err)))
+		r.note(plans.RedactURL(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not connect (%v): the broker's $SYS counters are not in this report", cleanErr(err))))
 		return
 	}
 	mon.conn = conn
@@ -248,7 +248,7 @@ func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc
 	}
 	if err != nil {
 		conn.Close()
-		r.note(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not subscribe to $SYS/# (%v): the broker's $SYS counters are not in this report", cleanErr(err)))
+		r.note(plans.RedactURL(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not subscribe to $SYS/# (%v): the broker's $SYS counters are not in this report", cleanErr(err))))
 		return
 	}
 	r.counters.mon = mon
