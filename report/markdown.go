@@ -170,7 +170,7 @@ func mdCounters(b *bytes.Buffer, r *Result) {
 	if rows == nil {
 		return
 	}
-	b.WriteString("### Broker\n\nIts own counters, from $SYS or Prometheus: at the start (before the first publish) and at the end (after the drain).\n\n")
+	b.WriteString("### Broker\n\n" + mdText("Its own counters, from $SYS or Prometheus: at the start (before the first publish) and at the end (after the drain).") + "\n\n")
 	mdTable(b, countersHead, 1, rows)
 }
 

@@ -479,9 +479,6 @@ func (d *jsonDoc) result() (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("timeline[%d]%w", i, err)
 		}
-		if sec.Counters, err = s.Counters.counters(); err != nil {
-			return nil, fmt.Errorf("timeline[%d].counters: %w", i, err)
-		}
 		r.Timeline = append(r.Timeline, sec)
 	}
 	if d.Broker != nil {
@@ -529,6 +526,9 @@ func (s *jsonSecond) second(intern func(string) string) (stats.Second, error) {
 	}
 	if sec.Self, err = s.Self.sample(); err != nil {
 		return stats.Second{}, fmt.Errorf(".self: %w", err)
+	}
+	if sec.Counters, err = s.Counters.counters(); err != nil {
+		return stats.Second{}, fmt.Errorf(".counters: %w", err)
 	}
 	return sec, nil
 }
