@@ -87,6 +87,8 @@ type sysMonitor struct {
 	view atomic.Pointer[sysView]
 	// notify wakes a wait for an update (capacity 1, never blocks).
 	notify chan struct{}
+	// closing: the run closes the connection on purpose.
+	closing atomic.Bool
 }
 
 // message is the monitor's delivery handler (reader goroutine).
@@ -234,7 +236,12 @@ func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc
 			opts.Password = []byte(pw)
 		}
 	}
-	conn, err := mqttc.Dial(ctx, t, opts, r.now, mqttc.Handlers{Message: mon.message})
+	h := mqttc.Handlers{Message: mon.message, Closed: func(err error) {
+		if err != nil && !mon.closing.Load() { // nil: stopCounters disconnected it
+			r.note(plans.RedactURL(fmt.Sprintf("broker.metrics.sys: the $SYS monitor's connection was lost at %s (%v): the broker's counters stop there", r.at().Round(time.Second), cleanErr(err))))
+		}
+	}}
+	conn, err := mqttc.Dial(ctx, t, opts, r.now, h)
 	if err != nil {
 		r.note(plans.RedactURL(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not connect (%v): the broker's $SYS counters are not in this report", cleanErr(err))))
 		return
@@ -247,6 +254,7 @@ func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc
 		err = fmt.Errorf("the broker refused it: %s", codes[0])
 	}
 	if err != nil {
+		mon.closing.Store(true)
 		conn.Close()
 		r.note(plans.RedactURL(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not subscribe to $SYS/# (%v): the broker's $SYS counters are not in this report", cleanErr(err))))
 		return
@@ -378,6 +386,7 @@ func (r *run) captureCounters(end, interrupted bool) brokerstat.Counters {
 // stopCounters closes the monitor and stops the scraper.
 func (r *run) stopCounters() {
 	if mon := r.counters.mon; mon != nil {
+		mon.closing.Store(true)
 		mon.conn.Disconnect()
 		<-mon.conn.ReaderDone()
 	}
