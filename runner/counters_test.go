@@ -295,3 +295,33 @@ func TestSysCountersSilentBroker(t *testing.T) {
 		t.Errorf("notices %q, want %q", st.Notices, want)
 	}
 }
+
+// TestSysCountersBrokerGone: a broker that dies mid-run takes the $SYS
+// monitor with it: a notice says so, the run ends without waiting for an
+// update that cannot come, and no cross-check is made on stale figures.
+func TestSysCountersBrokerGone(t *testing.T) {
+	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1"})
+	pl := counterPlan(&plans.BrokerMetrics{Sys: true})
+	pl.Broker.URLs = []string{p.MQTT}
+	var once sync.Once
+	opts := Options{Second: func(s stats.Second) {
+		if s.Sent > 0 {
+			once.Do(p.Kill)
+		}
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := Run(ctx, compile(t, pl), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := slices.ContainsFunc(st.Notices, func(n string) bool {
+		return strings.HasPrefix(n, "broker.metrics.sys: the $SYS monitor's connection was lost at ")
+	})
+	if !lost {
+		t.Errorf("notices %q, want one saying the monitor's connection was lost", st.Notices)
+	}
+	if got := crossNotices(st); len(got) > 0 {
+		t.Errorf("a cross-check on figures from before the broker died: %q", got)
+	}
+}
