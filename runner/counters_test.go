@@ -172,7 +172,8 @@ func TestSysCountersEmbedded(t *testing.T) {
 	}
 }
 
-// emqxExposition is the recorded EMQX exposition with its message
+// emqxExposition is the EMQX-shaped exposition of testdata (hand-written
+// from EMQX's collector source, not recorded) with its message
 // counters set to received and sent.
 func emqxExposition(t *testing.T, received, sent int64) string {
 	t.Helper()
