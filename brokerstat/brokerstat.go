@@ -27,16 +27,10 @@
 package brokerstat
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // Counter is one figure of the normalised set.
@@ -349,92 +343,4 @@ func satAdd(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return a + b
-}
-
-// ErrTooLarge is ParseExposition's error for a body past its limit.
-var ErrTooLarge = errors.New("the exposition is larger than the limit")
-
-// ErrNoCounters is ParseExposition's error for an exposition that parses
-// but holds none of the counters brokerstat knows.
-var ErrNoCounters = errors.New("the exposition has none of the broker counters mqplan knows (emqx_messages_received, emqx_messages_sent, emqx_messages_dropped, emqx_connections_count, ...)")
-
-// promNames maps the exposition's metric names onto the set; counters are
-// also accepted with OpenMetrics' _total suffix.
-var promNames = map[string]Counter{
-	"emqx_connections_count":   Clients,
-	"emqx_messages_received":   PublishReceived,
-	"emqx_messages_sent":       PublishSent,
-	"emqx_messages_dropped":    Dropped,
-	"emqx_subscriptions_count": Subscriptions,
-}
-
-// ParseExposition reads a Prometheus text exposition of at most limit
-// bytes (more is ErrTooLarge, read no further) and returns the counters
-// it holds, each summed over its series (EMQX labels them by node).
-func ParseExposition(r io.Reader, limit int64) (Counters, error) {
-	var cs Counters
-	lr := &io.LimitedReader{R: r, N: limit + 1}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(lr)
-	if lr.N <= 0 {
-		return cs, ErrTooLarge
-	}
-	if err != nil {
-		return cs, fmt.Errorf("not a Prometheus text exposition: %w", err)
-	}
-	for name, f := range fams {
-		c, ok := promNames[name]
-		if !ok {
-			c, ok = promNames[strings.TrimSuffix(name, "_total")]
-		}
-		if !ok {
-			continue
-		}
-		if v, ok := familySum(f); ok {
-			cs.Put(c, v)
-		}
-	}
-	mem := fams["erlang_vm_memory_bytes_total"]
-	if mem == nil {
-		mem = fams["process_resident_memory_bytes"]
-	}
-	if mem != nil {
-		if v, ok := familySum(mem); ok {
-			cs.Put(MemoryBytes, v)
-		}
-	}
-	if !cs.Sampled() {
-		return cs, ErrNoCounters
-	}
-	return cs, nil
-}
-
-// familySum adds a family's series (counter, gauge or untyped) into a
-// whole number; a value that is not a finite non-negative number makes
-// the family unusable.
-func familySum(f *dto.MetricFamily) (int64, bool) {
-	var sum float64
-	n := 0
-	for _, m := range f.GetMetric() {
-		var v float64
-		switch {
-		case m.GetCounter() != nil:
-			v = m.GetCounter().GetValue()
-		case m.GetGauge() != nil:
-			v = m.GetGauge().GetValue()
-		case m.GetUntyped() != nil:
-			v = m.GetUntyped().GetValue()
-		default:
-			continue
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return 0, false
-		}
-		sum += v
-		n++
-	}
-	if n == 0 || sum >= math.MaxInt64 {
-		return 0, false
-	}
-	return int64(math.Round(sum)), true
 }

@@ -1,9 +1,6 @@
 package brokerstat
 
 import (
-	"errors"
-	"io"
-	"os"
 	"strings"
 	"testing"
 )
@@ -93,57 +90,6 @@ func checkCounters(t *testing.T, got Counters, want map[Counter]int64) {
 	}
 }
 
-// TestParseExposition: EMQX's exposition gives the counters; a body that
-// is not an exposition, one too large, and one with none of the names
-// are errors that say so.
-func TestParseExposition(t *testing.T) {
-	emqx, err := os.ReadFile("../testdata/brokerstat/emqx5-stats.prom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name    string
-		body    string
-		limit   int64
-		want    map[Counter]int64
-		wantErr error  // errors.Is
-		errText string // or a part of the message
-	}{
-		{name: "emqx 5", body: string(emqx), limit: 1 << 20, want: map[Counter]int64{
-			Clients: 4, PublishReceived: 15012, PublishSent: 15003, Dropped: 9, Subscriptions: 2, MemoryBytes: 72925416 + 31598744}},
-		{name: "openmetrics _total names and node labels", limit: 1 << 20, body: "# TYPE emqx_messages_received_total counter\n" +
-			"emqx_messages_received_total{node=\"a\"} 3\nemqx_messages_received_total{node=\"b\"} 4\n" +
-			"process_resident_memory_bytes 1000\n",
-			want: map[Counter]int64{PublishReceived: 7, MemoryBytes: 1000}},
-		{name: "negative value unusable", limit: 1 << 20, body: "emqx_messages_sent -1\nemqx_connections_count 2\n",
-			want: map[Counter]int64{Clients: 2}},
-		{name: "html", limit: 1 << 20, body: "<html><body>login</body></html>\n", errText: "not a Prometheus text exposition"},
-		{name: "too large", limit: 100, body: string(emqx), wantErr: ErrTooLarge},
-		{name: "no known counter", limit: 1 << 20, body: "go_goroutines 12\n", wantErr: ErrNoCounters},
-		{name: "empty", limit: 1 << 20, body: "", wantErr: ErrNoCounters},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseExposition(strings.NewReader(tt.body), tt.limit)
-			switch {
-			case tt.wantErr != nil:
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("err = %v, want %v", err, tt.wantErr)
-				}
-				return
-			case tt.errText != "":
-				if err == nil || !strings.Contains(err.Error(), tt.errText) {
-					t.Fatalf("err = %v, want one containing %q", err, tt.errText)
-				}
-				return
-			case err != nil:
-				t.Fatal(err)
-			}
-			checkCounters(t, got, tt.want)
-		})
-	}
-}
-
 // TestCounterNames: every counter has a name that maps back to it.
 func TestCounterNames(t *testing.T) {
 	for c := range NumCounters {
@@ -177,46 +123,3 @@ func FuzzSysMessage(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseExposition: no body makes the parser panic or read past its
-// limit, and a counter it reports is never negative.
-func FuzzParseExposition(f *testing.F) {
-	if b, err := os.ReadFile("../testdata/brokerstat/emqx5-stats.prom"); err == nil {
-		f.Add(b)
-	}
-	f.Add([]byte("emqx_messages_sent{node=\"a\"} 1e3\n"))
-	f.Add([]byte("# TYPE x histogram\nx_bucket{le=\"1\"} 1\n"))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		const limit = 4096
-		r := &countingReader{b: body}
-		cs, err := ParseExposition(r, limit)
-		if r.n > limit+1 {
-			t.Fatalf("read %d bytes past the limit %d", r.n, limit)
-		}
-		if err != nil {
-			return
-		}
-		for c := range NumCounters {
-			if v, ok := cs.Get(c); ok && v < 0 {
-				t.Fatalf("%s = %d", c, v)
-			}
-		}
-	})
-}
-
-// countingReader counts what was read of b.
-type countingReader struct {
-	b []byte
-	n int
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	if r.n >= len(r.b) {
-		return 0, errEOF
-	}
-	k := copy(p, r.b[r.n:])
-	r.n += k
-	return k, nil
-}
-
-var errEOF = io.EOF

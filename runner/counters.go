@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/brokerstat"
+	"github.com/mqplan/mqplan/brokerstat/exposition"
 	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
@@ -180,7 +181,7 @@ func (s *scraper) scrape(ctx context.Context) (brokerstat.Counters, error) {
 	if resp.StatusCode != http.StatusOK {
 		return brokerstat.Counters{}, fmt.Errorf("HTTP %s", resp.Status)
 	}
-	cs, err := brokerstat.ParseExposition(resp.Body, maxExposition)
+	cs, err := exposition.Parse(resp.Body, maxExposition)
 	if err != nil && ctx.Err() != nil {
 		return cs, errors.New("timed out")
 	}
