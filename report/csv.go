@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/stats"
 )
 
@@ -21,6 +22,23 @@ var csvHeader = []string{
 	"p50_ms", "p99_ms", "max_ms", "connected", "errors", "disconnects", "lag_max_ms",
 	"broker_cpu_percent", "broker_rss_bytes", "mqplan_cpu_percent", "mqplan_rss_bytes",
 }
+
+func init() {
+	// The broker's own counters' columns, named after brokerstat's
+	// counters so that the two cannot drift: broker_clients,
+	// broker_publish_received, ... in the counters' order.
+	for c := range brokerstat.NumCounters {
+		if c == 0 {
+			csvCounterCol = len(csvHeader)
+		}
+		csvHeader = append(csvHeader, "broker_"+c.String())
+	}
+}
+
+// csvCounterCol is the index of broker_clients, the first of the broker's
+// own counters' columns (one per brokerstat.Counter, in its order; set
+// with them by init).
+var csvCounterCol int
 
 // csvProcCol is the index of broker_cpu_percent, the first of the
 // processes' columns (two each, in the order of processes), found by
@@ -55,6 +73,13 @@ const csvTotal = "total"
 //     process's, not a group's: only the total row has them, and only in
 //     a second the process was sampled. Added after the first columns
 //     shipped: a script that reads columns by name is unaffected.
+//   - broker_clients, broker_publish_received, broker_publish_sent,
+//     broker_dropped, broker_memory_bytes, broker_subscriptions: the
+//     broker's own counters as it last reported them when the second
+//     was taken ($SYS or Prometheus: broker.metrics sys or prometheus),
+//     as the broker counts (the PUBLISH and dropped counts since the
+//     broker started, not per second); on the total row only, empty
+//     when the broker had not reported that figure. Added last, too.
 //
 // A figure with no sample (no delivery, no send) is an empty cell, never
 // 0, so that a chart leaves a gap rather than plotting a false zero.
@@ -79,6 +104,11 @@ func WriteCSV(w io.Writer, r *Result) error {
 			if ps := p.get(&s); ps.Sampled {
 				row[csvProcCol+2*i] = strconv.FormatFloat(ps.CPU, 'f', 1, 64)
 				row[csvProcCol+2*i+1] = csvInt(ps.RSS)
+			}
+		}
+		for c := range brokerstat.NumCounters {
+			if v, ok := s.Counters.Get(c); ok {
+				row[csvCounterCol+int(c)] = csvInt(v)
 			}
 		}
 		if err := cw.Write(row); err != nil {

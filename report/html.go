@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/stats"
 )
@@ -215,12 +216,24 @@ func (c *htmlChart) add(label, color string, timeline []stats.Second, value func
 // page script's palette, whose exact colours the browser test counts).
 var processColors = map[string]string{"broker": "#0969da", "mqplan": "#8250df"}
 
+// brokerOwnColor is the broker's own memory figure's colour, and
+// counterColors its counters', from the same palette.
+var (
+	brokerOwnColor = "#0a7ea4"
+	counterColors  = map[brokerstat.Counter]string{
+		brokerstat.PublishReceived: "#0969da", brokerstat.PublishSent: "#1a7f37", brokerstat.Dropped: "#cf222e",
+		brokerstat.Clients: "#0969da", brokerstat.Subscriptions: "#bf8700",
+	}
+)
+
 // sampledCharts are the charts of what was sampled once a second besides
 // the run's own figures: the broker process's (broker.metrics) and
 // mqplan's own CPU, in percent of one core, and resident memory, in MiB.
-// A chart without a series sampled is left out. A further set of figures
-// (a broker's own counters, say) is one more htmlChart here, with an add
-// per series.
+// Then the broker's own counters ($SYS or Prometheus, broker.metrics
+// sys or prometheus): its memory beside its RSS, the change of its
+// PUBLISH counters per second, its clients and subscriptions. A chart
+// without a series sampled is left out; a further set of figures is one
+// more htmlChart here, with an add per series.
 func sampledCharts(r *Result) []htmlChart {
 	cpu := htmlChart{ID: "chart-cpu", Title: "CPU, % of one core (from /proc, once a second)", Unit: "%"}
 	rss := htmlChart{ID: "chart-rss", Title: "Resident memory, MiB (from /proc, once a second)", Unit: "MiB"}
@@ -234,8 +247,41 @@ func sampledCharts(r *Result) []htmlChart {
 			return num(math.Round(float64(ps.RSS)/(1<<20)*100)/100, ps.Sampled)
 		})
 	}
+	// The broker's own memory figure ($SYS or Prometheus) beside its RSS:
+	// two views of one process that a reader compares at a glance.
+	rss.add("broker (its own report)", brokerOwnColor, r.Timeline, func(s *stats.Second) *float64 {
+		v, ok := s.Counters.Get(brokerstat.MemoryBytes)
+		return num(math.Round(float64(v)/(1<<20)*100)/100, ok)
+	})
+	msgs := htmlChart{ID: "chart-broker-publish", Unit: "per second",
+		Title: "The broker's own PUBLISH counters, change per second ($SYS or Prometheus; a broker that updates every N s shows N-second steps)"}
+	for _, c := range []struct {
+		label string
+		c     brokerstat.Counter
+	}{{"publish in", brokerstat.PublishReceived}, {"publish out", brokerstat.PublishSent}, {"dropped", brokerstat.Dropped}} {
+		prev := r.CountersStart
+		msgs.add(c.label, counterColors[c.c], r.Timeline, func(s *stats.Second) *float64 {
+			v, ok := s.Counters.Get(c.c)
+			was, wasOK := prev.Get(c.c)
+			prev = s.Counters
+			// A counter that went down is a broker that restarted: no
+			// change can be told for that second.
+			return num(float64(v-was), ok && wasOK && v >= was)
+		})
+	}
+	clients := htmlChart{ID: "chart-broker-clients", Unit: "count",
+		Title: "The broker's own clients and subscriptions ($SYS or Prometheus; every client of the broker, mqplan's monitor included)"}
+	for _, c := range []struct {
+		label string
+		c     brokerstat.Counter
+	}{{"clients", brokerstat.Clients}, {"subscriptions", brokerstat.Subscriptions}} {
+		clients.add(c.label, counterColors[c.c], r.Timeline, func(s *stats.Second) *float64 {
+			v, ok := s.Counters.Get(c.c)
+			return num(float64(v), ok)
+		})
+	}
 	out := []htmlChart{}
-	for _, c := range []htmlChart{cpu, rss} {
+	for _, c := range []htmlChart{cpu, rss, msgs, clients} {
 		if len(c.Series) > 0 {
 			out = append(out, c)
 		}

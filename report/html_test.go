@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/internal/browsertest"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
@@ -246,15 +248,19 @@ func TestHTMLInBrowser(t *testing.T) {
 	// The fixture's groups: sub receives, pub sends, so only the
 	// connections chart has two groups' lines, besides its totals.
 	// Its timeline has the broker's and mqplan's CPU and memory: each
-	// chart of them has both; a run that measured nothing has neither
-	// chart (the others show their "no data" note).
+	// chart of them has both; and the broker's own counters: its memory
+	// in the memory chart, the change of its PUBLISH counters (no dropped
+	// count in the timeline), its clients and subscriptions. A run that
+	// measured nothing has none of these charts (the others show their
+	// "no data" note).
 	full := map[string]int{
 		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
-		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 2,
+		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 3,
+		"chart-broker-publish": 2, "chart-broker-clients": 2,
 	}
 	none := map[string]int{}
 	for id := range full {
-		if id != "chart-cpu" && id != "chart-rss" {
+		if id != "chart-cpu" && id != "chart-rss" && !strings.HasPrefix(id, "chart-broker-") {
 			none[id] = 0
 		}
 	}
@@ -263,17 +269,22 @@ func TestHTMLInBrowser(t *testing.T) {
 	many := map[string]int{
 		"chart-rate": 2 + 2*maxGroupCurves, "chart-latency": 3 + maxGroupCurves, "chart-connections": 2 + maxGroupCurves,
 		"chart-errors": 2, "chart-lag": 1 + maxGroupCurves, "chart-dist-e2e": 1 + maxGroupCurves, "chart-dist-ack": 1,
-		"chart-cpu": 2, "chart-rss": 2,
+		"chart-cpu": 2, "chart-rss": 3, "chart-broker-publish": 2, "chart-broker-clients": 2,
 	}
-	// Only mqplan's own figures sampled (a run on the embedded broker):
-	// its line alone in the processes' charts.
+	// Only mqplan's own figures sampled (a run on the embedded broker
+	// without broker.metrics): its line alone in the processes' charts,
+	// and no chart of the broker's own counters.
 	selfOnly := fullStats(t)
 	for i := range selfOnly.Timeline {
 		selfOnly.Timeline[i].Broker = stats.ProcSample{}
+		selfOnly.Timeline[i].Counters = brokerstat.Counters{}
 	}
+	selfOnly.CountersStart, selfOnly.CountersEnd = brokerstat.Counters{}, brokerstat.Counters{}
 	self := map[string]int{}
 	for id, n := range full {
-		self[id] = n
+		if !strings.HasPrefix(id, "chart-broker-") {
+			self[id] = n
+		}
 	}
 	self["chart-cpu"], self["chart-rss"] = 1, 1
 	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"}, "baseline": {"broker", "mqplan"},
@@ -300,7 +311,13 @@ func TestHTMLInBrowser(t *testing.T) {
 			browsertest.CheckCharts(t, p, want[tc.name])
 			if labels := procs[tc.name]; labels != nil {
 				browsertest.CheckSeries(t, p, "chart-cpu", labels...)
-				browsertest.CheckSeries(t, p, "chart-rss", labels...)
+				rss := labels
+				if tc.name != "self-only" {
+					rss = append(slices.Clip(labels), "broker (its own report)")
+					browsertest.CheckSeries(t, p, "chart-broker-publish", "publish in", "publish out")
+					browsertest.CheckSeries(t, p, "chart-broker-clients", "clients", "subscriptions")
+				}
+				browsertest.CheckSeries(t, p, "chart-rss", rss...)
 			}
 		})
 	}

@@ -229,9 +229,14 @@ func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc
 	mon := &sysMonitor{notify: make(chan struct{}, 1)}
 	opts := mqttc.Options{ClientID: monitorID(), CleanStart: true, Timeout: r.timeout, Version: mqttc.Version311}
 	if len(r.prog.Clients) > 0 {
-		// The credentials of the plan's first client: the broker lets
-		// them in, and an ACL that allows them $SYS is the user's to set.
+		// The credentials and protocol of the plan's first client: the
+		// broker lets them in (MQTT 5 allows a password without a user
+		// name, 3.1.1 does not), and an ACL that allows them $SYS is the
+		// user's to set.
 		pc := &r.prog.Clients[0]
+		if v := r.prog.Plan.Groups[pc.Group].Protocol; v != 0 {
+			opts.Version = byte(v)
+		}
 		opts.Username = pc.Username
 		if pw := pc.Password.Reveal(); pw != "" {
 			opts.Password = []byte(pw)

@@ -17,7 +17,8 @@ import (
 // works offline), every chart drawn with each of its series painting
 // pixels, and no password. On the embedded broker the processes' charts
 // have mqplan's own line only; against a real Mosquitto named by
-// broker.metrics, the broker's too. The screenshots are left in
+// broker.metrics, the broker's too, and with sys the broker's own
+// counters from $SYS. The screenshots are left in
 // $TMPDIR/mqplan-screenshots/run.png and run-mosquitto.png.
 func TestHTMLReportInBrowser(t *testing.T) {
 	if browsertest.Binary() == "" && os.Getenv("CI") == "" {
@@ -26,15 +27,23 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	t.Chdir("../..")
 	tests := []struct {
 		name, screenshot string
-		// args set the broker; procs are the processes charted.
+		// args set the broker; procs are the processes charted; own are
+		// the charts of the broker's own counters ($SYS) and their series
+		// (its memory joins the processes' in chart-rss).
 		args  func(t *testing.T) []string
 		procs []string
+		own   map[string][]string
 	}{
-		{"embedded broker", "run", func(*testing.T) []string { return nil }, []string{"mqplan"}},
-		{"mosquitto by its pid", "run-mosquitto", func(t *testing.T) []string {
-			m := mosquittotest.StartProcess(t, mosquittotest.Options{})
-			return []string{"--set", "broker.url=" + m.MQTT, "--set", "broker.metrics.pid=" + strconv.Itoa(m.PID())}
-		}, []string{"broker", "mqplan"}},
+		{"embedded broker", "run", func(*testing.T) []string { return nil }, []string{"mqplan"}, nil},
+		{"mosquitto by its pid and $SYS", "run-mosquitto", func(t *testing.T) []string {
+			m := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1"})
+			return []string{"--set", "broker.url=" + m.MQTT, "--set", "broker.metrics.pid=" + strconv.Itoa(m.PID()),
+				"--set", "broker.metrics.sys=true"}
+		}, []string{"broker", "mqplan"}, map[string][]string{
+			"chart-rss":            {"broker", "mqplan", "broker (its own report)"},
+			"chart-broker-publish": {"publish in", "publish out", "dropped"},
+			"chart-broker-clients": {"clients", "subscriptions"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,12 +81,21 @@ func TestHTMLReportInBrowser(t *testing.T) {
 			// groups' own lines to its totals; each percentile plot has
 			// the curve of all groups and of the one group with such
 			// latency.
-			browsertest.CheckCharts(t, p, map[string]int{
+			charts := map[string]int{
 				"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
 				"chart-cpu": len(tt.procs), "chart-rss": len(tt.procs), "chart-dist-e2e": 2, "chart-dist-ack": 2,
-			})
+			}
+			for id, series := range tt.own {
+				charts[id] = len(series)
+			}
+			browsertest.CheckCharts(t, p, charts)
 			browsertest.CheckSeries(t, p, "chart-cpu", tt.procs...)
-			browsertest.CheckSeries(t, p, "chart-rss", tt.procs...)
+			if _, ok := tt.own["chart-rss"]; !ok {
+				browsertest.CheckSeries(t, p, "chart-rss", tt.procs...)
+			}
+			for id, series := range tt.own {
+				browsertest.CheckSeries(t, p, id, series...)
+			}
 		})
 	}
 }
