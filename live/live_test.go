@@ -24,25 +24,34 @@ import (
 // with Prometheus' own text parser.
 func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
-	}
+	resp := get(t, url, "text/plain;version=0.0.4")
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape %s: %s", url, resp.Status)
-	}
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatalf("parse %s: %v", url, err)
 	}
 	return fams
+}
+
+// get GETs url asking for the exposition format accept, and fails the
+// test unless the answer is 200 OK.
+func get(t testing.TB, url, accept string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("scrape %s: %s", url, resp.Status)
+	}
+	return resp
 }
 
 // protoAccept is what a Prometheus that keeps native histograms asks for:
@@ -53,19 +62,8 @@ const protoAccept = "application/vnd.google.protobuf; proto=io.prometheus.client
 // scraping native histograms does, and decodes it with expfmt.
 func scrapeProto(t testing.TB, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", protoAccept)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
-	}
+	resp := get(t, url, protoAccept)
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape %s: %s", url, resp.Status)
-	}
 	format := expfmt.ResponseFormat(resp.Header)
 	if format.FormatType() != expfmt.TypeProtoDelim {
 		t.Fatalf("scrape %s: asked for protobuf, got %q", url, resp.Header.Get("Content-Type"))

@@ -424,36 +424,25 @@ func usageOf(timeline []stats.Second, get func(*stats.Second) stats.ProcSample) 
 	return u
 }
 
-// addBrokerCounters puts the broker's own counters into set: the change
-// of a cumulative counter from start to end (absent unless both hold it,
-// or when it went down: the broker restarted), the largest reading of a
-// gauge over the timeline and both ends.
+// addBrokerCounters puts the broker's own counters into set, each under
+// its metric (counterMetric): the change of a cumulative counter from
+// start to end (absent unless both hold it, or when it went down: the
+// broker restarted), the largest reading of a gauge over the timeline
+// and both ends.
 func addBrokerCounters(set metric.Set, timeline []stats.Second, start, end brokerstat.Counters) {
-	for _, d := range []struct {
-		c    brokerstat.Counter
-		name metric.Name
-	}{
-		{brokerstat.PublishReceived, metric.BrokerPublishReceived},
-		{brokerstat.PublishSent, metric.BrokerPublishSent},
-		{brokerstat.Dropped, metric.BrokerDropped},
-	} {
-		s, ok1 := start.Get(d.c)
-		e, ok2 := end.Get(d.c)
-		if ok1 && ok2 && e >= s {
-			set[d.name] = int(e - s)
+	for c := range brokerstat.NumCounters {
+		name := counterMetric[c]
+		if c.Cumulative() {
+			s, ok1 := start.Get(c)
+			e, ok2 := end.Get(c)
+			if ok1 && ok2 && e >= s {
+				set[name] = int(e - s)
+			}
+			continue
 		}
-	}
-	for _, g := range []struct {
-		c    brokerstat.Counter
-		name metric.Name
-	}{
-		{brokerstat.Clients, metric.BrokerClientsMax},
-		{brokerstat.MemoryBytes, metric.BrokerMemoryMax},
-		{brokerstat.Subscriptions, metric.BrokerSubscriptionsMax},
-	} {
 		best, seen := int64(0), false
 		take := func(cs brokerstat.Counters) {
-			if v, ok := cs.Get(g.c); ok && (!seen || v > best) {
+			if v, ok := cs.Get(c); ok && (!seen || v > best) {
 				best, seen = v, true
 			}
 		}
@@ -463,7 +452,18 @@ func addBrokerCounters(set metric.Set, timeline []stats.Second, start, end broke
 			take(timeline[i].Counters)
 		}
 		if seen {
-			set[g.name] = int(best)
+			set[name] = int(best)
 		}
 	}
+}
+
+// counterMetric is each counter's metric: the change over the run of a
+// cumulative counter, the .max of a gauge.
+var counterMetric = [brokerstat.NumCounters]metric.Name{
+	brokerstat.Clients:         metric.BrokerClientsMax,
+	brokerstat.PublishReceived: metric.BrokerPublishReceived,
+	brokerstat.PublishSent:     metric.BrokerPublishSent,
+	brokerstat.Dropped:         metric.BrokerDropped,
+	brokerstat.MemoryBytes:     metric.BrokerMemoryMax,
+	brokerstat.Subscriptions:   metric.BrokerSubscriptionsMax,
 }

@@ -191,19 +191,12 @@ func countersCells(r *Result) [][]string {
 			}
 		}
 		peak := absent
-		if name, ok := gaugeMetric[c]; ok {
-			if v, ok := r.Measured.Top[name].(int); ok {
+		if !c.Cumulative() {
+			if v, ok := r.Measured.Top[counterMetric[c]].(int); ok {
 				peak = f(int64(v))
 			}
 		}
 		rows = append(rows, []string{c.String(), cell(s, ok1), cell(e, ok2), change, peak})
 	}
 	return rows
-}
-
-// gaugeMetric is the .max metric of each gauge counter.
-var gaugeMetric = map[brokerstat.Counter]metric.Name{
-	brokerstat.Clients:       metric.BrokerClientsMax,
-	brokerstat.MemoryBytes:   metric.BrokerMemoryMax,
-	brokerstat.Subscriptions: metric.BrokerSubscriptionsMax,
 }
