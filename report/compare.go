@@ -180,25 +180,42 @@ func compareSets(a, b metric.Set, tolerance float64, keep func(metric.Name) bool
 		if keep != nil && (!keep(m.name) || va == nil && vb == nil) {
 			continue
 		}
-		row := CompareRow{Metric: m.name, A: va, B: vb, Change: math.NaN()}
-		switch {
-		case va != nil && vb == nil:
-			// Measured before, not now: no samples must never pass
-			// for no change.
-			row.Mark = Worse
-		case va != nil && vb != nil:
-			row.Change = change(number(va), number(vb))
-			if math.Abs(row.Change) > tolerance {
-				if (row.Change > 0) == m.higherBetter {
-					row.Mark = Better
-				} else {
-					row.Mark = Worse
-				}
-			}
-		}
-		rows = append(rows, row)
+		rows = append(rows, m.row(va, vb, tolerance))
 	}
 	return rows
+}
+
+// row is m's row with va in A and vb in B: the change and its mark
+// beyond tolerance. Compare builds its rows with it, and ReadJSON
+// derives a saved comparison's from its values with it, so that a saved
+// row cannot show a mark its figures do not give.
+func (m compared) row(va, vb any, tolerance float64) CompareRow {
+	row := CompareRow{Metric: m.name, A: va, B: vb, Change: math.NaN()}
+	switch {
+	case va != nil && vb == nil:
+		// Measured before, not now: no samples must never pass
+		// for no change.
+		row.Mark = Worse
+	case va != nil && vb != nil:
+		row.Change = change(number(va), number(vb))
+		if math.Abs(row.Change) > tolerance {
+			if (row.Change > 0) == m.higherBetter {
+				row.Mark = Better
+			} else {
+				row.Mark = Worse
+			}
+		}
+	}
+	return row
+}
+
+// lookupCompared finds a key metric of the comparison by name.
+func lookupCompared(name metric.Name) (compared, bool) {
+	i := slices.IndexFunc(comparedMetrics, func(m compared) bool { return m.name == name })
+	if i < 0 {
+		return compared{}, false
+	}
+	return comparedMetrics[i], true
 }
 
 // change is the relative change from a to b: 0 when equal, ±Inf from 0.
@@ -630,15 +647,19 @@ func WriteComparisonJSON(w io.Writer, c *Comparison) error {
 const maxCompareRows = 1 << 20
 
 // comparison reads back the comparison doc wrote (the JSON result's
-// "baseline"). Values are read as their metric's kind; the relative
-// change is computed again from them (null in the document stands for
-// both "absent" and "from 0"), and the mark is taken as written.
+// "baseline"). Values are read as their metric's kind; what can be
+// derived is derived again rather than trusted: the relative change and
+// the mark (from the values and the tolerance, as Compare computes
+// them; null in the document stands for both "absent" and "from 0"),
+// and, by ReadJSON, this run's side (comparedRun). A metric mqplan
+// compare does not compare, a section or a row twice are refused; an
+// error starts with its path below "baseline" (".sections[0].rows[2]...").
 func (d *jsonComparison) comparison() (*Comparison, error) {
 	if d.Version != CompareJSONVersion {
-		return nil, fmt.Errorf("comparison version %d, this mqplan reads %d", d.Version, CompareJSONVersion)
+		return nil, fmt.Errorf(".version: comparison version %d, this mqplan reads %d", d.Version, CompareJSONVersion)
 	}
 	if math.IsNaN(d.Tolerance) || d.Tolerance < 0 || d.Tolerance > MaxTolerance {
-		return nil, fmt.Errorf("tolerance %v out of range (0 to %v)", d.Tolerance, MaxTolerance)
+		return nil, fmt.Errorf(".tolerance: tolerance %v out of range (0 to %v)", d.Tolerance, MaxTolerance)
 	}
 	run := func(j jsonCompared) ComparedRun {
 		return ComparedRun{Label: j.File, Plan: j.Plan, Started: j.Started, Elapsed: time.Duration(j.Elapsed), Verdict: j.Verdict}
@@ -646,16 +667,28 @@ func (d *jsonComparison) comparison() (*Comparison, error) {
 	c := &Comparison{A: run(d.A), B: run(d.B), Tolerance: d.Tolerance,
 		Notes: nonEmpty(d.Notes), OnlyA: nonEmpty(d.OnlyA), OnlyB: nonEmpty(d.OnlyB)}
 	rows := 0
+	groups := map[string]bool{}
 	for i, js := range d.Sections {
+		p := ".sections[" + strconv.Itoa(i) + "]"
+		if groups[js.Group] {
+			return nil, fmt.Errorf("%s.group: %s is compared twice", p, sectionName(js.Group))
+		}
+		groups[js.Group] = true
 		sec := CompareSection{Group: js.Group}
+		seen := map[metric.Name]bool{}
 		for j, jr := range js.Rows {
 			if rows++; rows > maxCompareRows {
-				return nil, fmt.Errorf("more than %d rows", maxCompareRows)
+				return nil, fmt.Errorf("%s: more than %d rows", p, maxCompareRows)
 			}
-			row, err := jr.row()
+			rp := p + ".rows[" + strconv.Itoa(j) + "]"
+			row, err := jr.row(d.Tolerance)
 			if err != nil {
-				return nil, fmt.Errorf("sections[%d].rows[%d]: %w", i, j, err)
+				return nil, fmt.Errorf("%s%w", rp, err)
 			}
+			if seen[row.Metric] {
+				return nil, fmt.Errorf("%s.metric: %s is compared twice in %s", rp, row.Metric, sectionName(js.Group))
+			}
+			seen[row.Metric] = true
 			sec.Rows = append(sec.Rows, row)
 		}
 		c.Sections = append(c.Sections, sec)
@@ -663,41 +696,56 @@ func (d *jsonComparison) comparison() (*Comparison, error) {
 	return c, nil
 }
 
-// row reads one compared metric back.
-func (jr *jsonCompRow) row() (CompareRow, error) {
-	// A metric this mqplan does not know (a newer one compared it)
-	// keeps the type its JSON form suggests, as in the metric sets.
+// sectionName names a comparison's section in a message.
+func sectionName(group string) string {
+	if group == "" {
+		return "the total"
+	}
+	return "group " + strconv.Quote(group)
+}
+
+// row reads one compared metric back, its change and mark derived from
+// its values and tolerance. An error starts with the path below the row
+// (".metric: ...", ".a: ...").
+func (jr *jsonCompRow) row(tolerance float64) (CompareRow, error) {
 	name := metric.Name(jr.Metric)
 	if name == "" {
-		return CompareRow{}, errors.New("a row without a metric")
+		return CompareRow{}, errors.New(".metric: a row without a metric")
 	}
-	r := CompareRow{Metric: name, Change: math.NaN()}
+	m, ok := lookupCompared(name)
+	if !ok {
+		// Quoted: a hand-edited name may hold anything.
+		return CompareRow{}, fmt.Errorf(".metric: %s is not a metric mqplan compare compares (%s)", strconv.Quote(jr.Metric), comparedNames())
+	}
+	var a, b any
 	var err error
 	for _, v := range []struct {
 		side string
 		in   any
 		out  *any
-	}{{"a", jr.A, &r.A}, {"b", jr.B, &r.B}} {
+	}{{"a", jr.A, &a}, {"b", jr.B, &b}} {
 		if v.in == nil {
 			continue
 		}
 		if *v.out, err = metricValue(name, v.in); err != nil {
-			return r, fmt.Errorf("%s: %s: %w", jr.Metric, v.side, err)
+			return CompareRow{}, fmt.Errorf(".%s: %s: %w", v.side, name, err)
 		}
 	}
-	if r.A != nil && r.B != nil {
-		r.Change = change(number(r.A), number(r.B))
-	}
 	switch jr.Mark {
-	case "":
-	case "better":
-		r.Mark = Better
-	case "worse":
-		r.Mark = Worse
+	case "", "better", "worse":
 	default:
-		return r, fmt.Errorf("%s: mark %q, want \"\", \"better\" or \"worse\"", jr.Metric, jr.Mark)
+		return CompareRow{}, fmt.Errorf(".mark: %s: mark %s, want \"\", \"better\" or \"worse\"", name, strconv.Quote(jr.Mark))
 	}
-	return r, nil
+	return m.row(a, b, tolerance), nil
+}
+
+// comparedNames lists the compared metrics for a message.
+func comparedNames() string {
+	names := make([]string, len(comparedMetrics))
+	for i, m := range comparedMetrics {
+		names[i] = string(m.name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // planDifferences names what differs between two runs' plans that changes

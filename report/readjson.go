@@ -94,6 +94,11 @@ func readJSON(r io.Reader, limit int64) (*Result, error) {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
 	res.Timeline = timeline
+	if res.Comparison != nil {
+		// This run's side of its comparison with its baseline is this
+		// result itself, not what the file says of it.
+		res.Comparison.B = comparedRun(res, thisRun)
+	}
 	if err := checkResult(res); err != nil {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
@@ -495,7 +500,7 @@ func (d *jsonDoc) result() (*Result, error) {
 	}
 	if d.Baseline != nil {
 		if r.Comparison, err = d.Baseline.comparison(); err != nil {
-			return nil, fmt.Errorf("baseline: %w", err)
+			return nil, fmt.Errorf("baseline%w", err)
 		}
 	}
 	return r, nil

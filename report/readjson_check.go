@@ -195,6 +195,7 @@ func (c *resultCheck) result(r *Result) {
 			return
 		}
 	}
+	c.comparison(r)
 	if b := r.Broker; b != nil {
 		c.count("broker.messages_received", b.MessagesReceived)
 		c.count("broker.messages_sent", b.MessagesSent)
@@ -296,5 +297,50 @@ func (c *resultCheck) value(p string, name metric.Name, v any) {
 			return
 		}
 		c.figure(p, x)
+	}
+}
+
+// comparison checks the saved comparison with the baseline: its values
+// by their kinds, and this run's side (b) against this result's own
+// measured figures, which it was computed from (Compare), so that a
+// report cannot show one p99 in its latency table and another in its
+// comparison. The baseline's side (a) has nothing in the file to be
+// checked against but its kinds.
+func (c *resultCheck) comparison(r *Result) {
+	cmp := r.Comparison
+	if cmp == nil {
+		return
+	}
+	groups := make(map[string]bool, len(r.Groups))
+	for _, g := range r.Groups {
+		groups[g.Name] = true
+	}
+	for i, s := range cmp.Sections {
+		p := "baseline.sections[" + strconv.Itoa(i) + "]"
+		own := r.Measured.Top
+		if s.Group != "" {
+			if !groups[s.Group] {
+				c.fail(p+".group", "this run has no group %s", strconv.Quote(s.Group))
+				return
+			}
+			own = r.Measured.Groups[s.Group]
+		}
+		for j, row := range s.Rows {
+			rp := p + ".rows[" + strconv.Itoa(j) + "]"
+			if row.A != nil {
+				c.value(rp+".a", row.Metric, row.A)
+			}
+			if row.B != nil {
+				c.value(rp+".b", row.Metric, row.B)
+			}
+			if c.err != nil {
+				return
+			}
+			if mine := present(own, row.Metric); mine != row.B {
+				c.fail(rp+".b", "%s disagrees with this run's own %s, %s: the file was edited",
+					compareValue(row.Metric, row.B), s.ref(row.Metric), compareValue(row.Metric, mine))
+				return
+			}
+		}
 	}
 }

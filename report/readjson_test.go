@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,11 +209,24 @@ func TestReadJSONRefusesComparison(t *testing.T) {
 		return good[:base+i] + new + good[base+i+len(old):]
 	}
 	tests := []struct{ name, doc, want string }{
-		{"another comparison version", edit(`"version": 1`, `"version": 2`), "baseline: comparison version 2, this mqplan reads 1"},
-		{"negative tolerance", edit(`"tolerance": 0.05`, `"tolerance": -1`), "baseline: tolerance -1 out of range"},
-		{"unknown mark", edit(`"mark": "worse"`, `"mark": "awful"`), `baseline: sections[0].rows[7]: lost: mark "awful"`},
-		{"a latency as a number", edit(`"a": "1ms"`, `"a": 1`), "baseline: sections[0].rows[2]: latency.p50: a: a number for a duration"},
-		{"a row without a metric", edit(`"metric": "send_rate"`, `"metric": ""`), "baseline: sections[0].rows[0]: a row without a metric"},
+		{"another comparison version", edit(`"version": 1`, `"version": 2`), "baseline.version: comparison version 2, this mqplan reads 1"},
+		{"negative tolerance", edit(`"tolerance": 0.05`, `"tolerance": -1`), "baseline.tolerance: tolerance -1 out of range"},
+		{"unknown mark", edit(`"mark": "worse"`, `"mark": "awful"`), `baseline.sections[0].rows[7].mark: lost: mark "awful"`},
+		{"a latency as a number", edit(`"a": "1ms"`, `"a": 1`), "baseline.sections[0].rows[2].a: latency.p50: a number for a duration"},
+		{"a row without a metric", edit(`"metric": "send_rate"`, `"metric": ""`), "baseline.sections[0].rows[0].metric: a row without a metric"},
+		{"a metric mqplan compare does not compare", edit(`"metric": "send_rate"`, `"metric": "no.such.metric"`),
+			`baseline.sections[0].rows[0].metric: "no.such.metric" is not a metric mqplan compare compares`},
+		{"a metric compared twice", edit(`"metric": "recv_rate"`, `"metric": "send_rate"`),
+			"baseline.sections[0].rows[1].metric: send_rate is compared twice in the total"},
+		{"a group compared twice", edit(`"group": "pub"`, `"group": "sub"`), `baseline.sections[2].group: group "sub" is compared twice`},
+		{"a group this run does not have", edit(`"group": "sub"`, `"group": "nosuch"`), `baseline.sections[1].group: this run has no group "nosuch"`},
+		{"a negative count", edit(`"a": 0,`, `"a": -5,`), "baseline.sections[0].rows[7].a: -5 is negative"},
+		{"a negative latency", edit(`"a": "1ms"`, `"a": "-1ms"`), "baseline.sections[0].rows[2].a: -1ms is negative"},
+		{"a fraction above 1", edit(`"b": 0.00125`, `"b": 1.5`), "baseline.sections[0].rows[8].b: 1.5 is not a share between 0 and 1"},
+		{"b is not this run's figure", edit(`"b": "1.5ms"`, `"b": "2.6ms"`),
+			"baseline.sections[0].rows[4].b: 2.6ms disagrees with this run's own latency.p99, 1.5ms: the file was edited"},
+		{"b is not this group's figure", edit(`"b": 10,`, `"b": 11,`), "baseline.sections[0].rows[7].b: 11 disagrees with this run's own lost, 10"},
+		{"b absent where this run measured", edit(`"b": "700µs"`, `"b": null`), "baseline.sections[0].rows[6].b: - disagrees with this run's own ack.p99, 700µs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,20 +234,88 @@ func TestReadJSONRefusesComparison(t *testing.T) {
 			if err == nil {
 				t.Fatalf("read a result (%s), want an error", r.Verdict())
 			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
+			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q\nwant one line with %q", err, tt.want)
 			}
 		})
 	}
-	t.Run("a metric this mqplan does not know is kept", func(t *testing.T) {
-		back, err := ReadJSON(strings.NewReader(edit(`"metric": "send_rate"`, `"metric": "future.rate"`)))
-		if err != nil {
-			t.Fatal(err)
+}
+
+// TestReadJSONDerivesComparison: what a saved comparison's values give
+// (the marks, the change, this run's side) is derived on reading, not
+// taken from the file, so that no format shows a mark or a run its
+// figures contradict.
+func TestReadJSONDerivesComparison(t *testing.T) {
+	var r *Result
+	for _, tc := range goldenCases(t) {
+		if tc.name == "baseline" {
+			r = tc.r
 		}
-		if row := back.Comparison.Sections[0].Rows[0]; row.Metric != "future.rate" || fmtValue(row.B) != "800" {
-			t.Errorf("row %+v, want future.rate read as a number", row)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	good := b.String()
+	base := strings.Index(good, `"baseline": {`)
+	edit := func(doc, old, new string) string {
+		i := strings.Index(doc[base:], old)
+		if i < 0 {
+			t.Fatalf("the comparison lacks %q", old)
 		}
-	})
+		return doc[:base+i] + new + doc[base+i+len(old):]
+	}
+	tests := []struct {
+		name string
+		doc  string
+		// check says what is wrong with the comparison read back, or "".
+		check func(c *Comparison) string
+	}{
+		{"a worse mark on an unchanged figure", edit(good, `"mark": ""`, `"mark": "worse"`), func(c *Comparison) string {
+			if m := c.Sections[0].Rows[0].Mark; m != Same {
+				return fmt.Sprintf("send_rate marked %q, want no mark (800 to 800)", m)
+			}
+			return ""
+		}},
+		{"a changed figure without its mark", edit(good, `"mark": "worse"`, `"mark": ""`), func(c *Comparison) string {
+			if m := c.Sections[0].Rows[7].Mark; m != Worse {
+				return fmt.Sprintf("lost (0 to 10) marked %q, want WORSE", m)
+			}
+			return ""
+		}},
+		{"a baseline value within the tolerance", edit(edit(good, `"a": 800,
+            "b": 799.3,`, `"a": 799.31,
+            "b": 799.3,`), `"mark": ""`, `"mark": ""`), func(c *Comparison) string {
+			row := c.Sections[0].Rows[1]
+			if row.Mark != Same || math.Abs(row.Change-(799.3-799.31)/799.31) > 1e-12 {
+				return fmt.Sprintf("recv_rate 799.31 to 799.3: change %v mark %q, want the change recomputed and no mark", row.Change, row.Mark)
+			}
+			return ""
+		}},
+		{"this run's side edited", edit(good, `"elapsed": "11.7s",
+      "verdict": "FAIL"`, `"elapsed": "16m39s",
+      "verdict": "PASS"`), func(c *Comparison) string {
+			if c.B.Elapsed != r.Elapsed || c.B.Verdict != VerdictFail || c.B.Label != thisRun {
+				return fmt.Sprintf("this run's side %+v, want this result's own elapsed %s and verdict FAIL", c.B, r.Elapsed)
+			}
+			return ""
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			back, err := ReadJSON(strings.NewReader(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tt.check(back.Comparison); msg != "" {
+				t.Error(msg)
+			}
+			// The summary and the worse list follow the derived marks.
+			if got, want := back.Comparison.Summary(), Compare(r.Baseline.Result, r, r.Baseline.File, thisRun, DefaultTolerance).Summary(); tt.name != "a baseline value within the tolerance" && got != want {
+				t.Errorf("summary %q\nwant %q", got, want)
+			}
+		})
+	}
 }
 
 // TestReadJSONErrorLines: an error in a file read as a stream names the
