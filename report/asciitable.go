@@ -126,7 +126,8 @@ func render(t *asciiTable, rows [][]string) error {
 }
 
 // cellLines splits each of cols cells (missing ones empty) into its
-// lines: the cell trimmed, tabs expanded, blank lines dropped. Inner
+// lines: the cell trimmed, tabs expanded, blank lines dropped, control
+// characters escaped (TerminalSafe). Inner
 // lines keep their own leading and trailing spaces, as tablewriter kept
 // them.
 func cellLines(cells []string, cols int) [][]string {
@@ -139,7 +140,9 @@ func cellLines(cells []string, cols int) [][]string {
 		text = strings.TrimSpace(strings.ReplaceAll(text, "\t", strings.Repeat(" ", tabWidth)))
 		for _, l := range strings.Split(text, "\n") {
 			if strings.TrimSpace(l) != "" || len(out[c]) == 0 && text == "" {
-				out[c] = append(out[c], l)
+				// Escaped before measuring, so that the widths are
+				// those the terminal shows.
+				out[c] = append(out[c], TerminalSafe(l, ""))
 			}
 		}
 	}

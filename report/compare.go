@@ -430,7 +430,9 @@ func WriteComparison(w io.Writer, c *Comparison) error {
 	b.WriteByte('\n')
 	b.WriteString(c.Summary())
 	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
+	// A file name given on the command line, a saved result's notes:
+	// escaped rather than acting on the terminal (TerminalSafe).
+	_, err := io.WriteString(w, TerminalSafe(b.String(), "\n"))
 	return err
 }
 

@@ -77,7 +77,58 @@ func (c *resultCheck) ordered(path string, names []string, ds []time.Duration) {
 	}
 }
 
+// text refuses a control character (but those in allowed) in a string
+// mqplan never writes with one: a plan's name or description (which
+// plans refuses), a group's name, a metric's, a threshold's. A
+// hand-edited one would otherwise reach the terminal.
+func (c *resultCheck) text(path, s, allowed string) {
+	if hasControl(s, allowed) {
+		c.fail(path, "%s holds a control character or is not UTF-8; mqplan never writes one there", strconv.QuoteToASCII(s))
+	}
+}
+
+// names checks the names of a result's plan, groups, metrics and
+// thresholds for control characters (text).
+func (c *resultCheck) names(r *Result) {
+	if pl := r.Plan; pl != nil {
+		c.text("plan.name", pl.Name, "")
+		c.text("plan.description", pl.Description, "\n\t")
+		for i := range pl.Groups {
+			c.text("plan.groups["+strconv.Itoa(i)+"].name", pl.Groups[i].Name, "")
+		}
+	}
+	for i, g := range r.Groups {
+		c.text("groups["+strconv.Itoa(i)+"].name", g.Name, "")
+	}
+	for i, t := range r.Thresholds {
+		c.text("thresholds["+strconv.Itoa(i)+"].expr", t.Expr, "\n\t")
+	}
+	for i, l := range r.Latency {
+		c.text("latency["+strconv.Itoa(i)+"].name", l.Name, "")
+	}
+	for i, d := range r.Distributions {
+		c.text("distributions["+strconv.Itoa(i)+"].name", d.Name, "")
+		c.text("distributions["+strconv.Itoa(i)+"].group", d.Group, "")
+	}
+	keys := func(p string, s metric.Set) {
+		for _, name := range slices.Sorted(maps.Keys(s)) {
+			c.text(p+" key", string(name), "")
+		}
+	}
+	keys("metrics.top", r.Measured.Top)
+	for _, scope := range []struct {
+		p    string
+		sets map[string]metric.Set
+	}{{"metrics.groups", r.Measured.Groups}, {"metrics.phases", r.Measured.Phases}} {
+		for _, name := range slices.Sorted(maps.Keys(scope.sets)) {
+			c.text(scope.p+" key", name, "")
+			keys(scope.p+"."+name, scope.sets[name])
+		}
+	}
+}
+
 func (c *resultCheck) result(r *Result) {
+	c.names(r)
 	c.duration("elapsed", r.Elapsed)
 	c.duration("drain_quiet", r.DrainQuiet)
 	c.duration("rate_window", r.RateWindow)

@@ -19,7 +19,9 @@ import (
 // errors and thresholds sections, and a final verdict line (Result.Summary).
 //
 // The output is meant for terminals and CI logs alike: plain ASCII borders,
-// no colour codes, headers exactly as written (see asciiTable). Metrics
+// no colour codes, headers exactly as written (see asciiTable), and no
+// control character but newline: any other, from a broker's text or a
+// hand-edited result, shows escaped (TerminalSafe). Metrics
 // with no samples show as "-", never as 0. The whole report is built in memory and written at once, so a write
 // error is returned rather than leaving half a table behind silently.
 func WriteTable(w io.Writer, r *Result) error {
@@ -44,7 +46,9 @@ func WriteTable(w io.Writer, r *Result) error {
 	}
 	b.WriteString(r.Summary())
 	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
+	// The last guard: whatever text came from outside (a broker's
+	// reason, a hand-edited result) shows escaped, never acts.
+	_, err := io.WriteString(w, TerminalSafe(b.String(), "\n"))
 	return err
 }
 
@@ -60,7 +64,9 @@ func writeHeader(b *bytes.Buffer, r *Result) error {
 	fmt.Fprintf(b, "mqplan %s | broker %s | %s | %s\n", orDash(r.name()), broker, fmtDuration(r.Elapsed), r.Verdict())
 	if r.Plan != nil {
 		for _, line := range strings.Split(strings.TrimSpace(r.Plan.Description), "\n") {
-			if line = strings.TrimSpace(line); line != "" {
+			// A description may hold tabs (plans allows them): shown
+			// as spaces, as table cells show theirs.
+			if line = strings.TrimSpace(strings.ReplaceAll(line, "\t", strings.Repeat(" ", tabWidth))); line != "" {
 				b.WriteString(line)
 				b.WriteByte('\n')
 			}

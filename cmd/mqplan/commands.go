@@ -272,7 +272,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 		}
 		defer func() {
 			if err := srv.Close(); err != nil {
-				fmt.Fprintf(e.stderr, "mqplan: warning: %v\n", err)
+				fmt.Fprintf(e.stderr, "mqplan: warning: %s\n", errText(err))
 			}
 		}()
 		if !srv.Loopback() {
@@ -344,7 +344,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	// The step summary is GitHub's page, not an output the user named:
 	// one that cannot be written is said, and the verdict stands.
 	if err := appendStepSummary(e, res); err != nil {
-		fmt.Fprintf(e.stderr, "mqplan: warning: %v\n", err)
+		fmt.Fprintf(e.stderr, "mqplan: warning: %s\n", errText(err))
 	}
 	if err := outs.write(e, res); err != nil {
 		return incomplete(err)
@@ -502,7 +502,7 @@ func cmdValidate(e *env, args []string) error {
 		}
 		if err != nil {
 			bad++
-			fmt.Fprintln(e.stderr, err)
+			fmt.Fprintln(e.stderr, errText(err))
 			continue
 		}
 		fmt.Fprintf(e.stdout, "%s: ok (%s)\n", path, plan.Name)

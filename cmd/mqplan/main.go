@@ -32,6 +32,7 @@ import (
 	"runtime"
 
 	"github.com/mqplan/mqplan/cmd/mqplan/internal/emqttbench"
+	"github.com/mqplan/mqplan/report"
 )
 
 // Exit codes, the public contract of docs/plan-format.md.
@@ -140,10 +141,16 @@ func run(e *env, args []string) int { return finish(e, dispatch(e, args)) }
 // reported already, and returns its exit code.
 func finish(e *env, err error) int {
 	if err != nil && !errors.Is(err, errReported) {
-		fmt.Fprintf(e.stderr, "mqplan: %v\n", err)
+		fmt.Fprintf(e.stderr, "mqplan: %s\n", errText(err))
 	}
 	return exitCode(err)
 }
+
+// errText is err's message for standard error, its control characters
+// (but newline and tab) escaped: a file name given on the command line,
+// a broker's error reason or a saved result's text may carry escape
+// sequences that would act on the terminal (see report.TerminalSafe).
+func errText(err error) string { return report.TerminalSafe(err.Error(), "\n\t") }
 
 const usage = `mqplan turns a YAML test plan into an MQTT load test and a CI verdict.
 
