@@ -80,6 +80,8 @@ type htmlView struct {
 	UPlotJS, PageJS                       template.JS
 	UPlotCSS, PageCSS                     template.CSS
 	UPlotLicense                          string
+	// MaxChartPoints is maxChartPoints, for the note over thinned charts.
+	MaxChartPoints int
 }
 
 type htmlThreshold struct {
@@ -174,6 +176,13 @@ type htmlData struct {
 	// same way whatever it shows (see sampledCharts); only those with a
 	// series sampled at least once.
 	Charts []htmlChart `json:"charts"`
+	// Bucket is how many seconds each point over the timeline
+	// aggregates: 1, unless the run is longer than maxChartPoints
+	// seconds (see thinTimeline).
+	Bucket int `json:"bucket"`
+	// BucketNotes say, by chart element id, how each point of a thinned
+	// chart aggregates its seconds; empty when Bucket is 1.
+	BucketNotes map[string]string `json:"bucketNotes"`
 }
 
 // htmlChart is one chart over the timeline whose series the page script
@@ -185,6 +194,9 @@ type htmlChart struct {
 	Title  string     `json:"title"`
 	Unit   string     `json:"unit"`
 	Series []htmlLine `json:"series"`
+	// note says how a point aggregates its seconds, for a thinned
+	// chart's note.
+	note string
 }
 
 // htmlLine is one series of an htmlChart: a value per second of the
@@ -195,11 +207,14 @@ type htmlLine struct {
 	Label  string     `json:"label"`
 	Color  string     `json:"color"`
 	Values []*float64 `json:"values"`
+	// agg is how a thinned chart's point aggregates its seconds.
+	agg aggregate
 }
 
 // add appends the series label, with value's figure for each second,
-// when at least one second has one.
-func (c *htmlChart) add(label, color string, timeline []stats.Second, value func(*stats.Second) *float64) {
+// when at least one second has one; agg is how a thinned chart
+// aggregates its seconds.
+func (c *htmlChart) add(label, color string, agg aggregate, timeline []stats.Second, value func(*stats.Second) *float64) {
 	vals := make([]*float64, len(timeline))
 	has := false
 	for i := range timeline {
@@ -208,7 +223,7 @@ func (c *htmlChart) add(label, color string, timeline []stats.Second, value func
 		}
 	}
 	if has {
-		c.Series = append(c.Series, htmlLine{Label: label, Color: color, Values: vals})
+		c.Series = append(c.Series, htmlLine{Label: label, Color: color, Values: vals, agg: agg})
 	}
 }
 
@@ -235,32 +250,32 @@ var (
 // without a series sampled is left out; a further set of figures is one
 // more htmlChart here, with an add per series.
 func sampledCharts(r *Result) []htmlChart {
-	cpu := htmlChart{ID: "chart-cpu", Title: "CPU, % of one core (from /proc, once a second)", Unit: "%"}
-	rss := htmlChart{ID: "chart-rss", Title: "Resident memory, MiB (from /proc, once a second)", Unit: "MiB"}
+	cpu := htmlChart{ID: "chart-cpu", Title: "CPU, % of one core (from /proc, once a second)", Unit: "%", note: "each line is the mean of its seconds"}
+	rss := htmlChart{ID: "chart-rss", Title: "Resident memory, MiB (from /proc, once a second)", Unit: "MiB", note: "each line is the maximum of its seconds"}
 	for _, p := range processes {
-		cpu.add(p.name, processColors[p.name], r.Timeline, func(s *stats.Second) *float64 {
+		cpu.add(p.name, processColors[p.name], aggMean, r.Timeline, func(s *stats.Second) *float64 {
 			ps := p.get(s)
 			return num(math.Round(ps.CPU*10)/10, ps.Sampled)
 		})
-		rss.add(p.name, processColors[p.name], r.Timeline, func(s *stats.Second) *float64 {
+		rss.add(p.name, processColors[p.name], aggMax, r.Timeline, func(s *stats.Second) *float64 {
 			ps := p.get(s)
 			return num(math.Round(float64(ps.RSS)/(1<<20)*100)/100, ps.Sampled)
 		})
 	}
 	// The broker's own memory figure ($SYS or Prometheus) beside its RSS:
 	// two views of one process that a reader compares at a glance.
-	rss.add("broker (its own report)", brokerOwnColor, r.Timeline, func(s *stats.Second) *float64 {
+	rss.add("broker (its own report)", brokerOwnColor, aggMax, r.Timeline, func(s *stats.Second) *float64 {
 		v, ok := s.Counters.Get(brokerstat.MemoryBytes)
 		return num(math.Round(float64(v)/(1<<20)*100)/100, ok)
 	})
-	msgs := htmlChart{ID: "chart-broker-publish", Unit: "per second",
+	msgs := htmlChart{ID: "chart-broker-publish", Unit: "per second", note: "each line is the mean change per second of its seconds",
 		Title: "The broker's own PUBLISH counters, change per second ($SYS or Prometheus; a broker that updates every N s shows N-second steps)"}
 	for _, c := range []struct {
 		label string
 		c     brokerstat.Counter
 	}{{"publish in", brokerstat.PublishReceived}, {"publish out", brokerstat.PublishSent}, {"dropped", brokerstat.Dropped}} {
 		prev := r.CountersStart
-		msgs.add(c.label, counterColors[c.c], r.Timeline, func(s *stats.Second) *float64 {
+		msgs.add(c.label, counterColors[c.c], aggMean, r.Timeline, func(s *stats.Second) *float64 {
 			v, ok := s.Counters.Get(c.c)
 			was, wasOK := prev.Get(c.c)
 			prev = s.Counters
@@ -269,13 +284,13 @@ func sampledCharts(r *Result) []htmlChart {
 			return num(float64(v-was), ok && wasOK && v >= was)
 		})
 	}
-	clients := htmlChart{ID: "chart-broker-clients", Unit: "count",
+	clients := htmlChart{ID: "chart-broker-clients", Unit: "count", note: "each line is the minimum of its seconds",
 		Title: "The broker's own clients and subscriptions ($SYS or Prometheus; every client of the broker, mqplan's monitor included)"}
 	for _, c := range []struct {
 		label string
 		c     brokerstat.Counter
 	}{{"clients", brokerstat.Clients}, {"subscriptions", brokerstat.Subscriptions}} {
-		clients.add(c.label, counterColors[c.c], r.Timeline, func(s *stats.Second) *float64 {
+		clients.add(c.label, counterColors[c.c], aggMin, r.Timeline, func(s *stats.Second) *float64 {
 			v, ok := s.Counters.Get(c.c)
 			return num(float64(v), ok)
 		})
@@ -300,17 +315,21 @@ type htmlDataPhase struct {
 	End   float64 `json:"end"`
 }
 
+// htmlTimeline is the timeline's series, a point a second or, thinned,
+// a point a bucket of seconds (htmlData.Bucket): counts are then means
+// (sent, received), minimums (connected), maximums (lost) or sums
+// (errors, disconnects), see thinTimeline.
 type htmlTimeline struct {
 	T           []float64  `json:"t"`
-	Sent        []int64    `json:"sent"`
-	Received    []int64    `json:"received"`
+	Sent        []float64  `json:"sent"`
+	Received    []float64  `json:"received"`
 	P50         []*float64 `json:"p50"`
 	P99         []*float64 `json:"p99"`
 	Max         []*float64 `json:"max"`
-	Connected   []int      `json:"connected"`
-	Lost        []int      `json:"lost"`
-	Disconnects []int64    `json:"disconnects"`
-	Errors      []int64    `json:"errors"`
+	Connected   []float64  `json:"connected"`
+	Lost        []float64  `json:"lost"`
+	Disconnects []float64  `json:"disconnects"`
+	Errors      []float64  `json:"errors"`
 	Lag         []float64  `json:"lag"`
 	// Groups are the per-group series of the charts, by metric: only
 	// the groups with data for it (a subscriber sends nothing), at most
@@ -344,20 +363,21 @@ type htmlDist struct {
 
 func newHTMLView(r *Result) *htmlView {
 	v := &htmlView{
-		Title:        orDash(r.name()),
-		Verdict:      r.Verdict(),
-		VerdictClass: strings.ToLower(r.Verdict()),
-		Summary:      r.Summary(),
-		BrokerURL:    orDash(redactURL(r.BrokerURL)),
-		Elapsed:      fmtDuration(r.Elapsed),
-		Warnings:     r.headerWarnings(),
-		ErrorSamples: r.ErrorSamples,
-		ErrorsTitle:  fmt.Sprintf("Errors (%s in all, by kind, over the whole run)", count(r.Measured.Top, metric.Errors)),
-		UPlotJS:      template.JS(uplotJS),
-		PageJS:       template.JS(pageJS),
-		UPlotCSS:     template.CSS(uplotCSS),
-		PageCSS:      template.CSS(pageCSS),
-		UPlotLicense: uplotLicense,
+		Title:          orDash(r.name()),
+		Verdict:        r.Verdict(),
+		VerdictClass:   strings.ToLower(r.Verdict()),
+		Summary:        r.Summary(),
+		BrokerURL:      orDash(redactURL(r.BrokerURL)),
+		Elapsed:        fmtDuration(r.Elapsed),
+		Warnings:       r.headerWarnings(),
+		ErrorSamples:   r.ErrorSamples,
+		ErrorsTitle:    fmt.Sprintf("Errors (%s in all, by kind, over the whole run)", count(r.Measured.Top, metric.Errors)),
+		UPlotJS:        template.JS(uplotJS),
+		PageJS:         template.JS(pageJS),
+		UPlotCSS:       template.CSS(uplotCSS),
+		PageCSS:        template.CSS(pageCSS),
+		UPlotLicense:   uplotLicense,
+		MaxChartPoints: maxChartPoints,
 	}
 	if !r.Started.IsZero() {
 		v.Started = r.Started.UTC().Format(time.RFC3339)
@@ -483,30 +503,59 @@ func chartData(r *Result) htmlData {
 	}
 	tl := &d.Timeline
 	n := len(r.Timeline)
-	tl.T, tl.Sent, tl.Received = make([]float64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
-	tl.P50, tl.P99, tl.Max = make([]*float64, 0, n), make([]*float64, 0, n), make([]*float64, 0, n)
-	tl.Connected, tl.Lost = make([]int, 0, n), make([]int, 0, n)
-	tl.Disconnects, tl.Errors, tl.Lag = make([]int64, 0, n), make([]int64, 0, n), make([]float64, 0, n)
+	size := bucketSize(n)
+	d.Bucket, d.BucketNotes = size, map[string]string{}
+	t, sent, received := make([]float64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+	p50, p99, mx := make([]*float64, 0, n), make([]*float64, 0, n), make([]*float64, 0, n)
+	connected, lost := make([]int, 0, n), make([]int, 0, n)
+	disconnects, errs, lag := make([]int64, 0, n), make([]int64, 0, n), make([]float64, 0, n)
 	for _, s := range r.Timeline {
-		tl.T = append(tl.T, s.At.Seconds())
-		tl.Sent = append(tl.Sent, s.Sent)
-		tl.Received = append(tl.Received, s.Received)
+		t = append(t, s.At.Seconds())
+		sent = append(sent, s.Sent)
+		received = append(received, s.Received)
 		if s.Received > 0 {
-			tl.P50 = append(tl.P50, msPtr(s.P50))
-			tl.P99 = append(tl.P99, msPtr(s.P99))
-			tl.Max = append(tl.Max, msPtr(s.Max))
+			p50 = append(p50, msPtr(s.P50))
+			p99 = append(p99, msPtr(s.P99))
+			mx = append(mx, msPtr(s.Max))
 		} else {
-			tl.P50, tl.P99, tl.Max = append(tl.P50, nil), append(tl.P99, nil), append(tl.Max, nil)
+			p50, p99, mx = append(p50, nil), append(p99, nil), append(mx, nil)
 		}
-		tl.Connected = append(tl.Connected, s.Connected)
-		tl.Lost = append(tl.Lost, s.Lost)
-		tl.Disconnects = append(tl.Disconnects, s.Disconnects)
-		tl.Errors = append(tl.Errors, s.Errors)
-		tl.Lag = append(tl.Lag, ms(s.LagMax))
+		connected = append(connected, s.Connected)
+		lost = append(lost, s.Lost)
+		disconnects = append(disconnects, s.Disconnects)
+		errs = append(errs, s.Errors)
+		lag = append(lag, ms(s.LagMax))
+	}
+	// thinTimeline: each series aggregated by what a reader looks for
+	// in it (see aggregate), the x axis at each bucket's first second.
+	tl.T = thinNum(t, size, aggFirst)
+	tl.Sent, tl.Received = thinNum(sent, size, aggMean), thinNum(received, size, aggMean)
+	tl.P50, tl.P99, tl.Max = thinPtr(p50, size, aggMean), thinPtr(p99, size, aggMax), thinPtr(mx, size, aggMax)
+	tl.Connected, tl.Lost = thinNum(connected, size, aggMin), thinNum(lost, size, aggMax)
+	tl.Disconnects, tl.Errors, tl.Lag = thinNum(disconnects, size, aggSum), thinNum(errs, size, aggSum), thinNum(lag, size, aggMax)
+	if size > 1 {
+		for id, what := range map[string]string{
+			"chart-rate":        "each line is the mean rate of its seconds",
+			"chart-latency":     "p50 is the mean of its seconds' p50, p99 and max the maximum of theirs",
+			"chart-connections": "connected is the minimum of its seconds, down the maximum",
+			"chart-errors":      "errors and disconnects are the sums of its seconds, not rates",
+			"chart-lag":         "each line is the maximum lag of its seconds",
+		} {
+			d.BucketNotes[id] = bucketNote(size, what)
+		}
 	}
 	groupCurves := map[string]int{}
-	groupSeries(r, tl)
+	groupSeries(r, tl, size)
 	d.Charts = sampledCharts(r)
+	for i := range d.Charts {
+		c := &d.Charts[i]
+		for j := range c.Series {
+			c.Series[j].Values = thinPtr(c.Series[j].Values, size, c.Series[j].agg)
+		}
+		if size > 1 {
+			d.BucketNotes[c.ID] = bucketNote(size, c.note)
+		}
+	}
 	for _, dist := range r.Distributions {
 		if dist.Group != "" {
 			if groupCurves[dist.Name]++; groupCurves[dist.Name] > maxGroupCurves {
@@ -525,8 +574,9 @@ func chartData(r *Result) htmlData {
 }
 
 // groupSeries fills tl.Groups from the timeline's per-group seconds
-// (absent in a timeline saved before they were kept).
-func groupSeries(r *Result, tl *htmlTimeline) {
+// (absent in a timeline saved before they were kept), a point per size
+// seconds.
+func groupSeries(r *Result, tl *htmlTimeline, size int) {
 	tl.LeftOut = map[string]int{}
 	var names []string
 	for _, s := range r.Timeline {
@@ -542,12 +592,15 @@ func groupSeries(r *Result, tl *htmlTimeline) {
 		dst  *[]htmlSeries
 		// value is the group's figure in a second, or nil for none.
 		value func(g stats.GroupSecond) *float64
+		// agg is how a thinned chart aggregates the seconds, as for
+		// the totals' lines.
+		agg aggregate
 	}{
-		{"sent", &tl.Groups.Sent, func(g stats.GroupSecond) *float64 { return num(float64(g.Sent), g.Sent > 0) }},
-		{"received", &tl.Groups.Received, func(g stats.GroupSecond) *float64 { return num(float64(g.Received), g.Received > 0) }},
-		{"p99", &tl.Groups.P99, func(g stats.GroupSecond) *float64 { return num(ms(g.P99), g.Max > 0) }},
-		{"connected", &tl.Groups.Connected, func(g stats.GroupSecond) *float64 { return num(float64(g.Connected), g.Connected > 0) }},
-		{"lag", &tl.Groups.Lag, func(g stats.GroupSecond) *float64 { return num(ms(g.LagMax), g.LagMax > 0) }},
+		{"sent", &tl.Groups.Sent, func(g stats.GroupSecond) *float64 { return num(float64(g.Sent), g.Sent > 0) }, aggMean},
+		{"received", &tl.Groups.Received, func(g stats.GroupSecond) *float64 { return num(float64(g.Received), g.Received > 0) }, aggMean},
+		{"p99", &tl.Groups.P99, func(g stats.GroupSecond) *float64 { return num(ms(g.P99), g.Max > 0) }, aggMax},
+		{"connected", &tl.Groups.Connected, func(g stats.GroupSecond) *float64 { return num(float64(g.Connected), g.Connected > 0) }, aggMin},
+		{"lag", &tl.Groups.Lag, func(g stats.GroupSecond) *float64 { return num(ms(g.LagMax), g.LagMax > 0) }, aggMax},
 	}
 	for _, m := range metrics {
 		*m.dst = []htmlSeries{}
@@ -575,7 +628,7 @@ func groupSeries(r *Result, tl *htmlTimeline) {
 				tl.LeftOut[m.name]++
 				continue
 			}
-			*m.dst = append(*m.dst, htmlSeries{Group: name, Values: vals})
+			*m.dst = append(*m.dst, htmlSeries{Group: name, Values: thinPtr(vals, size, m.agg)})
 		}
 	}
 }

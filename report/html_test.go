@@ -92,13 +92,14 @@ func TestHTMLSelfContained(t *testing.T) {
 	}
 }
 
-// TestHTMLLongRun: an hour's timeline keeps the page within a few hundred
-// kilobytes, with both processes' CPU and memory charted.
-func TestHTMLLongRun(t *testing.T) {
+// longStats is the fixture's stats with a timeline of n steady seconds,
+// both processes sampled, an error every 1000th second and a latency
+// spike (max 5 s) at second spike.
+func longStats(t *testing.T, n, spike int) *stats.Stats {
 	st := fullStats(t)
-	st.Timeline = nil
-	for s := 1; s <= 3600; s++ {
-		st.Timeline = append(st.Timeline, stats.Second{
+	st.Timeline = make([]stats.Second, 0, n)
+	for s := 1; s <= n; s++ {
+		sec := stats.Second{
 			At: time.Duration(s) * time.Second, Phase: phase.Steady, Connected: 8,
 			Sent: 12345, Received: 12344, P50: 1234 * time.Microsecond, P99: 23456 * time.Microsecond,
 			Max: 123456 * time.Microsecond, LagMax: 345 * time.Microsecond,
@@ -108,14 +109,89 @@ func TestHTMLLongRun(t *testing.T) {
 			},
 			Broker: stats.ProcSample{Sampled: true, CPU: 123.456 + float64(s%7), RSS: 123456789 + int64(s)*4096},
 			Self:   stats.ProcSample{Sampled: true, CPU: 45.678, RSS: 98765432},
+		}
+		if s%1000 == 0 {
+			sec.Errors, sec.Groups[1].Errors = 1, 1
+		}
+		if s == spike {
+			sec.Max, sec.Groups[0].Max = 5*time.Second, 5*time.Second
+		}
+		st.Timeline = append(st.Timeline, sec)
+	}
+	st.Elapsed = time.Duration(n) * time.Second
+	return st
+}
+
+// TestHTMLLongRun: an hour's timeline keeps the page within a few hundred
+// kilobytes, with both processes' CPU and memory charted; a day's is
+// thinned to maxChartPoints points a series (24 s each) and stays within
+// 600 KiB as an hour does, its latency spike and every error still on the charts.
+func TestHTMLLongRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		seconds int
+		limit   int
+		bucket  int
+	}{
+		{"an hour: every second", 3600, 600 << 10, 1},
+		{"a day: 24 s a point", 24 * 3600, 600 << 10, 24},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Evaluate(testPlan(), nil, longStats(t, tt.seconds, tt.seconds/2))
+			out := renderHTML(t, r)
+			t.Logf("%d s: %d bytes", tt.seconds, len(out))
+			if len(out) > tt.limit {
+				t.Errorf("the report of %d s takes %d bytes, more than %d", tt.seconds, len(out), tt.limit)
+			}
+			d := chartData(r)
+			if d.Bucket != tt.bucket || len(d.Timeline.T) != tt.seconds/tt.bucket {
+				t.Fatalf("bucket %d s, %d points, want %d s, %d points", d.Bucket, len(d.Timeline.T), tt.bucket, tt.seconds/tt.bucket)
+			}
+			if got := slices.Max(derefs(d.Timeline.Max)); got != 5000 {
+				t.Errorf("the latency spike of 5 s charted as %v ms", got)
+			}
+			if got := slices.Max(derefs(d.Timeline.Groups.P99)); got != 23.456 {
+				t.Errorf("the groups' p99 charted up to %v ms, want 23.456", got)
+			}
+			var errs float64
+			for _, e := range d.Timeline.Errors {
+				errs += e
+			}
+			if want := float64(tt.seconds / 1000); errs != want {
+				t.Errorf("the errors chart sums to %v, want every one of the run's %v", errs, want)
+			}
+			if tt.bucket > 1 {
+				if want := fmt.Sprintf("One point per %d seconds", tt.bucket); !strings.Contains(out, want) {
+					t.Errorf("the page does not say %q", want)
+				}
+				for _, id := range []string{"chart-rate", "chart-latency", "chart-errors", "chart-cpu", "chart-rss"} {
+					if !strings.Contains(d.BucketNotes[id], fmt.Sprintf("Each point is %d s", tt.bucket)) {
+						t.Errorf("%s's note %q does not say what a point is", id, d.BucketNotes[id])
+					}
+				}
+			} else if len(d.BucketNotes) > 0 {
+				t.Errorf("notes %v on a chart of every second", d.BucketNotes)
+			}
 		})
 	}
-	st.Elapsed = time.Hour
-	out := renderHTML(t, Evaluate(testPlan(), nil, st))
-	t.Logf("an hour: %d bytes", len(out))
-	if len(out) > 600<<10 {
-		t.Errorf("an hour's report takes %d bytes, more than 600 KiB", len(out))
+}
+
+// derefs is the values of a series with nulls, those of every group
+// series too when given.
+func derefs[T *float64 | htmlSeries](vals []T) []float64 {
+	var out []float64
+	for _, v := range vals {
+		switch x := any(v).(type) {
+		case *float64:
+			if x != nil {
+				out = append(out, *x)
+			}
+		case htmlSeries:
+			out = append(out, derefs(x.Values)...)
+		}
 	}
+	return append(out, 0)
 }
 
 // TestHTMLManyGroups: a plan with many groups draws the curves of the
@@ -287,13 +363,19 @@ func TestHTMLInBrowser(t *testing.T) {
 		}
 	}
 	self["chart-cpu"], self["chart-rss"] = 1, 1
+	// A day's run, thinned to a point every 24 s: the same charts as
+	// any run with both processes sampled and no broker counters.
+	day := map[string]int{
+		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
+		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 2,
+	}
 	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"}, "baseline": {"broker", "mqplan"},
-		"many-groups": {"broker", "mqplan"}, "self-only": {"mqplan"}}
-	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "baseline": full, "incomplete": none, "many-groups": many, "self-only": self}
+		"many-groups": {"broker", "mqplan"}, "self-only": {"mqplan"}, "day": {"broker", "mqplan"}}
+	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "baseline": full, "incomplete": none, "many-groups": many, "self-only": self, "day": day}
 	cases := append(goldenCases(t), []struct {
 		name string
 		r    *Result
-	}{{"many-groups", manyGroups(t)}, {"self-only", Evaluate(testPlan(), nil, selfOnly)}}...)
+	}{{"many-groups", manyGroups(t)}, {"self-only", Evaluate(testPlan(), nil, selfOnly)}, {"day", Evaluate(testPlan(), nil, longStats(t, 24*3600, 12*3600))}}...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "report.html")
@@ -312,7 +394,7 @@ func TestHTMLInBrowser(t *testing.T) {
 			if labels := procs[tc.name]; labels != nil {
 				browsertest.CheckSeries(t, p, "chart-cpu", labels...)
 				rss := labels
-				if tc.name != "self-only" {
+				if tc.name != "self-only" && tc.name != "day" {
 					rss = append(slices.Clip(labels), "broker (its own report)")
 					browsertest.CheckSeries(t, p, "chart-broker-publish", "publish in", "publish out")
 					browsertest.CheckSeries(t, p, "chart-broker-clients", "clients", "subscriptions")

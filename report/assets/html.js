@@ -156,13 +156,20 @@
     if (leftOut[m] > 0) notes.push(leftOut[m] + " more groups' " + label + " left out here; the JSON and CSV results have them all.");
     return series;
   }
+  // bucketNotes say, on a long run's thinned charts, how each point
+  // aggregates its seconds (data.bucket of them).
+  var bucketNotes = data.bucketNotes || {};
+  var thinned = (data.bucket || 1) > 1;
   function noteAfter(id, notes) {
+    if (bucketNotes[id]) notes = notes.concat([bucketNotes[id]]);
+    var el = document.getElementById(id);
+    if (!el) return;
     // Each goes right under the chart: the last first, so they read in order.
     notes.slice().reverse().forEach(function (text) {
       var p = document.createElement("p");
       p.className = "note";
       p.textContent = text;
-      document.getElementById(id).after(p);
+      el.after(p);
     });
   }
 
@@ -189,10 +196,13 @@
   ], "connected", "connected", notes), { yLabel: "clients" });
   noteAfter("chart-connections", notes);
 
+  // Thinned, a point is the sum over its seconds, not a rate.
+  var per = thinned ? " per " + data.bucket + " s" : "/s";
   chart("chart-errors", tl.t, [
-    { label: "errors/s", values: tl.errors },
-    { label: "disconnects/s", values: tl.disconnects }
-  ], { yLabel: "per second" });
+    { label: "errors" + per, values: tl.errors },
+    { label: "disconnects" + per, values: tl.disconnects }
+  ], { yLabel: thinned ? "per " + data.bucket + " s" : "per second" });
+  noteAfter("chart-errors", []);
 
   notes = [];
   chart("chart-lag", tl.t, perGroup([
@@ -206,6 +216,7 @@
     chart(c.id, tl.t, c.series.map(function (s) {
       return { label: s.label, values: s.values, color: s.color || undefined };
     }), { yLabel: c.unit });
+    noteAfter(c.id, []);
   });
 
   // The percentile plots: x is 1/(1-p), log scale, so that 90%, 99%,
