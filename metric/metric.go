@@ -6,7 +6,13 @@
 // use") all go by this one table, so a metric cannot exist in one of them
 // and be unknown to another.
 //
-// It owns names and kinds only: it does not measure (package stats does),
+// Besides its kind, a metric says whether it counts bytes (Unit: a size
+// literal such as 2GiB compares with it) and whether it exists for the
+// whole run only (WholeRun: the broker's and mqplan's processes and the
+// broker's own counters, which no group or phase splits), so that the
+// threshold checker types and scopes by the catalogue, not by name.
+//
+// It owns names, kinds and units only: it does not measure (package stats does),
 // compute values (package report does) or judge them (package threshold
 // does), and it imports nothing of mqplan.
 package metric
@@ -230,12 +236,44 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
+// Unit says what a count counts when it is not events: a Bytes metric is
+// compared with size literals (broker.rss.max < 2GiB) and shown as a size,
+// while `sent < 2GiB` is a type error.
+type Unit int
+
+// The units of a metric.
+const (
+	// NoUnit is a metric in its kind's own terms: events, seconds,
+	// events per second, a share.
+	NoUnit Unit = iota
+	// Bytes is a number of bytes (a Count, Go int): memory, payload
+	// bytes.
+	Bytes
+)
+
+// String names the unit as error messages do.
+func (u Unit) String() string {
+	if u == Bytes {
+		return "bytes"
+	}
+	return ""
+}
+
 // Metric describes one metric that thresholds can read.
 type Metric struct {
 	// Name is the canonical dotted name.
 	Name Name
 	// Kind fixes the metric's Go type and what it compares with.
 	Kind Kind
+	// Unit is Bytes for a count of bytes (its kind stays Count, its Go
+	// type int), NoUnit otherwise.
+	Unit Unit
+	// WholeRun marks a figure that exists only for the run as a whole:
+	// the broker's and mqplan's processes and the broker's own counters
+	// are not split by group or phase, so a threshold may not read them
+	// under groups.<name>. or phases.<name>. (it could only ever fail,
+	// "no samples").
+	WholeRun bool
 	// Help is a one-line description for docs, reports and error messages.
 	Help string
 }
@@ -253,79 +291,79 @@ const (
 
 // catalogue is every metric, in the order of plan-format.md.
 var catalogue = []Metric{
-	{Sent, Count, "PUBLISH packets sent"},
-	{Unsent, Count, "messages the schedule called for that were never sent (connection down, generator or broker stalled, publishing stopped first)"},
-	{Acked, Count, "PUBACK/PUBCOMP received for sent packets (QoS 1 and 2)"},
-	{Expected, Count, "deliveries that the subscriptions imply for every message the schedule called for"},
-	{Received, Count, "deliveries received by subscribers"},
-	{Lost, Count, "deliveries expected but never received (after drain)"},
-	{LostUnsent, Count, "lost because the message was never sent"},
-	{LostUnacked, Count, "lost with the message sent but never acknowledged (still in flight when drain ended, or its connection dropped)"},
-	{LostBroker, Count, "lost with the message acknowledged by the broker (at QoS 0: written to it) and never delivered"},
-	{LossRate, Fraction, "lost / expected"},
-	{Duplicates, Count, "deliveries of a (publisher, sequence) already received by the same subscriber or share group"},
-	{DupRate, Fraction, "duplicates / received"},
-	{Unexpected, Count, "deliveries of the run's messages to a client none of whose subscriptions match their topic (no_local ignored, misrouting, a subscription left in a kept session): not received"},
-	{OverlapCopies, Count, "extra copies a broker sent a subscriber for its other matching subscriptions (one per matching filter): not duplicates"},
-	{OutOfOrder, Count, "deliveries with a lower sequence than one already seen on their stream"},
-	{OOORate, Fraction, "out_of_order / received"},
-	{Corrupted, Count, "deliveries whose payload differs from what was published"},
-	{SendRate, Rate, "messages published per second over the window"},
-	{RecvRate, Rate, "messages received per second over the window"},
-	{SentBytes, Count, "payload bytes published"},
-	{ReceivedBytes, Count, "payload bytes delivered"},
+	{Name: Sent, Kind: Count, Help: "PUBLISH packets sent"},
+	{Name: Unsent, Kind: Count, Help: "messages the schedule called for that were never sent (connection down, generator or broker stalled, publishing stopped first)"},
+	{Name: Acked, Kind: Count, Help: "PUBACK/PUBCOMP received for sent packets (QoS 1 and 2)"},
+	{Name: Expected, Kind: Count, Help: "deliveries that the subscriptions imply for every message the schedule called for"},
+	{Name: Received, Kind: Count, Help: "deliveries received by subscribers"},
+	{Name: Lost, Kind: Count, Help: "deliveries expected but never received (after drain)"},
+	{Name: LostUnsent, Kind: Count, Help: "lost because the message was never sent"},
+	{Name: LostUnacked, Kind: Count, Help: "lost with the message sent but never acknowledged (still in flight when drain ended, or its connection dropped)"},
+	{Name: LostBroker, Kind: Count, Help: "lost with the message acknowledged by the broker (at QoS 0: written to it) and never delivered"},
+	{Name: LossRate, Kind: Fraction, Help: "lost / expected"},
+	{Name: Duplicates, Kind: Count, Help: "deliveries of a (publisher, sequence) already received by the same subscriber or share group"},
+	{Name: DupRate, Kind: Fraction, Help: "duplicates / received"},
+	{Name: Unexpected, Kind: Count, Help: "deliveries of the run's messages to a client none of whose subscriptions match their topic (no_local ignored, misrouting, a subscription left in a kept session): not received"},
+	{Name: OverlapCopies, Kind: Count, Help: "extra copies a broker sent a subscriber for its other matching subscriptions (one per matching filter): not duplicates"},
+	{Name: OutOfOrder, Kind: Count, Help: "deliveries with a lower sequence than one already seen on their stream"},
+	{Name: OOORate, Kind: Fraction, Help: "out_of_order / received"},
+	{Name: Corrupted, Kind: Count, Help: "deliveries whose payload differs from what was published"},
+	{Name: SendRate, Kind: Rate, Help: "messages published per second over the window"},
+	{Name: RecvRate, Kind: Rate, Help: "messages received per second over the window"},
+	{Name: SentBytes, Kind: Count, Help: "payload bytes published", Unit: Bytes},
+	{Name: ReceivedBytes, Kind: Count, Help: "payload bytes delivered", Unit: Bytes},
 
-	{LatencyMin, Duration, e2eHelp + "minimum"},
-	{LatencyMean, Duration, e2eHelp + "mean"},
-	{LatencyP50, Duration, e2eHelp + "median"},
-	{LatencyP90, Duration, e2eHelp + "90th percentile"},
-	{LatencyP95, Duration, e2eHelp + "95th percentile"},
-	{LatencyP99, Duration, e2eHelp + "99th percentile"},
-	{LatencyP999, Duration, e2eHelp + "99.9th percentile"},
-	{LatencyMax, Duration, e2eHelp + "maximum"},
-	{LatencyStddev, Duration, e2eHelp + "standard deviation"},
+	{Name: LatencyMin, Kind: Duration, Help: e2eHelp + "minimum"},
+	{Name: LatencyMean, Kind: Duration, Help: e2eHelp + "mean"},
+	{Name: LatencyP50, Kind: Duration, Help: e2eHelp + "median"},
+	{Name: LatencyP90, Kind: Duration, Help: e2eHelp + "90th percentile"},
+	{Name: LatencyP95, Kind: Duration, Help: e2eHelp + "95th percentile"},
+	{Name: LatencyP99, Kind: Duration, Help: e2eHelp + "99th percentile"},
+	{Name: LatencyP999, Kind: Duration, Help: e2eHelp + "99.9th percentile"},
+	{Name: LatencyMax, Kind: Duration, Help: e2eHelp + "maximum"},
+	{Name: LatencyStddev, Kind: Duration, Help: e2eHelp + "standard deviation"},
 
-	{AckMin, Duration, ackHelp + "minimum"},
-	{AckMean, Duration, ackHelp + "mean"},
-	{AckP50, Duration, ackHelp + "median"},
-	{AckP90, Duration, ackHelp + "90th percentile"},
-	{AckP95, Duration, ackHelp + "95th percentile"},
-	{AckP99, Duration, ackHelp + "99th percentile"},
-	{AckP999, Duration, ackHelp + "99.9th percentile"},
-	{AckMax, Duration, ackHelp + "maximum"},
-	{AckStddev, Duration, ackHelp + "standard deviation"},
+	{Name: AckMin, Kind: Duration, Help: ackHelp + "minimum"},
+	{Name: AckMean, Kind: Duration, Help: ackHelp + "mean"},
+	{Name: AckP50, Kind: Duration, Help: ackHelp + "median"},
+	{Name: AckP90, Kind: Duration, Help: ackHelp + "90th percentile"},
+	{Name: AckP95, Kind: Duration, Help: ackHelp + "95th percentile"},
+	{Name: AckP99, Kind: Duration, Help: ackHelp + "99th percentile"},
+	{Name: AckP999, Kind: Duration, Help: ackHelp + "99.9th percentile"},
+	{Name: AckMax, Kind: Duration, Help: ackHelp + "maximum"},
+	{Name: AckStddev, Kind: Duration, Help: ackHelp + "standard deviation"},
 
-	{ConnectAttempts, Count, "CONNECT packets sent"},
-	{ConnectOK, Count, "successful CONNACKs"},
-	{ConnectFailed, Count, "connections that failed (refused, timed out or dropped)"},
-	{ConnectMean, Duration, "CONNECT to CONNACK, mean"},
-	{ConnectP50, Duration, "CONNECT to CONNACK, median"},
-	{ConnectP99, Duration, "CONNECT to CONNACK, 99th percentile"},
-	{ConnectMax, Duration, "CONNECT to CONNACK, maximum"},
-	{SubscribeMean, Duration, "SUBSCRIBE to SUBACK, mean"},
-	{SubscribeP99, Duration, "SUBSCRIBE to SUBACK, 99th percentile"},
-	{SubscribeMax, Duration, "SUBSCRIBE to SUBACK, maximum"},
-	{Errors, Count, "errors"},
-	{Disconnects, Count, "unexpected disconnections"},
-	{Reconnects, Count, "reconnections"},
-	{QoSDowngrades, Count, "subscriptions granted a lower QoS than asked (one per client) and QoS 2 publishes acknowledged as QoS 1"},
-	{ClientsLost, Count, "clients whose connection dropped and did not come back before the run ended"},
-	{LagP99, Duration, "how far sends fell behind their schedule, 99th percentile"},
-	{LagMax, Duration, "how far sends fell behind their schedule, maximum"},
-	{LateRate, Fraction, "share of sends more than 1 ms behind their schedule"},
+	{Name: ConnectAttempts, Kind: Count, Help: "CONNECT packets sent"},
+	{Name: ConnectOK, Kind: Count, Help: "successful CONNACKs"},
+	{Name: ConnectFailed, Kind: Count, Help: "connections that failed (refused, timed out or dropped)"},
+	{Name: ConnectMean, Kind: Duration, Help: "CONNECT to CONNACK, mean"},
+	{Name: ConnectP50, Kind: Duration, Help: "CONNECT to CONNACK, median"},
+	{Name: ConnectP99, Kind: Duration, Help: "CONNECT to CONNACK, 99th percentile"},
+	{Name: ConnectMax, Kind: Duration, Help: "CONNECT to CONNACK, maximum"},
+	{Name: SubscribeMean, Kind: Duration, Help: "SUBSCRIBE to SUBACK, mean"},
+	{Name: SubscribeP99, Kind: Duration, Help: "SUBSCRIBE to SUBACK, 99th percentile"},
+	{Name: SubscribeMax, Kind: Duration, Help: "SUBSCRIBE to SUBACK, maximum"},
+	{Name: Errors, Kind: Count, Help: "errors"},
+	{Name: Disconnects, Kind: Count, Help: "unexpected disconnections"},
+	{Name: Reconnects, Kind: Count, Help: "reconnections"},
+	{Name: QoSDowngrades, Kind: Count, Help: "subscriptions granted a lower QoS than asked (one per client) and QoS 2 publishes acknowledged as QoS 1"},
+	{Name: ClientsLost, Kind: Count, Help: "clients whose connection dropped and did not come back before the run ended"},
+	{Name: LagP99, Kind: Duration, Help: "how far sends fell behind their schedule, 99th percentile"},
+	{Name: LagMax, Kind: Duration, Help: "how far sends fell behind their schedule, maximum"},
+	{Name: LateRate, Kind: Fraction, Help: "share of sends more than 1 ms behind their schedule"},
 
-	{BrokerCPUMax, Rate, "the broker process's CPU in its busiest second, percent of one core (broker.metrics)"},
-	{BrokerCPUMean, Rate, "the broker process's mean CPU over the run, percent of one core (broker.metrics)"},
-	{BrokerRSSMax, Count, "the broker process's largest resident memory, bytes (broker.metrics)"},
-	{SelfCPUMax, Rate, "mqplan's own CPU in its busiest second, percent of one core"},
-	{SelfRSSMax, Count, "mqplan's own largest resident memory, bytes"},
+	{Name: BrokerCPUMax, Kind: Rate, Help: "the broker process's CPU in its busiest second, percent of one core (broker.metrics)", WholeRun: true},
+	{Name: BrokerCPUMean, Kind: Rate, Help: "the broker process's mean CPU over the run, percent of one core (broker.metrics)", WholeRun: true},
+	{Name: BrokerRSSMax, Kind: Count, Help: "the broker process's largest resident memory, bytes (broker.metrics)", Unit: Bytes, WholeRun: true},
+	{Name: SelfCPUMax, Kind: Rate, Help: "mqplan's own CPU in its busiest second, percent of one core", WholeRun: true},
+	{Name: SelfRSSMax, Kind: Count, Help: "mqplan's own largest resident memory, bytes", Unit: Bytes, WholeRun: true},
 
-	{BrokerClientsMax, Count, "the most clients the broker said were connected (broker.metrics sys or prometheus)"},
-	{BrokerPublishReceived, Count, "PUBLISH packets the broker said it received during the run (broker.metrics sys or prometheus)"},
-	{BrokerPublishSent, Count, "PUBLISH packets the broker said it sent during the run (broker.metrics sys or prometheus)"},
-	{BrokerDropped, Count, "messages the broker said it dropped during the run (broker.metrics sys or prometheus)"},
-	{BrokerMemoryMax, Count, "the most memory the broker said it used, bytes (broker.metrics sys or prometheus)"},
-	{BrokerSubscriptionsMax, Count, "the most subscriptions the broker said it held (broker.metrics sys or prometheus)"},
+	{Name: BrokerClientsMax, Kind: Count, Help: "the most clients the broker said were connected (broker.metrics sys or prometheus)", WholeRun: true},
+	{Name: BrokerPublishReceived, Kind: Count, Help: "PUBLISH packets the broker said it received during the run (broker.metrics sys or prometheus)", WholeRun: true},
+	{Name: BrokerPublishSent, Kind: Count, Help: "PUBLISH packets the broker said it sent during the run (broker.metrics sys or prometheus)", WholeRun: true},
+	{Name: BrokerDropped, Kind: Count, Help: "messages the broker said it dropped during the run (broker.metrics sys or prometheus)", WholeRun: true},
+	{Name: BrokerMemoryMax, Kind: Count, Help: "the most memory the broker said it used, bytes (broker.metrics sys or prometheus)", Unit: Bytes, WholeRun: true},
+	{Name: BrokerSubscriptionsMax, Kind: Count, Help: "the most subscriptions the broker said it held (broker.metrics sys or prometheus)", WholeRun: true},
 }
 
 // aliases are the percentile shortcuts, in alphabetical order: "p99" is

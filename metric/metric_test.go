@@ -172,3 +172,28 @@ func TestCatalogueMatchesDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitsAndScopes checks the two properties thresholds type and scope
+// by: which counts are bytes (a size literal compares with them), and
+// which figures exist for the whole run only (never under groups. or
+// phases.): the broker's and mqplan's processes and the broker's own
+// counters, every broker.* and self.* metric.
+func TestUnitsAndScopes(t *testing.T) {
+	bytes := []Name{SentBytes, ReceivedBytes, BrokerRSSMax, SelfRSSMax, BrokerMemoryMax}
+	for _, m := range All() {
+		wantBytes := slices.Contains(bytes, m.Name)
+		if (m.Unit == Bytes) != wantBytes {
+			t.Errorf("%s: unit %q, want bytes %v", m.Name, m.Unit, wantBytes)
+		}
+		if m.Unit == Bytes && m.Kind != Count {
+			t.Errorf("%s: bytes must be a count (Go int), is a %s", m.Name, m.Kind)
+		}
+		fam, _, _ := m.Name.Split()
+		if wantWhole := fam == "broker" || fam == "self"; m.WholeRun != wantWhole {
+			t.Errorf("%s: WholeRun %v, want %v", m.Name, m.WholeRun, wantWhole)
+		}
+	}
+	if Bytes.String() != "bytes" || NoUnit.String() != "" {
+		t.Errorf("unit names: %q, %q", Bytes, NoUnit)
+	}
+}

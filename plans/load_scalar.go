@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/mqplan/mqplan/internal/bytesize"
 )
 
 // planDecimalRE is a plain decimal number: no hex, no Inf or NaN, which
@@ -52,68 +54,16 @@ func ParseRate(s string) (float64, error) {
 	return v / per, nil
 }
 
-// planSizeUnits maps a lower-cased size unit to its bytes.
-var planSizeUnits = map[string]int64{
-	"": 1, "b": 1,
-	"kb": 1000, "kib": 1 << 10,
-	"mb": 1000 * 1000, "mib": 1 << 20,
-	"gb": 1000 * 1000 * 1000, "gib": 1 << 30,
-}
-
-// sizeDigitsRE is the whole or the fractional part of a size's number:
-// digits, optionally grouped with _, or nothing.
-var sizeDigitsRE = regexp.MustCompile(`^(?:[0-9]+(?:_[0-9]+)*)?$`)
-
 // errNegativeSize is returned by ParseSize for sizes below zero.
-var errNegativeSize = errors.New("size must not be negative")
+var errNegativeSize = bytesize.ErrNegative
 
 // ParseSize parses a byte size: "1024", "512B", "1KB" (1000), "1KiB"
 // (1024), "1.5MB", with the units B, KB, KiB, MB, MiB, GB and GiB in any
 // case and an optional space before the unit. The result must be a whole
-// number of bytes; it is computed exactly, without floating point.
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	if strings.HasPrefix(t, "-") {
-		return 0, errNegativeSize
-	}
-	t = strings.TrimPrefix(t, "+")
-	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.' || t[i] == '_') {
-		i++
-	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	mult, ok := planSizeUnits[unit]
-	if !ok {
-		return 0, fmt.Errorf("size %q has an unknown unit %q: use B, KB, KiB, MB, MiB, GB or GiB", s, t[i:])
-	}
-	whole, frac, _ := strings.Cut(num, ".")
-	if whole == "" && frac == "" || !sizeDigitsRE.MatchString(whole) || !sizeDigitsRE.MatchString(frac) {
-		return 0, fmt.Errorf("size %q does not start with a number", s)
-	}
-	// _ separates digits, as in whole numbers (1_048_576).
-	whole, frac = strings.ReplaceAll(whole, "_", ""), strings.ReplaceAll(frac, "_", "")
-	if len(whole) > 15 || len(frac) > 9 {
-		return 0, fmt.Errorf("size %q has too many digits", s)
-	}
-	w, f, scale := int64(0), int64(0), int64(1)
-	if whole != "" {
-		w, _ = strconv.ParseInt(whole, 10, 64)
-	}
-	if frac != "" {
-		f, _ = strconv.ParseInt(frac, 10, 64)
-		for range len(frac) {
-			scale *= 10
-		}
-	}
-	if w > math.MaxInt64/mult {
-		return 0, fmt.Errorf("size %q is too large", s)
-	}
-	// f < 1e9 and mult <= 2^30, so f*mult fits in an int64.
-	if f*mult%scale != 0 {
-		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
-	}
-	return w*mult + f*mult/scale, nil
-}
+// number of bytes; it is computed exactly, without floating point. It is
+// internal/bytesize's reading, the one a threshold's size literal
+// (broker.rss.max < 2GiB) gets too.
+func ParseSize(s string) (int64, error) { return bytesize.Parse(s) }
 
 // planIntRE is a whole number, with optional _ between digits (1_000_000).
 var planIntRE = regexp.MustCompile(`^[+-]?[0-9]+(?:_[0-9]+)*$`)

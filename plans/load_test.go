@@ -393,6 +393,25 @@ func TestLoadValid(t *testing.T) {
 			},
 		},
 		{
+			// Size literals read as payload sizes read them, and whole-run
+			// metrics compile at the top level.
+			name: "thresholds with sizes",
+			file: "thresholds_sizes.yaml",
+			check: func(t *testing.T, p *Plan) {
+				expect(t, "publish.size", p.Groups[0].Publish.Size, 1024)
+				var exprs []string
+				for _, th := range p.Thresholds {
+					exprs = append(exprs, th.Expr)
+				}
+				expect(t, "thresholds", exprs, []string{"broker.rss.max < 2GiB", "self.rss.max < 200MiB and broker.memory.max < 1GiB",
+					"received_bytes / received <= 1KiB", "broker.rss.max < 2147483648", "broker.cpu.max < 80 and broker.dropped == 0"})
+				ths, errs := CompileThresholds(p)
+				if len(errs) > 0 || len(ths) != 5 {
+					t.Fatalf("CompileThresholds: %d compiled, errors %v", len(ths), errs)
+				}
+			},
+		},
+		{
 			name: "--set overrides, creating what is missing",
 			file: "minimal.yaml",
 			sets: []string{
@@ -499,6 +518,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad_merge", file: "bad_merge.yaml"},
 		{name: "bad_thresholds", file: "bad_thresholds.yaml"},
 		{name: "threshold_alternatives", file: "threshold_alternatives.yaml"},
+		{name: "threshold_sizes", file: "threshold_sizes.yaml"},
 		{name: "thresholds_not_list", file: "thresholds_not_list.yaml"},
 		{name: "bad_subscription_options", file: "bad_subscription_options.yaml"},
 		{name: "client_id_collisions", file: "client_id_collisions.yaml"},

@@ -287,6 +287,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 		"timeline_overflow":              "the timeline's length from durations, rates and counts",
 		"too_much_work":                  "the whole plan's budgets (clients x filters)",
 		"threshold_alternatives":         "the threshold language: an alternative of or that reads nothing of this run",
+		"threshold_sizes":                "the threshold language: size literals, their types, whole-run metrics under a scope",
 		"unset_var":                      "environment variables that are not set",
 	}
 	files, err := filepath.Glob(invalidDir + "/*.yaml")
@@ -472,6 +473,7 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`longer than the limit|more than the limit|reaches .* more than the limit`, "the timeline's and the plan's budgets, summed across fields"},
 		{`missing "duration"`, "duration required unless every publishing group has a count"},
 		{`reads nothing of this run`, "the threshold language"},
+		{`^bad number|with the size|which is not a number of bytes|is not a whole number of bytes|is a whole-run figure`, "the threshold language's literals, types and scopes (a schema sees a string)"},
 		{`second one starts here`, "a second YAML document"},
 	}
 	files, err := filepath.Glob(invalidDir + "/*.yaml")

@@ -352,6 +352,22 @@ func TestFormat(t *testing.T) {
 			t.Errorf("fmtValue(%v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+	sizes := []struct {
+		in   int64
+		want string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{1024, "1.0 KiB"},
+		{1536, "1.5 KiB"},
+		{1 << 20, "1.0 MiB"},
+		{2 << 30, "2048.0 MiB"},
+	}
+	for _, tc := range sizes {
+		if got := fmtBytes(tc.in); got != tc.want {
+			t.Errorf("fmtBytes(%d) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }
 
 // TestListenOnlyRates checks that a plan without publishers (mqplan sub)

@@ -35,6 +35,8 @@ func TestThresholds(t *testing.T) {
 		{"no samples fails", "p99 < 10ms", emptyStats, false, "no samples for latency.p99", "latency.p99=-"},
 		{"no samples fails even when negated", "not (p99 > 10ms)", emptyStats, false, "no samples", "latency.p99=-"},
 		{"a real zero count passes", "connect.failed == 0", emptyStats, true, "", "connect.failed=0"},
+		{"payload bytes against a size, shown as the table shows memory", "received_bytes < 8MB and sent_bytes >= 8MB", fullStats, true, "", "received_bytes=7.6 MiB sent_bytes=7.6 MiB"},
+		{"payload bytes above a binary size", "sent_bytes < 7.5MiB", fullStats, false, "false", "sent_bytes=7.6 MiB"},
 		{"dup rate of a publisher has no samples", "groups.pub.dup_rate < 0.01", fullStats, false, "no samples for groups.pub.dup_rate", "groups.pub.dup_rate=-"},
 	}
 	for _, tc := range tests {

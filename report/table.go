@@ -201,6 +201,19 @@ func writeProcesses(b *bytes.Buffer, r *Result) error {
 	return render(newTable(b, processesHead...), rows)
 }
 
+// fmtBytes writes a byte count as fmtMiB does from 1 MiB up, and below
+// it in KiB, to a tenth, or bytes, so that a small size does not show as
+// 0.0 MiB.
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<20 || n <= -1<<20:
+		return fmtMiB(n)
+	case n >= 1<<10 || n <= -1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
 // fmtMiB writes a byte count in MiB, to a tenth.
 func fmtMiB(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
@@ -246,13 +259,20 @@ func writeThresholds(b *bytes.Buffer, r *Result) error {
 }
 
 // measuredValues shows what a threshold read, as `p99=1.2ms dup_rate=0`,
-// with "-" for a metric that had no samples.
+// with "-" for a metric that had no samples, and a byte metric as the
+// table shows memory (`broker.rss.max=512.0 MiB`), so that it reads
+// beside the size the threshold wrote (< 2GiB).
 func measuredValues(vs []threshold.Value) string {
 	parts := make([]string, 0, len(vs))
 	for _, v := range vs {
 		val := absent
 		if !v.Missing {
 			val = fmtValue(v.Value)
+			if md, ok := metric.Lookup(string(v.Ref.Metric)); ok && md.Unit == metric.Bytes {
+				if n, ok := v.Value.(int); ok {
+					val = fmtBytes(int64(n))
+				}
+			}
 		}
 		parts = append(parts, v.Ref.String()+"="+val)
 	}

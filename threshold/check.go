@@ -45,6 +45,13 @@ type typ struct {
 	metric *metric.Metric
 	// spelled is the metric as written, for messages.
 	spelled string
+	// reads says the sub-expression reads a metric: a number that does
+	// not (1000, 2 * 1024) may stand for bytes beside a size, one that
+	// does (sent, recv_rate * 2) may not, since it counts something else.
+	reads bool
+	// size is the literal as written when the sub-expression is a size
+	// literal (2GiB), for messages.
+	size string
 }
 
 // kind is what a sub-expression evaluates to.
@@ -56,9 +63,21 @@ const (
 	kindFloat
 	kindDuration
 	kindBool
+	// kindBytes is a size: a size literal (2GiB) or a metric whose unit
+	// is metric.Bytes (broker.rss.max). Its value is a number of bytes.
+	kindBytes
 )
 
 func (k kind) numeric() bool { return k == kindInt || k == kindFloat }
+
+// constNumber reports whether t is a number that reads no metric, which
+// goes with a size as a number of bytes (broker.rss.max < 2000000000, as
+// thresholds were written before size literals).
+func (t typ) constNumber() bool { return t.kind.numeric() && !t.reads }
+
+// bytesLike reports whether t goes with a size: a size, or a constant
+// number of bytes.
+func (t typ) bytesLike() bool { return t.kind == kindBytes || t.constNumber() }
 
 // walk checks one node and returns its type; the first problem is kept in
 // c.err and every later call returns at once.
@@ -68,6 +87,9 @@ func (c *checker) walk(n ast.Node) typ {
 	}
 	switch n := n.(type) {
 	case *ast.IntegerNode:
+		if seg, ok := c.sizeAt(n.Location().From); ok {
+			return typ{kind: kindBytes, size: c.src[seg.srcByte:seg.srcByteEnd]}
+		}
 		return typ{kind: kindInt}
 	case *ast.FloatNode:
 		return typ{kind: kindFloat}
@@ -79,7 +101,10 @@ func (c *checker) walk(n ast.Node) typ {
 		if _, err := time.ParseDuration(n.Value); err == nil {
 			return c.fail(n.Location().From, "write a duration without quotes: %s", n.Value)
 		}
-		return c.fail(n.Location().From, "text %q cannot be compared; thresholds compare numbers and durations", n.Value)
+		if end, ok := matchSize(n.Value, 0); ok && end == len(n.Value) {
+			return c.fail(n.Location().From, "write a size without quotes: %s", n.Value)
+		}
+		return c.fail(n.Location().From, "text %q cannot be compared; thresholds compare numbers, durations and sizes", n.Value)
 	case *ast.IdentifierNode, *ast.MemberNode, *ast.ChainNode:
 		return c.metric(n)
 	case *ast.UnaryNode:
@@ -95,14 +120,17 @@ func (c *checker) walk(n ast.Node) typ {
 		if c.err != nil {
 			return typ{}
 		}
+		reads := cond.reads || a.reads || b.reads
 		switch {
 		case a.kind.numeric() && b.kind.numeric():
 			if a.kind == kindFloat || b.kind == kindFloat {
-				return typ{kind: kindFloat}
+				return typ{kind: kindFloat, reads: reads}
 			}
-			return typ{kind: kindInt}
+			return typ{kind: kindInt, reads: reads}
 		case a.kind == b.kind:
-			return typ{kind: a.kind}
+			return typ{kind: a.kind, reads: reads}
+		case a.kind == kindBytes && b.bytesLike() || b.kind == kindBytes && a.bytesLike():
+			return typ{kind: kindBytes, reads: reads}
 		}
 		return c.fail(start(n.Exp2), "both branches of ? : must have the same type, not %s and %s", a.describe(), b.describe())
 	case *ast.BuiltinNode:
@@ -156,10 +184,10 @@ func (c *checker) unary(n *ast.UnaryNode) typ {
 		if t.kind != kindBool {
 			return c.fail(start(n.Node), "%s needs a condition, not %s", n.Operator, t.describe())
 		}
-		return typ{kind: kindBool}
+		return typ{kind: kindBool, reads: t.reads}
 	case "-", "+":
-		if t.kind.numeric() {
-			return typ{kind: t.kind}
+		if t.kind.numeric() || t.kind == kindBytes {
+			return typ{kind: t.kind, reads: t.reads}
 		}
 		return c.fail(n.Location().From, "unary %s needs a number, not %s", n.Operator, t.describe())
 	}
@@ -183,7 +211,16 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 	if c.err != nil {
 		return typ{}
 	}
+	t := c.binaryType(n, l, r)
+	t.reads = l.reads || r.reads
+	return t
+}
+
+// binaryType is the type of a binary operation on operands of types l
+// and r, or the failure that explains why they do not go together.
+func (c *checker) binaryType(n *ast.BinaryNode, l, r typ) typ {
 	op := n.Operator
+	sizes := l.kind == kindBytes || r.kind == kindBytes
 	numeric := l.kind.numeric() && r.kind.numeric()
 	promoted := typ{kind: kindInt}
 	if l.kind == kindFloat || r.kind == kindFloat {
@@ -199,6 +236,9 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 		}
 		return typ{kind: kindBool}
 	case "==", "!=", "<", "<=", ">", ">=":
+		if sizes && l.bytesLike() && r.bytesLike() {
+			return typ{kind: kindBool}
+		}
 		if numeric || l.kind == kindDuration && r.kind == kindDuration ||
 			(op == "==" || op == "!=") && l.kind == kindBool && r.kind == kindBool {
 			if l.kind == kindBool {
@@ -214,6 +254,9 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 		if numeric {
 			return promoted
 		}
+		if sizes && l.bytesLike() && r.bytesLike() {
+			return typ{kind: kindBytes}
+		}
 		if l.kind == kindDuration && r.kind == kindDuration {
 			return typ{kind: kindDuration}
 		}
@@ -221,6 +264,13 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 	case "*":
 		if numeric {
 			return promoted
+		}
+		// A size times any number is a size: 100KB * broker.clients.max.
+		if l.kind == kindBytes && r.kind.numeric() || l.kind.numeric() && r.kind == kindBytes {
+			return typ{kind: kindBytes}
+		}
+		if l.kind == kindBytes && r.kind == kindBytes {
+			return c.fail(n.Location().From, "a size can only be multiplied by a number, not by another size")
 		}
 		// expr multiplies a duration by an integer exactly; by a float it
 		// would yield a float at run time while its checker says
@@ -242,6 +292,16 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 		if numeric {
 			return typ{kind: kindFloat}
 		}
+		switch {
+		case l.kind == kindBytes && r.kind.numeric():
+			// received_bytes / received: bytes per message, a size.
+			return typ{kind: kindBytes}
+		case l.kind == kindBytes && r.kind == kindBytes:
+			// broker.rss.max / baseline.broker.rss.max: a ratio.
+			return typ{kind: kindFloat}
+		case l.kind.numeric() && r.kind == kindBytes:
+			return c.fail(n.Location().From, "a number cannot be divided by a size; divide the size by the number instead")
+		}
 		if l.kind == kindDuration || r.kind == kindDuration {
 			return c.fail(n.Location().From, "durations cannot be divided; compare against a scaled duration instead (p99 < 2 * p50)")
 		}
@@ -262,8 +322,26 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 
 // mismatch reports operands that do not go together. A duration against a
 // number literal is the common slip (p99 < 10): the message points at the
-// number and suggests writing its unit.
+// number and suggests writing its unit. A size literal against anything
+// but a size (sent < 2GiB) points at the size and names the metrics it
+// goes with.
 func (c *checker) mismatch(n *ast.BinaryNode, l, r typ, verb string) typ {
+	for _, side := range []struct {
+		size, other typ
+		sizeNode    ast.Node
+	}{{l, r, n.Left}, {r, l, n.Right}} {
+		if side.size.kind != kindBytes || side.other.kind == kindBytes {
+			continue
+		}
+		if side.size.size != "" {
+			return c.fail(start(side.sizeNode), "cannot %s %s with the size %s; sizes go with byte metrics (%s) and numbers",
+				verb, side.other.describe(), side.size.size, byteMetrics)
+		}
+		if side.other.kind.numeric() && side.other.reads {
+			return c.fail(n.Location().From, "cannot %s %s with %s, which is not a number of bytes; divide the size by it instead, e.g. broker.rss.max / broker.clients.max < 100KB",
+				verb, side.size.describe(), side.other.describe())
+		}
+	}
 	for _, side := range []struct {
 		dur, num  typ
 		numNode   ast.Node
@@ -356,6 +434,17 @@ func (c *checker) metric(n ast.Node) typ {
 	if !ok {
 		return typ{}
 	}
+	if md.WholeRun && ref.Scope != Top {
+		// The broker's and mqplan's processes and the broker's own
+		// counters are not split by group or phase: scoped, the metric
+		// could only fail "no samples" after the run was paid for.
+		bare := md.Name
+		if ref.Baseline {
+			bare = BaselineRoot + "." + bare
+		}
+		return c.fail(rest[0].at, "%s is a whole-run figure, not measured per %s: write %s, without %s%s.",
+			md.Name, map[Scope]string{Groups: "group", Phases: "phase"}[ref.Scope], bare, ref.Scope, memberSyntax(ref.Name))
+	}
 	ref.Metric = md.Name
 	found := false
 	for _, r := range c.reads {
@@ -380,11 +469,13 @@ func (c *checker) metric(n ast.Node) typ {
 	if ref.Baseline {
 		spelled = BaselineRoot + "." + spelled
 	}
-	t := typ{kind: kindInt, metric: &md, spelled: spelled}
-	switch md.Kind {
-	case metric.Rate, metric.Fraction:
+	t := typ{kind: kindInt, metric: &md, spelled: spelled, reads: true}
+	switch {
+	case md.Unit == metric.Bytes:
+		t.kind = kindBytes
+	case md.Kind == metric.Rate, md.Kind == metric.Fraction:
 		t.kind = kindFloat
-	case metric.Duration:
+	case md.Kind == metric.Duration:
 		t.kind = kindDuration
 	}
 	return t
@@ -503,3 +594,25 @@ func deeperMembers(prefix string) []string {
 	}
 	return out
 }
+
+// sizeAt finds the size literal the rewrite put at rune offset at of the
+// rewritten text (where expr's integer node starts), if any.
+func (c *checker) sizeAt(at int) (segment, bool) {
+	for _, s := range c.rw.segs {
+		if s.size && s.outRune == at {
+			return s, true
+		}
+	}
+	return segment{}, false
+}
+
+// byteMetrics lists the metrics a size compares with, for messages.
+var byteMetrics = func() string {
+	var names []string
+	for _, md := range metric.All() {
+		if md.Unit == metric.Bytes {
+			names = append(names, string(md.Name))
+		}
+	}
+	return strings.Join(names, ", ")
+}()

@@ -31,7 +31,8 @@ type Env struct {
 	phases   []string
 	phaseSet map[string]bool
 	types    types.Map
-	metrics  types.Map // one scope's metrics (shared by every group and phase)
+	metrics  types.Map // the top scope's metrics
+	scoped   types.Map // one group's or phase's: no whole-run metric (shared by all)
 }
 
 // NewEnv builds the environment for scopes. Every level is a types.Map,
@@ -41,7 +42,7 @@ type Env struct {
 // the same expression as `any` and let it evaluate to nil at run time.
 func NewEnv(s Scopes) *Env {
 	e := &Env{groupSet: map[string]bool{}, phaseSet: map[string]bool{}}
-	metrics := metricTypes()
+	metrics, scoped := metricTypes(false), metricTypes(true)
 	groups := types.Map{}
 	for _, g := range s.Groups {
 		if e.groupSet[g] {
@@ -49,7 +50,7 @@ func NewEnv(s Scopes) *Env {
 		}
 		e.groupSet[g] = true
 		e.groups = append(e.groups, g)
-		groups[g] = metrics
+		groups[g] = scoped
 	}
 	phases := types.Map{}
 	for _, name := range s.Phases {
@@ -58,9 +59,9 @@ func NewEnv(s Scopes) *Env {
 		}
 		e.phaseSet[name] = true
 		e.phases = append(e.phases, name)
-		phases[name] = metrics
+		phases[name] = scoped
 	}
-	e.metrics = metrics
+	e.metrics, e.scoped = metrics, scoped
 	e.types = scopeTypes(metrics, groups, phases)
 	return e
 }
@@ -80,10 +81,15 @@ var durationType = types.TypeOf(time.Duration(0))
 
 // metricTypes is one scope's metrics as a types.Map: leaves and aliases at
 // the top, each family (latency, ack, ...) as a nested types.Map, and
-// each further dot (broker.cpu.max) one level deeper.
-func metricTypes() types.Map {
+// each further dot (broker.cpu.max) one level deeper. A group's or a
+// phase's (scoped) has no whole-run metric (metric.Metric.WholeRun), so
+// that expr's own check refuses groups.sub.broker.cpu.max too.
+func metricTypes(scoped bool) types.Map {
 	m := types.Map{}
 	for _, md := range metric.All() {
+		if scoped && md.WholeRun {
+			continue
+		}
 		// A name with several dots (broker.cpu.max) nests as deep.
 		parts := strings.Split(string(md.Name), ".")
 		at := m
@@ -128,6 +134,12 @@ func (e *Env) Compile(src string) (*Threshold, *Error) {
 	// is caught here so that duration() cannot fail at run time.
 	for _, s := range c.rw.segs {
 		lit := src[s.srcByte:s.srcByteEnd]
+		if s.size {
+			if s.sizeErr != nil {
+				return nil, c.errAt(s.srcRune, "%s", sizeMessage(lit, s.sizeErr))
+			}
+			continue
+		}
 		if _, err := time.ParseDuration(lit); err != nil {
 			return nil, c.errAt(s.srcRune, "duration %s is out of range", lit)
 		}
@@ -269,9 +281,9 @@ func (e *Env) narrowed(reads []Ref) types.Map {
 			continue
 		}
 		if r.Baseline {
-			usedBase[r.Name] = e.metrics
+			usedBase[r.Name] = e.scoped
 		} else {
-			used[r.Name] = e.metrics
+			used[r.Name] = e.scoped
 		}
 	}
 	phases := e.types[string(Phases)].(types.Map)

@@ -1,18 +1,24 @@
 package threshold
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mqplan/mqplan/internal/bytesize"
 )
 
-// Duration literals.
+// Duration and size literals.
 //
-// expr has no duration literals (it reads 10ms as a malformed number), so
-// before parsing, every number+unit token outside string literals and
-// comments is rewritten into a call of expr's duration builtin:
-// 10ms → duration("10ms"). The segments of the rewrite are kept so that a
-// column in the rewritten text maps back to the user's text.
+// expr has no duration or size literals (it reads 10ms and 2GiB as
+// malformed numbers), so before parsing, every number+unit token outside
+// string literals and comments is rewritten: a duration into a call of
+// expr's duration builtin, 10ms → duration("10ms"), a size into its whole
+// number of bytes, 2GiB → 2147483648 (read by internal/bytesize, as a
+// plan's payload size is), which the checker then types as a size by its
+// position. The segments of the rewrite are kept so that a column in the
+// rewritten text maps back to the user's text.
 
 const (
 	durPrefix = `duration("`
@@ -29,6 +35,22 @@ type segment struct {
 	srcByte, srcByteEnd int
 	srcRune, srcRuneEnd int
 	outRune, outRuneEnd int
+	// size marks a size literal, rewritten to its bytes (the digits of
+	// bytes); sizeErr is why it is not a size (not a whole number of
+	// bytes, too large), for Compile to report at its position, the
+	// literal then being rewritten to 0.
+	size    bool
+	bytes   int64
+	sizeErr error
+}
+
+// prefix is the number of runes the rewrite puts before the literal's
+// own text: duration(" for a duration, none for a size.
+func (s segment) prefix() int {
+	if s.size {
+		return 0
+	}
+	return len(durPrefix)
 }
 
 // rewrite is the result of rewriting one expression.
@@ -128,6 +150,11 @@ func rewriteDurations(src string) rewrite {
 			adv()
 		case c >= '0' && c <= '9' || c == '.' && next >= '0' && next <= '9':
 			endB, endR, ok := matchDuration(src, i, r)
+			isSize := false
+			if !ok {
+				endB, ok = matchSize(src, i)
+				endR, isSize = r+(endB-i), ok // a size is ASCII
+			}
 			if !ok {
 				skipNumber(src, &i, &r)
 				break
@@ -135,10 +162,21 @@ func rewriteDurations(src string) rewrite {
 			out.WriteString(src[copied:i])
 			outRunes += r - cr
 			seg := segment{srcByte: i, srcByteEnd: endB, srcRune: r, srcRuneEnd: endR, outRune: outRunes}
-			out.WriteString(durPrefix)
-			out.WriteString(src[i:endB])
-			out.WriteString(durSuffix)
-			outRunes += len(durPrefix) + (endR - r) + len(durSuffix)
+			if isSize {
+				seg.size = true
+				seg.bytes, seg.sizeErr = bytesize.Parse(src[i:endB])
+				if seg.sizeErr != nil {
+					seg.bytes = 0
+				}
+				digits := strconv.FormatInt(seg.bytes, 10)
+				out.WriteString(digits)
+				outRunes += len(digits)
+			} else {
+				out.WriteString(durPrefix)
+				out.WriteString(src[i:endB])
+				out.WriteString(durSuffix)
+				outRunes += len(durPrefix) + (endR - r) + len(durSuffix)
+			}
 			seg.outRuneEnd = outRunes
 			rw.segs = append(rw.segs, seg)
 			i, r = endB, endR
@@ -200,6 +238,42 @@ func matchDuration(src string, i, r int) (endB, endR int, ok bool) {
 		}
 		return i, r, true
 	}
+}
+
+// matchSize matches a size literal at byte i: digits (grouped with _ as
+// expr groups them, 1_000KB), an optional fraction (1.5GiB, .5KiB), then a
+// size unit of internal/bytesize in any case (B, KB, KiB, MB, MiB, GB, GiB)
+// that does not run on into an identifier character (2GiBx is not a size).
+// Whether the number is a whole number of bytes is bytesize.Parse's to
+// say. Tried after matchDuration, so 1m and 1ms stay durations.
+func matchSize(src string, i int) (endB int, ok bool) {
+	digits := func() int {
+		n := 0
+		for i < len(src) && (src[i] >= '0' && src[i] <= '9' || src[i] == '_' && n > 0 && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9') {
+			i++
+			n++
+		}
+		return n
+	}
+	n := digits()
+	if i+1 < len(src) && src[i] == '.' && src[i+1] >= '0' && src[i+1] <= '9' {
+		i++
+		n += digits()
+	}
+	if n == 0 {
+		return 0, false
+	}
+	u := i
+	for u < len(src) && (src[u] >= 'a' && src[u] <= 'z' || src[u] >= 'A' && src[u] <= 'Z') {
+		u++
+	}
+	if !bytesize.IsUnit(src[i:u]) {
+		return 0, false
+	}
+	if d, _ := utf8.DecodeRuneInString(src[u:]); u < len(src) && d != utf8.RuneError && isAlnum(d) {
+		return 0, false
+	}
+	return u, true
 }
 
 // skipNumber skips a number that is not a duration the way expr's lexer
@@ -272,7 +346,7 @@ func (rw *rewrite) srcOffset(out int) int {
 			break
 		}
 		if out < s.outRuneEnd {
-			k := out - s.outRune - len(durPrefix)
+			k := out - s.outRune - s.prefix()
 			switch {
 			case k < 0:
 				return s.srcRune

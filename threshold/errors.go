@@ -12,6 +12,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 
+	"github.com/mqplan/mqplan/internal/bytesize"
 	"github.com/mqplan/mqplan/metric"
 )
 
@@ -108,7 +109,7 @@ func (c *checker) exprError(err error) *Error {
 			if q, err := strconv.Unquote(tok); err == nil {
 				from = max(from-utf8.RuneCountInString(q)+1, 0)
 			}
-			msg = "bad number " + tok + "; durations are written like 10ms, 1.5s or 1m30s"
+			msg = "bad number " + tok + "; " + literalHint(tok)
 		}
 		at = c.rw.srcOffset(from)
 	}
@@ -125,13 +126,36 @@ func (c *checker) exprError(err error) *Error {
 			tok = sm[2]
 		}
 		msg = fmt.Sprintf("unexpected %q", tok)
-		if sm[1] == "Identifier" && isUnit(tok) && c.digitBefore(at) {
-			msg += "; write a duration without a space, e.g. 10ms"
+		if sm[1] == "Identifier" && c.digitBefore(at) {
+			switch {
+			case isUnit(tok):
+				msg += "; write a duration without a space, e.g. 10ms"
+			case bytesize.IsUnit(tok):
+				msg += "; write a size without a space, e.g. 2GiB"
+			}
 		}
 	default:
 		msg = typeWords(msg)
 	}
 	return c.errAt(at, "%s", msg)
+}
+
+// literalHint says how literals are written, for a number that runs into
+// letters: the size forms when the letters start like a size unit (2G,
+// 10K, 5M: GB or GiB meant), else the duration forms (10x, 1e3s).
+func literalHint(tok string) string {
+	q, err := strconv.Unquote(tok)
+	if err != nil {
+		q = tok
+	}
+	i := strings.IndexFunc(q, unicode.IsLetter)
+	if i >= 0 {
+		// m alone is a minute (1mx): only mb and mi start a size.
+		if u := q[i:]; strings.ContainsRune("KkGgMBb", rune(u[0])) || strings.HasPrefix(u, "mb") || strings.HasPrefix(u, "mi") {
+			return "sizes are written like 512B, 10KB (10×1000 bytes) or 2GiB (2×1024³ bytes)"
+		}
+	}
+	return "durations are written like 10ms, 1.5s or 1m30s"
 }
 
 // typeWords replaces Go type names in expr's messages with the words of
@@ -161,15 +185,18 @@ func notACondition(t typ) string {
 		return "the threshold must be a condition (true or false), but it is " + t.describe()
 	}
 	example := " > 0"
-	switch t.metric.Kind {
-	case metric.Duration:
+	kind := t.metric.Kind.String()
+	switch {
+	case t.metric.Unit == metric.Bytes:
+		example, kind = " < 1GiB", "size"
+	case t.metric.Kind == metric.Duration:
 		example = " < 10ms"
-	case metric.Rate:
+	case t.metric.Kind == metric.Rate:
 		example = " >= 100"
-	case metric.Fraction:
+	case t.metric.Kind == metric.Fraction:
 		example = " < 0.01"
 	}
-	return fmt.Sprintf("%s is a %s, not a condition; compare it, e.g. %s%s", t.spelled, t.metric.Kind, t.spelled, example)
+	return fmt.Sprintf("%s is a %s, not a condition; compare it, e.g. %s%s", t.spelled, kind, t.spelled, example)
 }
 
 // numberLiteral returns the text of a (possibly signed) number literal.
@@ -199,11 +226,32 @@ func (t typ) describe() string {
 		what = "a duration"
 	case kindBool:
 		what = "a condition"
+	case kindBytes:
+		what = "a size"
 	default:
 		what = "an invalid value"
 	}
 	if t.metric != nil {
+		if t.metric.Unit == metric.Bytes {
+			return fmt.Sprintf("%s (a size)", t.spelled)
+		}
 		return fmt.Sprintf("%s (a %s)", t.spelled, t.metric.Kind)
 	}
+	if t.size != "" {
+		return "the size " + t.size
+	}
 	return what
+}
+
+// sizeMessage words why a size literal is not a size (bytesize.Parse's
+// error names the text quoted, as a plan value; here it is the literal).
+func sizeMessage(lit string, err error) string {
+	msg := err.Error()
+	switch {
+	case strings.HasSuffix(msg, "is not a whole number of bytes"):
+		return fmt.Sprintf("size %s is not a whole number of bytes", lit)
+	case strings.HasSuffix(msg, "is too large"), strings.HasSuffix(msg, "has too many digits"):
+		return fmt.Sprintf("size %s is out of range", lit)
+	}
+	return fmt.Sprintf("size %s: %s", lit, msg)
 }

@@ -5,7 +5,8 @@
 //
 // The language is a small, checked subset of expr-lang
 // (https://expr-lang.org): metric names, numbers, Go duration literals
-// (10ms, 1.5s, 1m30s), comparisons (== != < <= > >=), and or not (also
+// (10ms, 1.5s, 1m30s), size literals (512B, 10KB = 10×1000 bytes, 2GiB =
+// 2×1024³ bytes, read as a plan's payload size is), comparisons (== != < <= > >=), and or not (also
 // && || !), arithmetic (+ - * / % **), parentheses, the conditional
 // `a ? b : c`, and duration("10ms"). Everything else expr offers
 // (variables, lists, maps, predicates, other functions, $env) is refused
@@ -13,9 +14,12 @@
 // that Reads does not list, or fail only at run time, after the load test
 // has been paid for.
 //
-// Compiling goes by stage, a file each: the duration-literal rewriter
-// (durations.go) makes 10ms something expr parses; the checker (check.go)
-// walks expr's syntax tree, resolves names and types every operand;
+// Compiling goes by stage, a file each: the literal rewriter
+// (durations.go) makes 10ms and 2GiB something expr parses; the checker
+// (check.go) walks expr's syntax tree, resolves names, refuses a
+// whole-run metric (metric.Metric.WholeRun) under a group or phase, and
+// types every operand: a duration goes with durations, a size with byte
+// metrics (metric.Bytes) and plain numbers, never with counts or rates;
 // compile.go holds the compile-time scopes and hands the checked text to
 // expr; errors.go words what went wrong, at a rune offset within the
 // expression; names.go spells names and suggests the one meant. This file

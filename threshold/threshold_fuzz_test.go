@@ -25,12 +25,18 @@ var thFuzzSeeds = []string{
 	"/* unterminated 10ms",
 	"p99 < 1s \xff\xfe 2s",
 	"é1s 1sé ١s",
+	"m < 2GiB + 1.5MiB + .5KiB + 1_000KB + 512B + 1kib + 1Mb or 2GiBx or 2G or 0x1b or 1e3KB or 1.0001KB or 1m or 1mb",
 }
 
-// thLiteralRe is the grammar of a rewritten literal: (number unit)+.
-var thLiteralRe = regexp.MustCompile(`^(?:(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
+// thLiteralRe is the grammar of a rewritten duration literal: (number
+// unit)+; thSizeRe of a size literal: a number (digits grouped by _) and
+// one size unit, in any case.
+var (
+	thLiteralRe = regexp.MustCompile(`^(?:(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
+	thSizeRe    = regexp.MustCompile(`^(?:[0-9]+(?:_[0-9]+)*(?:\.[0-9]+(?:_[0-9]+)*)?|\.[0-9]+(?:_[0-9]+)*)(?i:b|kb|kib|mb|mib|gb|gib)$`)
+)
 
-// FuzzThresholdRewrite checks that the duration rewriter never panics,
+// FuzzThresholdRewrite checks that the literal rewriter never panics,
 // preserves everything outside number+unit tokens byte for byte, maps
 // every column of its output inside the source, rewrites only well-formed
 // literals that do not touch an identifier, and leaves its own output alone.
@@ -43,7 +49,10 @@ func FuzzThresholdRewrite(f *testing.F) {
 		checkRewrite(t, src, rw)
 		for _, s := range rw.segs {
 			lit := src[s.srcByte:s.srcByteEnd]
-			if !thLiteralRe.MatchString(lit) {
+			if s.size && !thSizeRe.MatchString(lit) {
+				t.Fatalf("rewrote %q, which is not a size literal, in %q", lit, src)
+			}
+			if !s.size && !thLiteralRe.MatchString(lit) {
 				t.Fatalf("rewrote %q, which is not a duration literal, in %q", lit, src)
 			}
 			if lit[0] != '.' {
@@ -75,12 +84,18 @@ func FuzzThresholdCompile(f *testing.F) {
 		// Alternatives that read nothing of this run.
 		"p99 > 1h or baseline.p99 >= 0ms", "p99 > 1h or 0 < 1", "not (p99 > 1h and (1 < 2))",
 		"baseline.sent > 0 ? p99 < 1s : true", "(baseline.p99 > 1ms ? p99 : 0ms) < 10ms", "(p99 > 1h) != (0 < 1) or false",
+		// Sizes, and whole-run metrics in scopes.
+		"broker.rss.max < 2GiB", "self.rss.max < 200MiB", "broker.memory.max < 1GiB", "sent < 2GiB", "p99 < 1KB",
+		"broker.rss.max < 1.0001KB", "broker.rss.max < 9999999999GiB", "broker.rss.max < 2G", "broker.rss.max < 2 GiB",
+		"received_bytes / received <= 1KiB", "1 / broker.rss.max > 0", "broker.rss.max < 100KB * broker.clients.max",
+		"broker.rss.max / baseline.broker.rss.max < 1.1", "broker.rss.max < (sent > 0 ? 1GiB : 0)", "-1KB < sent_bytes % 2",
+		"groups.sub.broker.cpu.max < 80", "phases.steady.broker.dropped == 0", "groups.sub.self.cpu.max < 100",
 	} {
 		f.Add(s)
 	}
 	m := Measured{
 		Top: metric.Set{"latency.p99": time.Millisecond, "latency.p50": time.Microsecond, "sent": 10, "received": 0,
-			"loss_rate": 0.5, "recv_rate": 100.0, "ack.max": time.Second},
+			"loss_rate": 0.5, "recv_rate": 100.0, "ack.max": time.Second, "broker.rss.max": 1 << 30, "received_bytes": 5000},
 		Groups: map[string]metric.Set{"sub": {"sent": 1, "latency.p99": time.Millisecond}},
 	}
 	env := NewEnv(Scopes{Groups: []string{"sub", "my-group"}, Phases: testPhases})

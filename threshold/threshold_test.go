@@ -2,11 +2,13 @@ package threshold
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/internal/bytesize"
 	"github.com/mqplan/mqplan/metric"
 )
 
@@ -77,6 +79,20 @@ func TestThresholdRewrite(t *testing.T) {
 		{"dot then letter ends", "1s.x", `duration("1s").x`},
 		{"empty", "", ""},
 		{"invalid utf-8 kept", "p99 < 1s \xff", "p99 < duration(\"1s\") \xff"},
+		{"size GiB", "broker.rss.max < 2GiB", "broker.rss.max < 2147483648"},
+		{"size KB is decimal", "m < 10KB", "m < 10000"},
+		{"size bytes", "m < 512B", "m < 512"},
+		{"size any case", "m < 1kib + 1Mb", "m < 1024 + 1000000"},
+		{"size fraction", "m < 1.5MiB", "m < 1572864"},
+		{"size leading fraction", "m < .5KiB", "m < 512"},
+		{"size underscores", "m < 1_000KB", "m < 1000000"},
+		{"size beside durations", "p99 < 1m and m < 1mb and p50 < 1ms", `p99 < duration("1m") and m < 1000000 and p50 < duration("1ms")`},
+		{"size not whole is rewritten to 0", "m < 1.0001KB", "m < 0"},
+		{"size run on", "m < 2GiBx", "m < 2GiBx"},
+		{"size unit unknown", "m < 2G", "m < 2G"},
+		{"size in a string", `groups["2GiB"].sent > 0`, `groups["2GiB"].sent > 0`},
+		{"hex is not a size", "m < 0x1b", "m < 0x1b"},
+		{"exponent is not a size", "m < 1e3KB", "m < 1e3KB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +156,12 @@ func checkRewrite(t *testing.T, src string, rw rewrite) {
 		outB += len(plain)
 		lit := src[s.srcByte:s.srcByteEnd]
 		call := durPrefix + lit + durSuffix
+		if s.size {
+			call = strconv.FormatInt(s.bytes, 10)
+			if want, err := bytesize.Parse(lit); err == nil && want != s.bytes || err != nil && s.bytes != 0 {
+				t.Fatalf("segment %+v: %q rewritten to %d bytes", s, lit, s.bytes)
+			}
+		}
 		if !strings.HasPrefix(rw.out[outB:], call) {
 			t.Fatalf("segment %+v: out %q does not hold %q", s, rw.out[outB:], call)
 		}
@@ -226,7 +248,7 @@ func TestCompileThresholdErrors(t *testing.T) {
 		{"duration divided", "p99 / 2 < 1s", 9, "durations cannot be divided; compare against a scaled duration instead (p99 < 2 * p50)"},
 		{"negative duration", "p99 > -1s", 11, "unary - needs a number, not a duration"},
 		{"quoted duration", `p99 < "10ms"`, 11, "write a duration without quotes: 10ms"},
-		{"string", `p99 < "x"`, 11, `text "x" cannot be compared; thresholds compare numbers and durations`},
+		{"string", `p99 < "x"`, 11, `text "x" cannot be compared; thresholds compare numbers, durations and sizes`},
 		{"space before unit", "p99 < 10 ms", 14, `unexpected "ms"; write a duration without a space, e.g. 10ms`},
 		{"unexpected end", "sent > 0 and", 16, "unexpected end of expression"},
 		{"out of range duration", "p99 < 1 or p99 < 9999999h", 22, "duration 9999999h is out of range"},
@@ -239,7 +261,30 @@ func TestCompileThresholdErrors(t *testing.T) {
 		{"in", "sent in [1, 2]", 10, "operator in is not supported in thresholds"},
 		{"three-part name, unknown leaf", "broker.cpu.mx > 1", 16, `unknown metric "broker.cpu.mx"; did you mean "broker.cpu.max"?`},
 		{"three-part name, stopped short", "broker.cpu > 1", 12, "broker.cpu is a family of metrics; name one of broker.cpu.{max,mean}"},
-		{"no size literals: sizes are numbers of bytes", "broker.rss.max < 2GiB", 22, `bad number "2G"; durations are written like 10ms, 1.5s or 1m30s`},
+		{"size without its B", "broker.rss.max < 2G", 22, `bad number "2G"; sizes are written like 512B, 10KB (10×1000 bytes) or 2GiB (2×1024³ bytes)`},
+		{"size against a count", "sent < 2GiB", 12, "cannot compare sent (a count) with the size 2GiB; sizes go with byte metrics (sent_bytes, received_bytes, broker.rss.max, self.rss.max, broker.memory.max) and numbers"},
+		{"size against a duration", "1KB > p99", 5, "cannot compare p99 (a duration) with the size 1KB; sizes go with byte metrics (sent_bytes, received_bytes, broker.rss.max, self.rss.max, broker.memory.max) and numbers"},
+		{"size against a rate", "recv_rate >= 1MB", 18, "cannot compare recv_rate (a rate) with the size 1MB; sizes go with byte metrics (sent_bytes, received_bytes, broker.rss.max, self.rss.max, broker.memory.max) and numbers"},
+		{"size against a scoped count", "groups.sub.received > 10KiB", 27, "cannot compare groups.sub.received (a count) with the size 10KiB; sizes go with byte metrics (sent_bytes, received_bytes, broker.rss.max, self.rss.max, broker.memory.max) and numbers"},
+		{"size plus a count", "sent + 1KB > 0", 12, "cannot add sent (a count) with the size 1KB; sizes go with byte metrics (sent_bytes, received_bytes, broker.rss.max, self.rss.max, broker.memory.max) and numbers"},
+		{"byte metric against a count", "broker.rss.max < sent", 20, "cannot compare broker.rss.max (a size) with sent (a count), which is not a number of bytes; divide the size by it instead, e.g. broker.rss.max / broker.clients.max < 100KB"},
+		{"byte metric against a duration", "p99 > self.rss.max", 9, "cannot compare p99 (a duration) with self.rss.max (a size)"},
+		{"size times a size", "broker.rss.max < 1KB * 1KB", 26, "a size can only be multiplied by a number, not by another size"},
+		{"number divided by a size", "1 / broker.memory.max < 2", 7, "a number cannot be divided by a size; divide the size by the number instead"},
+		{"size times a duration", "broker.rss.max < 1KB * 1s", 26, "a duration can only be multiplied by a number"},
+		{"size alone", "broker.memory.max", 5, "broker.memory.max is a size, not a condition; compare it, e.g. broker.memory.max < 1GiB"},
+		{"size not whole bytes", "broker.rss.max < 1.0001KB", 22, "size 1.0001KB is not a whole number of bytes"},
+		{"size out of range", "broker.rss.max < 9999999999GiB", 22, "size 9999999999GiB is out of range"},
+		{"quoted size", `broker.rss.max < "2GiB"`, 22, "write a size without quotes: 2GiB"},
+		{"space before size unit", "broker.rss.max < 2 GiB", 24, `unexpected "GiB"; write a size without a space, e.g. 2GiB`},
+		{"size run on", "broker.rss.max < 2GiBx", 22, `bad number "2G"; sizes are written like 512B, 10KB (10×1000 bytes) or 2GiB (2×1024³ bytes)`},
+		{"ternary of a size and a count", "broker.rss.max < (sent > 0 ? 1GiB : sent)", 41, "both branches of ? : must have the same type, not the size 1GiB and sent (a count)"},
+		{"percent of a size", "broker.rss.max % 2 == 0", 20, "% needs two whole numbers, not broker.rss.max (a size) and a number"},
+		{"broker cpu under a group", "groups.sub.broker.cpu.max < 80", 16, "broker.cpu.max is a whole-run figure, not measured per group: write broker.cpu.max, without groups.sub."},
+		{"broker dropped under a phase", "phases.steady.broker.dropped == 0", 19, "broker.dropped is a whole-run figure, not measured per phase: write broker.dropped, without phases.steady."},
+		{"self cpu under a quoted group", `groups["my-group"].self.cpu.max < 100`, 24, `self.cpu.max is a whole-run figure, not measured per group: write self.cpu.max, without groups["my-group"].`},
+		{"baseline broker under a group", "broker.rss.max < baseline.groups.pub.broker.rss.max", 42, "broker.rss.max is a whole-run figure, not measured per group: write baseline.broker.rss.max, without groups.pub."},
+		{"broker memory under a phase, in a size comparison", "phases.drain.broker.memory.max < 1GiB", 18, "broker.memory.max is a whole-run figure, not measured per phase: write broker.memory.max, without phases.drain."},
 		{"field of a literal", "(1).x > 0", 6, "only metric names have fields"},
 		{"field of a duration", "1s.x > 0", 5, "only metric names have fields"},
 		{"optional member", "groups?.sub.p99 < 1s", 13, "?. is not supported: a metric name either exists or is an error"},
@@ -347,6 +392,17 @@ func TestCompileThresholdValid(t *testing.T) {
 		{"comment", "p99 < 1s // 10ms would be strict", []string{"latency.p99"}},
 		{"multi-line", "p99 < 1s and\n  loss_rate == 0", []string{"latency.p99", "loss_rate"}},
 		{"every unit", "p99 < 1ns + 1us + 1µs + 1μs + 1ms + 1s + 1m + 1h", []string{"latency.p99"}},
+		{"issue 9's memory threshold", "broker.rss.max < 2GiB", []string{"broker.rss.max"}},
+		{"every size unit", "broker.memory.max < 1B + 1KB + 1KiB + 1MB + 1MiB + 1GB + 1GiB + 1kib + 1mb", []string{"broker.memory.max"}},
+		{"size with a fraction and underscores", "self.rss.max < 1.5GiB and self.rss.max > 1_000KB and sent_bytes > .5KiB", []string{"self.rss.max", "sent_bytes"}},
+		{"byte metric against a plain number, as before sizes", "broker.rss.max < 2147483648 and broker.rss.max < 2 * 1024 * 1024 * 1024", []string{"broker.rss.max"}},
+		{"size arithmetic", "broker.rss.max - self.rss.max < 1GiB + 512MiB and -1KB < received_bytes", []string{"broker.rss.max", "self.rss.max", "received_bytes"}},
+		{"size times a count", "broker.rss.max < 100KB * broker.clients.max + 50MiB", []string{"broker.rss.max", "broker.clients.max"}},
+		{"size per count is a size", "received_bytes / received <= 1KiB and broker.rss.max / broker.clients.max < 100KB", []string{"received_bytes", "received", "broker.rss.max", "broker.clients.max"}},
+		{"size ratio is a number", "broker.rss.max / baseline.broker.rss.max < 1.1 and broker.rss.max <= baseline.broker.rss.max * 1.10", []string{"broker.rss.max", "baseline.broker.rss.max"}},
+		{"size ternary", "broker.rss.max < (sent > 0 ? 1GiB : 0)", []string{"broker.rss.max", "sent"}},
+		{"1m and 1ms stay durations beside sizes", "p99 < 1m and p99 < 1ms and broker.rss.max < 1mb", []string{"latency.p99", "broker.rss.max"}},
+		{"whole-run metrics at the top", "broker.cpu.max < 80 and broker.dropped == 0 and self.cpu.max < 100 and broker.publish.received >= sent", []string{"broker.cpu.max", "broker.dropped", "self.cpu.max", "broker.publish.received", "sent"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -446,6 +502,14 @@ func TestThresholdEval(t *testing.T) {
 		{"three-part name fails", "broker.cpu.max < 70", Measured{Top: metric.Set{"broker.cpu.max": 75.5}}, false, "false"},
 		{"bytes as arithmetic", "broker.rss.max < 2 * 1024 * 1024 * 1024 and self.rss.max < 2147483648", Measured{Top: metric.Set{"broker.rss.max": 1 << 30, "self.rss.max": 1 << 29}}, true, ""},
 		{"process metrics absent", "broker.rss.max < 2147483648", m, false, "no samples for broker.rss.max"},
+		{"size GiB passes", "broker.rss.max < 2GiB", Measured{Top: metric.Set{"broker.rss.max": 2<<30 - 1}}, true, ""},
+		{"size GiB fails at its bytes", "broker.rss.max < 2GiB", Measured{Top: metric.Set{"broker.rss.max": 2 << 30}}, false, "false"},
+		{"size GB is decimal", "broker.memory.max < 2GB", Measured{Top: metric.Set{"broker.memory.max": 2_000_000_001}}, false, "false"},
+		{"size GB passes below 10^9 × 2", "broker.memory.max <= 2GB", Measured{Top: metric.Set{"broker.memory.max": 2_000_000_000}}, true, ""},
+		{"size per count", "received_bytes / received <= 1KiB", Measured{Top: metric.Set{"received_bytes": 1024 * 1000, "received": 1000}}, true, ""},
+		{"size times a count", "broker.rss.max < 100KB * broker.clients.max", Measured{Top: metric.Set{"broker.rss.max": 100_001, "broker.clients.max": 1}}, false, "false"},
+		{"size against the baseline's", "self.rss.max <= baseline.self.rss.max * 1.10", Measured{Top: metric.Set{"self.rss.max": 110}, Baseline: &Measured{Top: metric.Set{"self.rss.max": 100}}}, true, ""},
+		{"byte metric absent", "self.rss.max < 200MiB", m, false, "no samples for self.rss.max"},
 		{"duration arithmetic", "p99 < 5 * p50", m, true, ""},
 		{"float arithmetic", "received / sent > 0.99", m, true, ""},
 		{"ternary", "sent > 0 ? p99 < 10ms : false", m, true, ""},
