@@ -45,9 +45,10 @@ type typ struct {
 	metric *metric.Metric
 	// spelled is the metric as written, for messages.
 	spelled string
-	// reads says the sub-expression reads a metric: a number that does
-	// not (1000, 2 * 1024) may stand for bytes beside a size, one that
-	// does (sent, recv_rate * 2) may not, since it counts something else.
+	// reads says the sub-expression's value comes from a metric: a number
+	// that does not (1000, 2 * 1024, sent > 0 ? 5 : 0) may stand for bytes
+	// beside a size, one that does (sent, recv_rate * 2) may not, since it
+	// counts something else.
 	reads bool
 	// size is the literal as written when the sub-expression is a size
 	// literal (2GiB), for messages.
@@ -120,7 +121,8 @@ func (c *checker) walk(n ast.Node) typ {
 		if c.err != nil {
 			return typ{}
 		}
-		reads := cond.reads || a.reads || b.reads
+		// The value is a branch's: (sent > 0 ? 1GiB : 0) is a size.
+		reads := a.reads || b.reads
 		switch {
 		case a.kind.numeric() && b.kind.numeric():
 			if a.kind == kindFloat || b.kind == kindFloat {

@@ -401,6 +401,7 @@ func TestCompileThresholdValid(t *testing.T) {
 		{"size per count is a size", "received_bytes / received <= 1KiB and broker.rss.max / broker.clients.max < 100KB", []string{"received_bytes", "received", "broker.rss.max", "broker.clients.max"}},
 		{"size ratio is a number", "broker.rss.max / baseline.broker.rss.max < 1.1 and broker.rss.max <= baseline.broker.rss.max * 1.10", []string{"broker.rss.max", "baseline.broker.rss.max"}},
 		{"size ternary", "broker.rss.max < (sent > 0 ? 1GiB : 0)", []string{"broker.rss.max", "sent"}},
+		{"number ternary on a count's condition", "broker.rss.max < (sent > 0 ? 2000000000 : 1000)", []string{"broker.rss.max", "sent"}},
 		{"1m and 1ms stay durations beside sizes", "p99 < 1m and p99 < 1ms and broker.rss.max < 1mb", []string{"latency.p99", "broker.rss.max"}},
 		{"whole-run metrics at the top", "broker.cpu.max < 80 and broker.dropped == 0 and self.cpu.max < 100 and broker.publish.received >= sent", []string{"broker.cpu.max", "broker.dropped", "self.cpu.max", "broker.publish.received", "sent"}},
 	}
