@@ -124,6 +124,37 @@ func TestProcessMetricsSelf(t *testing.T) {
 	}
 }
 
+// TestProcessMetricsSizes: a run judged by size literals, as issue 9
+// writes them (self.rss.max < 2GiB), passes and fails on what it measured,
+// shows its byte metrics in MiB as the table shows memory, and a broker
+// figure scoped to a group is refused before anything connects.
+func TestProcessMetricsSizes(t *testing.T) {
+	t.Run("judged by sizes", func(t *testing.T) {
+		res, top := savedMetrics(t, procPlan("embedded", "", "self.rss.max > 1MiB and self.rss.max < 2GiB",
+			"received_bytes / received <= 256B", "sent_bytes < 1KB"))
+		if res.code != 1 {
+			t.Fatalf("exit %d, want 1 (sent_bytes < 1KB fails)\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		if v, _ := top["self.rss.max"].(float64); v < 1<<20 {
+			t.Errorf("self.rss.max = %v, want more than 1 MiB", top["self.rss.max"])
+		}
+		for _, want := range []string{"PASS", "FAIL: 1 of 3 thresholds failed"} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("the table lacks %q:\n%s", want, res.stdout)
+			}
+		}
+		if !strings.Contains(res.stdout, " MiB") || !strings.Contains(res.stdout, "self.rss.max=") || strings.Contains(res.stdout, "received_bytes="+strconv.Itoa(int(top["received_bytes"].(float64)))) {
+			t.Errorf("byte metrics not shown as sizes:\n%s", res.stdout)
+		}
+	})
+	t.Run("a whole-run figure under a group", func(t *testing.T) {
+		res := runCmd(t, "run", "--quiet", writePlan(t, procPlan("embedded", "", "groups.sub.self.cpu.max < 100")))
+		if res.code != 2 || !strings.Contains(res.stderr, "self.cpu.max is a whole-run figure, not measured per group") {
+			t.Fatalf("exit %d, want 2 with the whole-run error\n%s%s", res.code, res.stdout, res.stderr)
+		}
+	})
+}
+
 // exitedPID is the pid of a process that has run and exited.
 func exitedPID(t *testing.T) int {
 	t.Helper()
