@@ -53,6 +53,23 @@ type typ struct {
 	// size is the literal as written when the sub-expression is a size
 	// literal (2GiB), for messages.
 	size string
+	// literal says a size literal takes part in the sub-expression. One
+	// that has none is typed as before size literals existed, when a
+	// byte metric was a count: received_bytes >= received * 1000 ran
+	// then and runs still (see legacyBytes).
+	literal bool
+}
+
+// legacyBytes reports whether l and r are a byte metric (or arithmetic on
+// one) and a number, with no size literal on either side: thresholds
+// written before size literals mixed them freely, and the plan format is
+// changed additively only. Once a size literal takes part, sizes go with
+// sizes and constant numbers only.
+func legacyBytes(l, r typ) bool {
+	if l.literal || r.literal {
+		return false
+	}
+	return l.kind == kindBytes && r.kind.numeric() || l.kind.numeric() && r.kind == kindBytes
 }
 
 // kind is what a sub-expression evaluates to.
@@ -89,7 +106,7 @@ func (c *checker) walk(n ast.Node) typ {
 	switch n := n.(type) {
 	case *ast.IntegerNode:
 		if seg, ok := c.sizeAt(n.Location().From); ok {
-			return typ{kind: kindBytes, size: c.src[seg.srcByte:seg.srcByteEnd]}
+			return typ{kind: kindBytes, size: c.src[seg.srcByte:seg.srcByteEnd], literal: true}
 		}
 		return typ{kind: kindInt}
 	case *ast.FloatNode:
@@ -122,7 +139,7 @@ func (c *checker) walk(n ast.Node) typ {
 			return typ{}
 		}
 		// The value is a branch's: (sent > 0 ? 1GiB : 0) is a size.
-		reads := a.reads || b.reads
+		reads, literal := a.reads || b.reads, a.literal || b.literal
 		switch {
 		case a.kind.numeric() && b.kind.numeric():
 			if a.kind == kindFloat || b.kind == kindFloat {
@@ -130,9 +147,9 @@ func (c *checker) walk(n ast.Node) typ {
 			}
 			return typ{kind: kindInt, reads: reads}
 		case a.kind == b.kind:
-			return typ{kind: a.kind, reads: reads}
+			return typ{kind: a.kind, reads: reads, literal: literal}
 		case a.kind == kindBytes && b.bytesLike() || b.kind == kindBytes && a.bytesLike():
-			return typ{kind: kindBytes, reads: reads}
+			return typ{kind: kindBytes, reads: reads, literal: literal}
 		}
 		return c.fail(start(n.Exp2), "both branches of ? : must have the same type, not %s and %s", a.describe(), b.describe())
 	case *ast.BuiltinNode:
@@ -189,7 +206,7 @@ func (c *checker) unary(n *ast.UnaryNode) typ {
 		return typ{kind: kindBool, reads: t.reads}
 	case "-", "+":
 		if t.kind.numeric() || t.kind == kindBytes {
-			return typ{kind: t.kind, reads: t.reads}
+			return typ{kind: t.kind, reads: t.reads, literal: t.literal}
 		}
 		return c.fail(n.Location().From, "unary %s needs a number, not %s", n.Operator, t.describe())
 	}
@@ -215,6 +232,7 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 	}
 	t := c.binaryType(n, l, r)
 	t.reads = l.reads || r.reads
+	t.literal = l.literal || r.literal
 	return t
 }
 
@@ -238,7 +256,7 @@ func (c *checker) binaryType(n *ast.BinaryNode, l, r typ) typ {
 		}
 		return typ{kind: kindBool}
 	case "==", "!=", "<", "<=", ">", ">=":
-		if sizes && l.bytesLike() && r.bytesLike() {
+		if sizes && (l.bytesLike() && r.bytesLike() || legacyBytes(l, r)) {
 			return typ{kind: kindBool}
 		}
 		if numeric || l.kind == kindDuration && r.kind == kindDuration ||
@@ -258,6 +276,10 @@ func (c *checker) binaryType(n *ast.BinaryNode, l, r typ) typ {
 		}
 		if sizes && l.bytesLike() && r.bytesLike() {
 			return typ{kind: kindBytes}
+		}
+		if legacyBytes(l, r) {
+			// A byte count plus a count is a count, as it always was.
+			return promoted
 		}
 		if l.kind == kindDuration && r.kind == kindDuration {
 			return typ{kind: kindDuration}
@@ -309,7 +331,7 @@ func (c *checker) binaryType(n *ast.BinaryNode, l, r typ) typ {
 		}
 		return c.mismatch(n, l, r, "divide")
 	case "%":
-		if l.kind == kindInt && r.kind == kindInt {
+		if l.kind == kindInt && r.kind == kindInt || legacyBytes(l, r) && l.kind != kindFloat && r.kind != kindFloat {
 			return typ{kind: kindInt}
 		}
 		return c.fail(n.Location().From, "%% needs two whole numbers, not %s and %s", l.describe(), r.describe())

@@ -222,6 +222,11 @@ func (t typ) describe() string {
 	switch t.kind {
 	case kindInt, kindFloat:
 		what = "a number"
+		if t.reads {
+			// sent + received_bytes: not a constant that may stand for
+			// bytes beside a size.
+			what = "a number computed from metrics"
+		}
 	case kindDuration:
 		what = "a duration"
 	case kindBool:

@@ -19,7 +19,9 @@
 // (check.go) walks expr's syntax tree, resolves names, refuses a
 // whole-run metric (metric.Metric.WholeRun) under a group or phase, and
 // types every operand: a duration goes with durations, a size with byte
-// metrics (metric.Bytes) and plain numbers, never with counts or rates;
+// metrics (metric.Bytes) and plain numbers, never with counts or rates
+// (a byte metric without a size literal in sight mixes with counts, as it
+// did before sizes: legacyBytes);
 // compile.go holds the compile-time scopes and hands the checked text to
 // expr; errors.go words what went wrong, at a rune offset within the
 // expression; names.go spells names and suggests the one meant. This file
