@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/loopback"
 	await "github.com/mqplan/mqplan/internal/wait"
 	"github.com/mqplan/mqplan/phase"
@@ -352,4 +354,86 @@ func TestMetricsLingerChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMetricsLostDuringOutage: the broker goes away in the middle of the
+// steady phase (closed, as a broker killed would be) while a run scrapes
+// its live metrics: mqplan_messages_lost rises while the run is still in
+// its steady phase, from the messages the cut-off publishers never get
+// to send, not only when the run is over; lingering after the report, it
+// is the run's lost deliveries exactly (no warmup or ramp: every
+// publishing second is steady, whose lost the saved result holds).
+func TestMetricsLostDuringOutage(t *testing.T) {
+	t.Chdir("../..")
+	b, err := broker.Start(broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(5 * time.Second) })
+	addr := loopback.FreeAddr(t)
+	url := "http://" + addr + "/metrics"
+	saved := filepath.Join(t.TempDir(), "result.json")
+	cmd := startCmd(t, "run", "--broker", b.URL(), "--metrics-listen", addr, "--metrics-linger", "10m", "--out", "json="+saved,
+		"--set", "warmup=0s", "--set", "duration=6s", "--set", "drain=1s", "testdata/cli/pass.yaml")
+	await.Until(t, "messages sent in the steady phase on "+url, func() bool {
+		fams, err := scrapeMetrics(url)
+		if err != nil {
+			return false
+		}
+		sent, _ := groupValue(fams, "mqplan_messages_sent_total", "pub")
+		return onPhase(fams) == "steady" && sent > 0
+	})
+	if err := b.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var liveLost float64
+	var seen []string
+	await.Until(t, "lost so far above 0 in the steady phase, or the steady phase over", func() bool {
+		fams, err := scrapeMetrics(url)
+		if err != nil {
+			return false
+		}
+		lost, _ := groupValue(fams, "mqplan_messages_lost", "sub")
+		ph := onPhase(fams)
+		if s := fmt.Sprintf("%s:%v", ph, lost); len(seen) == 0 || seen[len(seen)-1] != s {
+			seen = append(seen, s)
+		}
+		if ph == "steady" && lost > 0 {
+			liveLost = lost
+			return true
+		}
+		return ph != "steady"
+	})
+	if liveLost == 0 {
+		t.Errorf("mqplan_messages_lost{group=\"sub\"} stayed 0 through the steady phase after the broker went away: %v", seen)
+	}
+	await.Until(t, "the report, then the linger said on stderr", func() bool {
+		return strings.Contains(cmd.stderr.String(), "mqplan: serving the final metrics")
+	})
+	fams, err := scrapeMetrics(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, _ := groupValue(fams, "mqplan_messages_lost", "sub")
+	data, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Metrics struct {
+			Groups map[string]map[string]any `json:"groups"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := doc.Metrics.Groups["sub"]["lost"].(float64)
+	if final != want || final < liveLost || want == 0 {
+		t.Errorf("mqplan_messages_lost{group=\"sub\"} = %v when the run is over (%v while it went), the run lost %v", final, liveLost, want)
+	}
+	cmd.signal(t, os.Interrupt)
+	if code := cmd.wait(t, 30*time.Second); code != 1 && code != 3 {
+		t.Errorf("exit %d, want 1 or 3 for a run that lost its broker:\n%s", code, cmd.stderr.String())
+	}
+	t.Logf("scrapes after the outage: %v; lost %v", seen, final)
 }
