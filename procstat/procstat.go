@@ -10,7 +10,15 @@
 // tick is USER_HZ, which the kernel fixes at 100 for what it shows
 // userspace on every architecture Go supports on Linux; reading it with
 // sysconf would need cgo, and deriving it from /proc/uptime ratios would
-// add noise for no gain, so the constant is used.
+// add noise for no gain, so the constant is used. One tick is 10 ms, so a
+// short window would turn a single tick into a large figure (33 % over
+// 30 ms): a window shorter than MinCPUWindow gives no CPU figure, and its
+// ticks count in the next window instead.
+//
+// A process that has exited but not yet been reaped by its parent (a
+// zombie, state Z, or X while it is being removed) still has a /proc
+// entry, with no memory and no more CPU: it is reported gone, as if its
+// entry had vanished, so that a dead broker is never sampled as idle.
 package procstat
 
 import (
@@ -30,6 +38,12 @@ import (
 // ticksPerSecond is USER_HZ, the unit of utime and stime in /proc/PID/stat.
 const ticksPerSecond = 100
 
+// MinCPUWindow is the shortest time between two samples that gives a CPU
+// figure: one clock tick over it is at most 2 % of a core, within a
+// figure's rounding, where over the 30 ms of a run's last partial second
+// it would read 33 %.
+const MinCPUWindow = 500 * time.Millisecond
+
 // maxFile bounds how much of a /proc file is read: stat and status are a
 // few hundred bytes to a few kilobytes.
 const maxFile = 64 << 10
@@ -37,17 +51,28 @@ const maxFile = 64 << 10
 // ErrUnsupported is returned where there is no /proc to read.
 var ErrUnsupported = errors.New("process metrics need Linux's /proc")
 
+// ErrGone is wrapped by the error of a process that has exited: its /proc
+// entry is gone, or it is a zombie its parent has not reaped yet.
+var ErrGone = errors.New("no such process")
+
 // Sample is one reading of a process.
 type Sample struct {
-	// CPU is the process's CPU use since the previous sample, in percent
-	// of one core (200 is two cores busy). Zero on the first sample.
+	// CPU is the process's CPU use since the previous sample that gave a
+	// CPU figure, in percent of one core (200 is two cores busy); zero
+	// when HasCPU is false.
 	CPU float64
+	// HasCPU is false on the first sample and when less than MinCPUWindow
+	// has passed since the previous sample that had a CPU figure: too
+	// short a window to measure in 10 ms ticks. The CPU time of such a
+	// window is not lost: the next sample's window includes it.
+	HasCPU bool
 	// RSS is the resident set size in bytes (VmRSS).
 	RSS int64
 }
 
 // Sampler reads one process's figures; its CPU is the change between
-// consecutive calls of Sample. Not safe for concurrent use.
+// consecutive calls of Sample at least MinCPUWindow apart. Not safe for
+// concurrent use.
 type Sampler struct {
 	pid   int
 	dir   string
@@ -95,9 +120,14 @@ func (s *Sampler) Sample() (Sample, error) {
 	}
 	out := Sample{RSS: rss}
 	if !s.first {
-		if el := now.Sub(s.at).Seconds(); el > 0 {
-			out.CPU = max(0, float64(ticks-s.ticks)/ticksPerSecond/el*100)
+		el := now.Sub(s.at)
+		if el < MinCPUWindow {
+			// Too short to measure: keep the window open, so that the
+			// next sample counts these ticks over a longer one.
+			return out, nil
 		}
+		out.CPU = max(0, float64(ticks-s.ticks)/ticksPerSecond/el.Seconds()*100)
+		out.HasCPU = true
 	}
 	s.first = false
 	s.ticks, s.at = ticks, now
@@ -109,7 +139,7 @@ func readSmall(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such process", filepath.Dir(path))
+			return nil, fmt.Errorf("%s: %w", filepath.Dir(path), ErrGone)
 		}
 		return nil, err
 	}
@@ -117,7 +147,7 @@ func readSmall(path string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(f, maxFile))
 	if err != nil {
 		if errors.Is(err, syscall.ESRCH) {
-			return nil, fmt.Errorf("%s: no such process", filepath.Dir(path))
+			return nil, fmt.Errorf("%s: %w", filepath.Dir(path), ErrGone)
 		}
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -136,7 +166,9 @@ func cpuTicks(dir string) (int64, error) {
 	return parseStat(b, path)
 }
 
-// parseStat extracts utime+stime (fields 14 and 15) from a stat line.
+// parseStat extracts utime+stime (fields 14 and 15) from a stat line. A
+// process in state Z (zombie) or X (dead; x before Linux 3.14) has
+// exited: an error wrapping ErrGone.
 func parseStat(b []byte, path string) (int64, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
@@ -146,6 +178,12 @@ func parseStat(b []byte, path string) (int64, error) {
 	// After ')': field 3 (state) is f[0], so field n is f[n-3].
 	if len(f) < 13 {
 		return 0, fmt.Errorf("%s: %d fields after the command name, want at least 13", path, len(f))
+	}
+	switch f[0] {
+	case "Z":
+		return 0, fmt.Errorf("%s: %w: it exited and is a zombie its parent has not reaped", filepath.Dir(path), ErrGone)
+	case "X", "x":
+		return 0, fmt.Errorf("%s: %w: it exited", filepath.Dir(path), ErrGone)
 	}
 	var total int64
 	for _, s := range f[11:13] {
@@ -169,7 +207,8 @@ func rssBytes(dir string) (int64, error) {
 }
 
 // parseStatus extracts VmRSS ("VmRSS:   1234 kB") in bytes. A kernel
-// thread or a zombie has no VmRSS: its resident set is 0.
+// thread has no VmRSS: its resident set is 0 (a zombie has none either,
+// but parseStat has already reported it gone).
 func parseStatus(b []byte, path string) (int64, error) {
 	for line := range strings.SplitSeq(string(b), "\n") {
 		rest, ok := strings.CutPrefix(line, "VmRSS:")

@@ -3,6 +3,7 @@ package runner
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/plans"
@@ -45,6 +46,15 @@ type client struct {
 	abandoned []mqttc.Token
 	// publishing is set while the client's publish goroutine runs.
 	publishing atomic.Bool
+	// quit is 1 + next once the publisher will never send again while
+	// publishing goes on (its connection lost for good, or never made),
+	// 0 before: the messages from next on that fall due are skipped, and
+	// the snapshots count them as unsent while the run goes.
+	quit atomic.Int64
+	// unsentTo is the offset (from the start of warmup) up to which the
+	// messages this publisher skipped have been counted as unsent (see
+	// run.countSkipped); guarded by run.unsentMu.
+	unsentTo time.Duration
 	// wake is signalled by the pacer when a message of this publisher
 	// falls due (capacity 1: signals never block the pacer).
 	wake chan struct{}

@@ -44,8 +44,16 @@ func newProcSamplers(m *plans.BrokerMetrics) (procSamplers, error) {
 	return ps, nil
 }
 
-// sample reads both processes into s. A process that can no longer be
-// read (the broker exited) is not read again, and the run says so once.
+// sampleProcs reads both processes into s. A process that can no longer
+// be read (the broker exited, or is a zombie) is not read again, and the
+// run says so once, at the second it was found gone.
+//
+// A second shorter than procstat.MinCPUWindow (the run's last, partial
+// second; a snapshot that ran late) has no CPU figure worth the name: it
+// is left unsampled, its RSS too, since a second of the timeline carries
+// both or neither (the report's CPU mean and maximum, RSS maximum and
+// sampled seconds count the same seconds). Its CPU time is not lost: it
+// counts in the next second's figure, when there is one.
 func (r *run) sampleProcs(s *stats.Second) {
 	read := func(sp **procstat.Sampler, what string) stats.ProcSample {
 		if *sp == nil {
@@ -55,6 +63,9 @@ func (r *run) sampleProcs(s *stats.Second) {
 		if err != nil {
 			r.note(fmt.Sprintf("%s metrics stopped at %s: %v", what, s.At.Round(1e9), err))
 			*sp = nil
+			return stats.ProcSample{}
+		}
+		if !v.HasCPU {
 			return stats.ProcSample{}
 		}
 		return stats.ProcSample{Sampled: true, CPU: v.CPU, RSS: v.RSS}

@@ -62,7 +62,10 @@ type Options struct {
 	// far: those implied by the messages whose intended send time is more
 	// than the plan's drain ago (at least a second: the time the run
 	// gives a message to arrive) or that were never sent, less the
-	// first-time deliveries of them. A message that arrives later than
+	// first-time deliveries of them. A message a publisher skips because
+	// it lost its connection for good (or never had one) counts once its
+	// intended time is that far past, as a sent one would, not only when
+	// publishing is over. A message that arrives later than
 	// that takes its delivery back, so the figure may go down. The last
 	// second of the run (taken when it is over) counts every message, and
 	// equals the sum over phases of the group's stats.Metrics.Lost
@@ -176,6 +179,15 @@ type run struct {
 	reconnecting atomic.Int64
 	// sentTotal and recvTotal are the snapshot goroutine's running totals.
 	sentTotal, recvTotal int64
+	// unsentMu orders the counting of skipped messages by the snapshots
+	// (countSkipped) with the final count of unsent ones (countUnsent);
+	// unsentCutoff is when publishing stopped (an offset from the start
+	// of warmup), once cutoffKnown; unsentDone is set once countUnsent
+	// has counted the rest.
+	unsentMu     sync.Mutex
+	unsentCutoff time.Duration
+	cutoffKnown  bool
+	unsentDone   bool
 }
 
 // groupConns is one group's share of run.connected and run.down.
@@ -933,10 +945,16 @@ func (r *run) publishPhases(ctx context.Context) {
 	r.setPhase(phase.Warmup)
 	var pubs []*client
 	for _, c := range r.clients {
-		if c.live.Load() != nil && c.plan.Publish != nil {
-			c.wake = make(chan struct{}, 1)
-			pubs = append(pubs, c)
+		if c.plan.Publish == nil {
+			continue
 		}
+		if c.live.Load() == nil {
+			// Never connected: it will send none of its messages.
+			c.quit.Store(1)
+			continue
+		}
+		c.wake = make(chan struct{}, 1)
+		pubs = append(pubs, c)
 	}
 	pace, err := newPacer(pubs, start, r.now)
 	if err != nil {
@@ -982,6 +1000,9 @@ func (r *run) publishPhases(ctx context.Context) {
 	// releases it, even one waiting for an in-flight slot; one stuck
 	// writing to a stalled broker is released by a write deadline.
 	cutoff := min(time.Duration(r.now()-start), end)
+	r.unsentMu.Lock()
+	r.unsentCutoff, r.cutoffKnown = cutoff, true
+	r.unsentMu.Unlock()
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	if ctx.Err() == nil {
@@ -1052,26 +1073,74 @@ func (r *run) releaseWriters(pubs []*client, finished <-chan struct{}) {
 
 // countUnsent counts, once every publisher has returned, the messages its
 // schedule called for before cutoff (an offset from the start of warmup)
-// that it never got to, per publishing phase. A publisher that never
-// connected never got to any.
+// that it never got to, per publishing phase, less those the snapshots
+// already counted (countSkipped). A publisher that never connected never
+// got to any.
 func (r *run) countUnsent(cutoff time.Duration) {
-	prog := r.prog
-	bounds := [...]time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
+	r.unsentMu.Lock()
+	defer r.unsentMu.Unlock()
+	r.unsentDone = true
 	for _, c := range r.clients {
 		pub := c.plan.Publish
 		if pub == nil {
 			continue
 		}
-		from, ok := pub.Schedule.At(c.next)
-		if !ok || from >= cutoff {
-			continue
-		}
-		for i := 0; i < 3; i++ {
-			lo, hi := max(from, bounds[i]), min(cutoff, bounds[i+1])
-			n := int64(pub.Schedule.Messages(lo, hi))
-			r.rec.recordUnsent(c.plan.Index, phase.Warmup+phase.Phase(i), c.plan.Group, n, int64(pub.Expected), pub.ExpectedByGroup)
+		if from, ok := pub.Schedule.At(c.next); ok {
+			r.recordUnsentSpan(c, max(from, c.unsentTo), cutoff)
 		}
 	}
+}
+
+// countSkipped counts, at each snapshot while publishing goes on, the
+// messages that publishers which will never send again (see client.quit)
+// skipped, up to the intended time past (ns since the epoch) whose
+// messages have had their allowance (see recorder.matured): their
+// deliveries are lost so far like those of a message sent and never
+// delivered, and not first when publishing is over. It costs a few
+// operations per publisher, never per message (Schedule.Messages is a
+// closed form), and what it counts countUnsent does not count again.
+func (r *run) countSkipped(past int64) {
+	start := r.pubStart.Load()
+	if start == 0 || past <= start {
+		return // publishing has not started, or nothing is past yet
+	}
+	hi := min(time.Duration(past-start), r.prog.Warmup+r.prog.Ramp+r.prog.Steady)
+	r.unsentMu.Lock()
+	defer r.unsentMu.Unlock()
+	if r.unsentDone {
+		return
+	}
+	if r.cutoffKnown {
+		hi = min(hi, r.unsentCutoff)
+	}
+	for _, c := range r.clients {
+		q := c.quit.Load()
+		if q == 0 || c.plan.Publish == nil {
+			continue
+		}
+		from, ok := c.plan.Publish.Schedule.At(int(q - 1))
+		if !ok {
+			continue
+		}
+		r.recordUnsentSpan(c, max(from, c.unsentTo), hi)
+	}
+}
+
+// recordUnsentSpan counts as unsent the messages of c's schedule intended
+// in [lo, hi) (offsets from the start of warmup), per publishing phase,
+// and marks them counted. r.unsentMu must be held.
+func (r *run) recordUnsentSpan(c *client, lo, hi time.Duration) {
+	if lo >= hi {
+		return
+	}
+	prog, pub := r.prog, c.plan.Publish
+	bounds := [...]time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
+	for i := 0; i < 3; i++ {
+		a, b := max(lo, bounds[i]), min(hi, bounds[i+1])
+		n := int64(pub.Schedule.Messages(a, b))
+		r.rec.recordUnsent(c.plan.Index, phase.Warmup+phase.Phase(i), c.plan.Group, n, int64(pub.Expected), pub.ExpectedByGroup)
+	}
+	c.unsentTo = hi
 }
 
 // minQuiet is the shortest time drain keeps listening after the last
@@ -1161,6 +1230,14 @@ func (r *run) probeQoS0(pubs []*client) {
 func (r *run) publish(ctx context.Context, c *client, start int64) {
 	pc := c.plan
 	pub := pc.Publish
+	// Returning while publishing goes on (the connection lost and not
+	// coming back) skips the rest of the schedule: say so, so that the
+	// snapshots count it as it falls due.
+	defer func() {
+		if ctx.Err() == nil {
+			c.quit.Store(int64(c.next) + 1)
+		}
+	}()
 	buf := make([]byte, pub.Size)
 	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup}
 	for k := 0; ; k++ {
@@ -1565,7 +1642,13 @@ func (r *run) snapshots(stop <-chan struct{}, done chan<- struct{}) {
 // reports progress; final is the one taken when the run is over.
 func (r *run) snapshot(scratch *secondScratch, errs *int64, last *time.Duration, final bool) {
 	hooks := secondHooks{latency: r.opts.Latency, ack: r.opts.Ack, lost: r.opts.LostSoFar}
-	s := r.rec.second(scratch, hooks, r.rec.matured(r.now(), final))
+	matured := r.rec.matured(r.now(), final)
+	if !final {
+		// The messages intended before the first bucket still within its
+		// allowance have had their time, sent or not.
+		r.countSkipped(matured * r.rec.dueWidth)
+	}
+	s := r.rec.second(scratch, hooks, matured)
 	now := r.at()
 	s.At = now
 	s.Phase = r.current()

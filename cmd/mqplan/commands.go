@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -215,6 +216,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
 	baselineFile := fs.String("baseline", "", "a saved JSON result (--out json=FILE of an earlier run) that thresholds read as baseline.*, e.g. p99 <= baseline.p99 * 1.10")
 	metricsListen := fs.String("metrics-listen", "", "serve live Prometheus metrics on http://ADDR/metrics while the run goes, e.g. :9464 (a bare :PORT is 127.0.0.1:PORT)")
+	metricsLinger := fs.Duration("metrics-linger", 0, fmt.Sprintf("with --metrics-listen, keep serving the final metrics this long after the report (at most %v), so that a scraper's next scrape sees them; Ctrl-C ends the wait", maxMetricsLinger))
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -229,6 +231,9 @@ func cmdRun(e *env, args []string) (retErr error) {
 	}
 	if *procs < 0 {
 		return invalid(fmt.Errorf("--procs must be at least 1, got %d", *procs))
+	}
+	if err := checkLinger(*metricsLinger, *metricsListen); err != nil {
+		return err
 	}
 	// Output names are checked before anything connects: a typo in a
 	// directory must not cost a whole run.
@@ -298,7 +303,8 @@ func cmdRun(e *env, args []string) (retErr error) {
 	}
 
 	// First signal: stop publishing, drain briefly, report. Second: leave now.
-	ctx, stop := onSignals(e, "interrupted: stopping and reporting what was measured", nil)
+	ctx, stopSigs := onSignals(e, "interrupted: stopping and reporting what was measured", nil)
+	stop := sync.OnceFunc(stopSigs) // lingerMetrics releases them early
 	defer stop()
 
 	opts := runner.Options{Embedded: startEmbedded}
@@ -349,7 +355,53 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if err := outs.write(e, res); err != nil {
 		return incomplete(err)
 	}
+	if exporter != nil && *metricsLinger > 0 {
+		lingerMetrics(e, *metricsLinger, *quiet, stop)
+	}
 	return verdict(res)
+}
+
+// maxMetricsLinger bounds --metrics-linger: long enough for any scrape
+// interval (Prometheus' default is a minute), short enough that a typo
+// does not leave a CI job hanging for hours.
+const maxMetricsLinger = 10 * time.Minute
+
+// checkLinger refuses a --metrics-linger out of bounds, or without an
+// endpoint to keep serving.
+func checkLinger(d time.Duration, listen string) error {
+	switch {
+	case d < 0:
+		return invalid(fmt.Errorf("--metrics-linger %v: a duration of 0 or more, e.g. 30s", d))
+	case d > maxMetricsLinger:
+		return invalid(fmt.Errorf("--metrics-linger %v: at most %v", d, maxMetricsLinger))
+	case d > 0 && listen == "":
+		return invalid(fmt.Errorf("--metrics-linger %v: there is no endpoint to keep serving without --metrics-listen", d))
+	}
+	return nil
+}
+
+// lingerMetrics keeps the process (and so the metrics endpoint, closed
+// when cmdRun returns) alive for d after the report, so that a scraper
+// whose interval is longer than the run's last second still collects
+// the final figures. A stop signal ends the wait at once, whether or not
+// one already interrupted the run: the report is written, so nothing is
+// lost, and the exit code stays the run's. releaseRun releases the run's
+// own signal handling (idempotent), after the wait's is in place, so
+// that no signal meanwhile falls to the default action.
+func lingerMetrics(e *env, d time.Duration, quiet bool, releaseRun func()) {
+	sigs := make(chan os.Signal, 1)
+	e.notify(sigs, stopSignals...)
+	defer e.stopNotify(sigs)
+	releaseRun()
+	if !quiet {
+		fmt.Fprintf(e.stderr, "mqplan: serving the final metrics for %v more (Ctrl-C ends the wait)\n", d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-sigs:
+	}
 }
 
 // writeTable writes the summary table to w, its verdicts coloured when w

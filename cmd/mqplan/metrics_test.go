@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/loopback"
 	await "github.com/mqplan/mqplan/internal/wait"
 	"github.com/mqplan/mqplan/phase"
@@ -223,4 +225,215 @@ func TestMetricsListenChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMetricsLinger: with --metrics-linger the endpoint outlives the
+// report, serving the run's final figures (each counter the sum of the
+// whole saved timeline), so that a scraper whose interval is longer than
+// the run's last second still sees them; a stop signal ends the wait at
+// once, whether the run ended by itself or was interrupted first, with
+// the run's exit code and no "exiting without a report"; a short linger
+// ends by itself.
+func TestMetricsLinger(t *testing.T) {
+	t.Chdir("../..")
+	tests := []struct {
+		name   string
+		linger string
+		// interrupt stops the run with a first signal in its steady phase.
+		interrupt bool
+		// signal ends the wait (else it ends by itself).
+		signal bool
+		code   int
+	}{
+		{name: "a signal ends the wait", linger: "10m", signal: true, code: 0},
+		{name: "an interrupted run lingers too; a second signal ends the wait", linger: "10m", interrupt: true, signal: true, code: 3},
+		{name: "the wait ends by itself", linger: "1s", code: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := loopback.FreeAddr(t)
+			url := "http://" + addr + "/metrics"
+			saved := filepath.Join(t.TempDir(), "result.json")
+			duration := "1s"
+			if tt.interrupt {
+				duration = "30s"
+			}
+			cmd := startCmd(t, "run", "--metrics-listen", addr, "--metrics-linger", tt.linger, "--out", "json="+saved,
+				"--set", "duration="+duration, "testdata/cli/pass.yaml")
+			if tt.interrupt {
+				await.Until(t, "the steady phase on "+url, func() bool {
+					fams, err := scrapeMetrics(url)
+					return err == nil && onPhase(fams) == "steady"
+				})
+				cmd.signal(t, os.Interrupt)
+			}
+			await.Until(t, "the report, then the linger said on stderr", func() bool {
+				return strings.Contains(cmd.stderr.String(), "mqplan: serving the final metrics for "+tt.linger)
+			})
+			if !tt.signal {
+				if code := cmd.wait(t, time.Minute); code != tt.code {
+					t.Fatalf("exit %d, want %d:\n%s", code, tt.code, cmd.stderr.String())
+				}
+				return
+			}
+			// The report is written: the endpoint serves its figures.
+			fams, err := scrapeMetrics(url)
+			if err != nil {
+				t.Fatalf("after the report: %v", err)
+			}
+			f, err := os.Open(saved)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			res, err := report.ReadJSON(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent, received int64
+			for _, s := range res.Timeline {
+				for _, g := range s.Groups {
+					switch g.Group {
+					case "pub":
+						sent += g.Sent
+					case "sub":
+						received += g.Received
+					}
+				}
+			}
+			if v, _ := groupValue(fams, "mqplan_messages_sent_total", "pub"); v != float64(sent) || sent == 0 {
+				t.Errorf("lingering: pub sent %v, the run's %d", v, sent)
+			}
+			if v, _ := groupValue(fams, "mqplan_messages_received_total", "sub"); v != float64(received) || received == 0 {
+				t.Errorf("lingering: sub received %v, the run's %d", v, received)
+			}
+			select {
+			case <-cmd.done:
+				t.Fatalf("the command returned during a 10m linger:\n%s", cmd.stderr.String())
+			default:
+			}
+			cmd.signal(t, os.Interrupt)
+			if code := cmd.wait(t, 30*time.Second); code != tt.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tt.code, cmd.stderr.String())
+			}
+			<-cmd.done
+			if strings.Contains(cmd.stderr.String(), "without a report") {
+				t.Errorf("the signal that ended the wait was taken for a second interrupt of the run:\n%s", cmd.stderr.String())
+			}
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				t.Errorf("%s still listens after the command returned", addr)
+			}
+		})
+	}
+}
+
+// TestMetricsLingerChecked: --metrics-linger out of bounds, or without
+// an endpoint, is exit 2 before anything connects.
+func TestMetricsLingerChecked(t *testing.T) {
+	t.Chdir("../..")
+	addr := loopback.FreeAddr(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"negative", []string{"--metrics-listen", addr, "--metrics-linger", "-1s"}, "--metrics-linger -1s: a duration of 0 or more"},
+		{"beyond the bound", []string{"--metrics-listen", addr, "--metrics-linger", "11m"}, "--metrics-linger 11m0s: at most 10m0s"},
+		{"no endpoint", []string{"--metrics-linger", "30s"}, "--metrics-linger 30s: there is no endpoint to keep serving without --metrics-listen"},
+		{"not a duration", []string{"--metrics-listen", addr, "--metrics-linger", "soon"}, "invalid value \"soon\" for flag -metrics-linger"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCmd(t, append(append([]string{"run"}, tt.args...), "testdata/cli/pass.yaml")...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("exit %d, want 2 with %q:\n%s", r.code, tt.want, r.stderr)
+			}
+			if strings.Contains(r.stdout+r.stderr, "PASS") {
+				t.Errorf("the plan ran:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestMetricsLostDuringOutage: the broker goes away in the middle of the
+// steady phase (closed, as a broker killed would be) while a run scrapes
+// its live metrics: mqplan_messages_lost rises while the run is still in
+// its steady phase, from the messages the cut-off publishers never get
+// to send, not only when the run is over; lingering after the report, it
+// is the run's lost deliveries exactly (no warmup or ramp: every
+// publishing second is steady, whose lost the saved result holds).
+func TestMetricsLostDuringOutage(t *testing.T) {
+	t.Chdir("../..")
+	b, err := broker.Start(broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(5 * time.Second) })
+	addr := loopback.FreeAddr(t)
+	url := "http://" + addr + "/metrics"
+	saved := filepath.Join(t.TempDir(), "result.json")
+	cmd := startCmd(t, "run", "--broker", b.URL(), "--metrics-listen", addr, "--metrics-linger", "10m", "--out", "json="+saved,
+		"--set", "warmup=0s", "--set", "duration=6s", "--set", "drain=1s", "testdata/cli/pass.yaml")
+	await.Until(t, "messages sent in the steady phase on "+url, func() bool {
+		fams, err := scrapeMetrics(url)
+		if err != nil {
+			return false
+		}
+		sent, _ := groupValue(fams, "mqplan_messages_sent_total", "pub")
+		return onPhase(fams) == "steady" && sent > 0
+	})
+	if err := b.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var liveLost float64
+	var seen []string
+	await.Until(t, "lost so far above 0 in the steady phase, or the steady phase over", func() bool {
+		fams, err := scrapeMetrics(url)
+		if err != nil {
+			return false
+		}
+		lost, _ := groupValue(fams, "mqplan_messages_lost", "sub")
+		ph := onPhase(fams)
+		if s := fmt.Sprintf("%s:%v", ph, lost); len(seen) == 0 || seen[len(seen)-1] != s {
+			seen = append(seen, s)
+		}
+		if ph == "steady" && lost > 0 {
+			liveLost = lost
+			return true
+		}
+		return ph != "steady"
+	})
+	if liveLost == 0 {
+		t.Errorf("mqplan_messages_lost{group=\"sub\"} stayed 0 through the steady phase after the broker went away: %v", seen)
+	}
+	await.Until(t, "the report, then the linger said on stderr", func() bool {
+		return strings.Contains(cmd.stderr.String(), "mqplan: serving the final metrics")
+	})
+	fams, err := scrapeMetrics(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, _ := groupValue(fams, "mqplan_messages_lost", "sub")
+	data, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Metrics struct {
+			Groups map[string]map[string]any `json:"groups"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := doc.Metrics.Groups["sub"]["lost"].(float64)
+	if final != want || final < liveLost || want == 0 {
+		t.Errorf("mqplan_messages_lost{group=\"sub\"} = %v when the run is over (%v while it went), the run lost %v", final, liveLost, want)
+	}
+	cmd.signal(t, os.Interrupt)
+	if code := cmd.wait(t, 30*time.Second); code != 1 && code != 3 {
+		t.Errorf("exit %d, want 1 or 3 for a run that lost its broker:\n%s", code, cmd.stderr.String())
+	}
+	t.Logf("scrapes after the outage: %v; lost %v", seen, final)
 }
