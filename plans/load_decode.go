@@ -585,17 +585,25 @@ func (l *loader) brokerMetrics(e keyEntry) *BrokerMetrics {
 			}
 		}
 	}
+	sysBad := false
 	if hasSys {
+		n := len(l.errs)
 		s.boolean("sys", &m.Sys)
+		// Its own error says it must be true or false: "sys is false"
+		// would be wrong on top.
+		sysBad = len(l.errs) > n
 	}
 	if hasProm && s.str("prometheus", &m.Prometheus) {
 		if msg := checkScrapeURL(m.Prometheus); msg != "" {
-			l.errorf(ue.val, ue.path, "%s, got %s", msg, gotValue(m.Prometheus))
+			if redactBroken(m.Prometheus) != m.Prometheus {
+				msg += " (a password holding /, ?, # or a space must be percent-encoded)"
+			}
+			l.errorf(ue.val, ue.path, "%s, got %s", msg, quoteValue(RedactEndpoint(m.Prometheus)))
 		}
 	}
 	if !hasPID && !hasName && !hasSys && !hasProm {
 		l.errorf(e.val, e.path, "missing \"sys\", \"pid\", \"process\" or \"prometheus\": say which of the broker's figures to sample, like sys: true or process: mosquitto")
-	} else if !m.Sys && !hasPID && !hasName && !hasProm {
+	} else if !m.Sys && !sysBad && !hasPID && !hasName && !hasProm {
 		l.errorf(e.val, e.path, "nothing to sample: sys is false and there is no pid, process or prometheus")
 	}
 	return m
@@ -669,7 +677,12 @@ func normalizeBrokerURL(raw string) (string, error) {
 		if ue, ok := err.(*url.Error); ok {
 			err = ue.Err
 		}
-		return "", fmt.Errorf("%s is not a valid URL (%s): write %s", quoteValue(raw), RedactURL(err.Error()), kinds)
+		why := RedactURL(err.Error())
+		if redactBroken(raw) != raw {
+			// The parser's words would quote a piece of the password.
+			why = "a password holding /, ?, # or a space must be percent-encoded"
+		}
+		return "", fmt.Errorf("%s is not a valid URL (%s): write %s", quoteValue(raw), why, kinds)
 	}
 	if u.Scheme == "" || u.Opaque != "" {
 		return "", fmt.Errorf("%s is not a broker URL: write %s", quoteValue(raw), kinds)

@@ -18,6 +18,7 @@ func TestLoadBrokerMetrics(t *testing.T) {
 		metrics string
 		want    *BrokerMetrics
 		wantErr string // a line of the error; "" means valid
+		never   string // what the error must not say
 	}{
 		{name: "absent", metrics: "null", want: nil},
 		{name: "pid", metrics: "{pid: 1234}", want: &BrokerMetrics{PID: 1234}},
@@ -34,7 +35,8 @@ func TestLoadBrokerMetrics(t *testing.T) {
 		{name: "prometheus no host", metrics: "{prometheus: 'http:///metrics'}", wantErr: "broker.metrics.prometheus: must be an http:// or https:// URL"},
 		{name: "prometheus not a URL", metrics: "{prometheus: '%zz'}", wantErr: "broker.metrics.prometheus: must be an http:// or https:// URL"},
 		{name: "prometheus too long", metrics: "{prometheus: 'http://h/" + strings.Repeat("a", 3000) + "'}", wantErr: "broker.metrics.prometheus: must be a URL of at most 2048 characters"},
-		{name: "prometheus secret not echoed", metrics: "{prometheus: 'ftp://user:hunter2@h/m?token=s3cr3t'}", wantErr: "user:***@h/m?token=***"},
+		{name: "prometheus secret not echoed", metrics: "{prometheus: 'ftp://user:hunter2@h/m?token=s3cr3t'}", wantErr: "ftp://***@h/m?token=***"},
+		{name: "sys 'yes' alone", metrics: "{sys: 'yes'}", wantErr: `broker.metrics.sys: must be true or false, got "yes"`, never: "sys is false"},
 		{name: "pid zero", metrics: "{pid: 0}", wantErr: "broker.metrics.pid: must be at least 1, got 0"},
 		{name: "pid too large", metrics: "{pid: 99999999}", wantErr: "broker.metrics.pid: must be at most 4194304"},
 		{name: "pid not a number", metrics: "{pid: mosquitto}", wantErr: "broker.metrics.pid: must be"},
@@ -52,6 +54,9 @@ func TestLoadBrokerMetrics(t *testing.T) {
 				}
 				if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cr3t") {
 					t.Fatalf("err = %v shows a secret", err)
+				}
+				if tt.never != "" && strings.Contains(err.Error(), tt.never) {
+					t.Fatalf("err = %v, want none saying %q", err, tt.never)
 				}
 				return
 			}

@@ -63,7 +63,7 @@ func describeNode(n *yaml.Node) string {
 // drown the message, with the password of any URL in it hidden (problems
 // are printed, and a broker URL may carry credentials).
 func quoteValue(s string) string {
-	return yamlnode.Quote(RedactURL(s))
+	return yamlnode.Quote(RedactURL(redactBroken(s)))
 }
 
 // expandAliases returns a copy of the tree under n with every alias

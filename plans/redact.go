@@ -1,6 +1,9 @@
 package plans
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // RedactURL hides the credentials of every URL in s that carries some:
 // mqtt://bob:secret@host becomes mqtt://bob:***@host. s may be a URL, a
@@ -76,6 +79,49 @@ func RedactURL(s string) string {
 	}
 	b.WriteString(redactOpaque(s))
 	return b.String()
+}
+
+// RedactEndpoint is RedactURL for an endpoint whose user name is a
+// secret too (a Prometheus endpoint behind basic authentication): the
+// whole of the URL's user information is hidden, http://***@host/metrics.
+// s is one URL, maybe a broken one (see redactBroken).
+func RedactEndpoint(s string) string {
+	s = RedactURL(redactBroken(s))
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s
+	}
+	start := i + 3
+	end := start + strings.IndexAny(s[start:], "/?#")
+	if end < start {
+		end = len(s)
+	}
+	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
+		s = s[:start] + "***" + s[start+at:]
+	}
+	return s
+}
+
+// redactBroken hides the user information of a value meant as one URL
+// that does not parse: url.Parse ends the authority at the first /, ? or
+// #, so a password holding one of those (or a space) breaks the URL, and
+// RedactURL, which reads the authority the same way, would show the
+// password's head and tail. Everything between "://" and the last @ of
+// the value is hidden instead.
+func redactBroken(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s
+	}
+	start := i + 3
+	at := strings.LastIndexByte(s[start:], '@')
+	if at < 0 {
+		return s
+	}
+	if _, err := url.Parse(strings.TrimSpace(s)); err == nil {
+		return s
+	}
+	return s[:start] + "***" + s[start+at:]
 }
 
 // redactQuery hides the values of the query in a URL's path part:

@@ -31,3 +31,25 @@ func TestRedactURL(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactEndpoint: an endpoint's whole user information is hidden, the
+// user name too, and a URL broken by a password holding #, /, ? or a
+// space shows nothing of what precedes its last @.
+func TestRedactEndpoint(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"no credentials", "http://127.0.0.1:9090/metrics", "http://127.0.0.1:9090/metrics"},
+		{"user and password", "http://zorkuser:pw@127.0.0.1/m", "http://***@127.0.0.1/m"},
+		{"a user alone", "https://zorkuser@h/m?token=abc", "https://***@h/m?token=***"},
+		{"# in the password", "http://u:pa#ss@127.0.0.1/m", "http://***@127.0.0.1/m"},
+		{"/ in the password", "http://u:pa/ss@127.0.0.1/m", "http://***@127.0.0.1/m"},
+		{"? in the password", "http://u:pa?ss@127.0.0.1/m", "http://***@127.0.0.1/m"},
+		{"a space in the password", "http://u:pa ss@127.0.0.1/m", "http://***@127.0.0.1/m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RedactEndpoint(tt.in); got != tt.want {
+				t.Errorf("RedactEndpoint(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

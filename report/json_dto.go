@@ -168,7 +168,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		// The endpoint's credentials (user information, a token in its
 		// query) are not the report's to show.
 		c := *m
-		c.Prometheus = redactURL(c.Prometheus)
+		c.Prometheus = plans.RedactEndpoint(c.Prometheus)
 		jp.Broker.Metrics = &c
 	}
 	for i := range p.Groups {

@@ -163,7 +163,7 @@ func TestNoSecretInOutputs(t *testing.T) {
 			}
 		}
 	}
-	if j := outputs(t, r)["json"]; !strings.Contains(j, `"prometheus": "https://alice:***@broker.example:18083/api/v5/prometheus/stats?token=***"`) {
+	if j := outputs(t, r)["json"]; !strings.Contains(j, `"prometheus": "https://***@broker.example:18083/api/v5/prometheus/stats?token=***"`) {
 		t.Error("the JSON plan echo lacks the Prometheus endpoint, masked")
 	}
 	// The JSON does say that a password is set, masked.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/mqplan/mqplan/brokerstat"
@@ -26,6 +27,13 @@ var ErrTooLarge = errors.New("the exposition is larger than the limit")
 // ErrNoCounters is Parse's error for an exposition that parses
 // but holds none of the counters brokerstat knows.
 var ErrNoCounters = errors.New("the exposition has none of the broker counters mqplan knows (emqx_messages_received, emqx_messages_sent, emqx_messages_dropped, emqx_connections_count, ...)")
+
+// ErrUnusable is Parse's error for an exposition whose broker counters
+// are all there but none has a usable value; the error names them.
+var ErrUnusable = errors.New("the exposition's broker counters are unusable")
+
+// maxNamed bounds the metric names an error lists.
+const maxNamed = 6
 
 // promNames maps the exposition's metric names onto the set; counters are
 // also accepted with OpenMetrics' _total suffix.
@@ -51,6 +59,9 @@ func Parse(r io.Reader, limit int64) (brokerstat.Counters, error) {
 	if err != nil {
 		return cs, fmt.Errorf("not a Prometheus text exposition: %w", err)
 	}
+	// unusable are the known families whose values are not finite
+	// non-negative numbers, to say which when none is usable.
+	var unusable []string
 	for name, f := range fams {
 		c, ok := promNames[name]
 		if !ok {
@@ -61,18 +72,31 @@ func Parse(r io.Reader, limit int64) (brokerstat.Counters, error) {
 		}
 		if v, ok := familySum(f); ok {
 			cs.Put(c, v)
+		} else {
+			unusable = append(unusable, name)
 		}
 	}
-	mem := fams["erlang_vm_memory_bytes_total"]
+	memName := "erlang_vm_memory_bytes_total"
+	mem := fams[memName]
 	if mem == nil {
-		mem = fams["process_resident_memory_bytes"]
+		memName = "process_resident_memory_bytes"
+		mem = fams[memName]
 	}
 	if mem != nil {
 		if v, ok := familySum(mem); ok {
 			cs.Put(brokerstat.MemoryBytes, v)
+		} else {
+			unusable = append(unusable, memName)
 		}
 	}
 	if !cs.Sampled() {
+		if len(unusable) > 0 {
+			slices.Sort(unusable)
+			if len(unusable) > maxNamed {
+				unusable = append(unusable[:maxNamed], "...")
+			}
+			return cs, fmt.Errorf("%w: the values of %s are not finite non-negative numbers (NaN, Inf or negative)", ErrUnusable, strings.Join(unusable, ", "))
+		}
 		return cs, ErrNoCounters
 	}
 	return cs, nil

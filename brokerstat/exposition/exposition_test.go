@@ -34,6 +34,8 @@ func TestParse(t *testing.T) {
 			want: map[brokerstat.Counter]int64{brokerstat.PublishReceived: 7, brokerstat.MemoryBytes: 1000}},
 		{name: "negative value unusable", limit: 1 << 20, body: "emqx_messages_sent -1\nemqx_connections_count 2\n",
 			want: map[brokerstat.Counter]int64{brokerstat.Clients: 2}},
+		{name: "every value unusable: named", limit: 1 << 20, body: "emqx_messages_sent NaN\nemqx_connections_count -2\nemqx_messages_received +Inf\n",
+			errText: "the exposition's broker counters are unusable: the values of emqx_connections_count, emqx_messages_received, emqx_messages_sent are not finite non-negative numbers (NaN, Inf or negative)"},
 		{name: "html", limit: 1 << 20, body: "<html><body>login</body></html>\n", errText: "not a Prometheus text exposition"},
 		{name: "too large", limit: 100, body: string(emqx), wantErr: ErrTooLarge},
 		{name: "no known counter", limit: 1 << 20, body: "go_goroutines 12\n", wantErr: ErrNoCounters},
