@@ -106,6 +106,16 @@ func (cs *Counters) Put(c Counter, v int64) {
 	cs.value[c] = v
 }
 
+// Drop removes counter c from the reading: a figure known to be unsound
+// (a $SYS end reading no live update followed) must read as absent.
+func (cs *Counters) Drop(c Counter) {
+	if c < 0 || c >= NumCounters {
+		return
+	}
+	cs.set &^= 1 << c
+	cs.value[c] = 0
+}
+
 // Sampled reports whether the reading holds any counter.
 func (cs Counters) Sampled() bool { return cs.set != 0 }
 
@@ -182,8 +192,14 @@ const maxNodes = 64
 // Sys follows a broker's $SYS topics: give it each message (Message), read
 // the normalised counters (Counters). Not safe for concurrent use.
 type Sys struct {
-	seen  [numSources]bool
-	value [numSources]int64
+	// mosquitto: $SYS/broker/version said "mosquitto version …".
+	mosquitto bool
+	// uptime is the broker's $SYS/broker/uptime in seconds (Mosquitto's
+	// "12 seconds"); uptimeSeen once one arrived.
+	uptime     int64
+	uptimeSeen bool
+	seen       [numSources]bool
+	value      [numSources]int64
 	// nodes holds each EMQX node's figures (summed by Counters).
 	nodes map[string]*[numSources]int64
 }
@@ -194,6 +210,18 @@ type Sys struct {
 // mochi's broker/messages/* are known once the broker showed it is mochi).
 func (s *Sys) Message(topic string, payload []byte) (Counter, bool) {
 	if len(topic) > MaxSysTopic || len(payload) > MaxSysPayload {
+		return 0, false
+	}
+	switch topic {
+	case "$SYS/broker/version":
+		s.mosquitto = strings.HasPrefix(strings.TrimSpace(string(payload)), "mosquitto version ")
+		return 0, false
+	case "$SYS/broker/uptime":
+		if n, ok := strings.CutSuffix(strings.TrimSpace(string(payload)), " seconds"); ok {
+			if v, ok := ParseSysPayload([]byte(n)); ok {
+				s.uptime, s.uptimeSeen = v, true
+			}
+		}
 		return 0, false
 	}
 	src, node, ok := sysTopic(topic)
@@ -252,6 +280,21 @@ func (s *Sys) counterOf(src sysSource) (Counter, bool) {
 
 // mochi reports whether the broker showed itself as mochi.
 func (s *Sys) mochi() bool { return s.seen[srcMochiPackets] || s.seen[srcMochiMemory] }
+
+// Mosquitto reports whether the broker showed itself as Mosquitto (its
+// $SYS/broker/version, retained without expiry, says "mosquitto version").
+// Mosquitto publishes a counter's topic only when the counter changed
+// since its last update, with a 60-second message expiry (2.0), so on an
+// idle Mosquitto a counter may be absent although the broker has it: a
+// reader may take a counter that never came while it listened as
+// unchanged only from a broker known to publish on change.
+func (s *Sys) Mosquitto() bool { return s.mosquitto }
+
+// Uptime is the broker's uptime in seconds as its latest
+// $SYS/broker/uptime said (Mosquitto republishes it every update, so two
+// readings a known number of updates apart give its update interval), and
+// whether one came.
+func (s *Sys) Uptime() (int64, bool) { return s.uptime, s.uptimeSeen }
 
 // TakenPerTopic reports whether the broker takes each $SYS figure as it
 // publishes that figure's topic (Mosquitto: its publish/messages/sent

@@ -91,7 +91,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		Phases: make(map[string]metric.Set, phase.Count),
 	}
 	addProcesses(m.Top, st.Timeline)
-	addBrokerCounters(m.Top, st.Timeline, st.CountersStart, st.CountersEnd)
+	addBrokerCounters(m.Top, st.Timeline, st.CountersStart, st.CountersEnd, st.CountersUnchanged)
 	for gi, g := range groups {
 		var gm stats.Metrics
 		if steady != nil && gi < len(steady.Groups) {
@@ -427,9 +427,15 @@ func usageOf(timeline []stats.Second, get func(*stats.Second) stats.ProcSample) 
 // addBrokerCounters puts the broker's own counters into set, each under
 // its metric (counterMetric): the change of a cumulative counter from
 // start to end (absent unless both hold it, or when it went down: the
-// broker restarted), the largest reading of a gauge over the timeline
-// and both ends.
-func addBrokerCounters(set metric.Set, timeline []stats.Second, start, end brokerstat.Counters) {
+// broker restarted) or 0 for one known unchanged though in neither
+// reading (stats.Stats.CountersUnchanged), the largest reading of a gauge
+// over the timeline and both ends.
+func addBrokerCounters(set metric.Set, timeline []stats.Second, start, end brokerstat.Counters, unchanged []brokerstat.Counter) {
+	for _, c := range unchanged {
+		if c.Cumulative() {
+			set[counterMetric[c]] = 0
+		}
+	}
 	for c := range brokerstat.NumCounters {
 		name := counterMetric[c]
 		if c.Cumulative() {

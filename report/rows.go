@@ -170,11 +170,16 @@ func countersCells(r *Result) [][]string {
 		s, ok1 := r.CountersStart.Get(c)
 		e, ok2 := r.CountersEnd.Get(c)
 		if !ok1 && !ok2 {
+			if v, ok := r.Measured.Top[counterMetric[c]].(int); ok && c.Cumulative() && v == 0 {
+				// Known unchanged though in neither reading: a broker
+				// that publishes a counter only when it changed did not.
+				rows = append(rows, []string{c.String(), absent, absent, "+0 (not republished)", absent})
+			}
 			continue
 		}
 		f := func(v int64) string { return fmt.Sprint(v) }
 		if c == brokerstat.MemoryBytes {
-			f = fmtMiB
+			f = fmtMemory
 		}
 		cell := func(v int64, ok bool) string {
 			if !ok {
@@ -185,7 +190,7 @@ func countersCells(r *Result) [][]string {
 		change := absent
 		if ok1 && ok2 {
 			if c == brokerstat.MemoryBytes {
-				change = fmt.Sprintf("%+.1f MiB", float64(e-s)/(1<<20))
+				change = fmtMemoryChange(e - s)
 			} else {
 				change = fmt.Sprintf("%+d", e-s)
 			}
@@ -199,4 +204,30 @@ func countersCells(r *Result) [][]string {
 		rows = append(rows, []string{c.String(), cell(s, ok1), cell(e, ok2), change, peak})
 	}
 	return rows
+}
+
+// fmtMemory writes a broker's memory figure in a unit that shows it:
+// bytes under 1 KiB, KiB under 1 MiB, else MiB (Mosquitto's heap is often
+// a few hundred KiB, which "0.2 MiB" would blur).
+func fmtMemory(n int64) string {
+	a := n
+	if a < 0 {
+		a = -a
+	}
+	switch {
+	case a < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case a < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// fmtMemoryChange is fmtMemory with its sign, never "-0.0": a change
+// too small for the unit's one decimal is in a smaller unit.
+func fmtMemoryChange(d int64) string {
+	if d >= 0 {
+		return "+" + fmtMemory(d)
+	}
+	return fmtMemory(d)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,8 +39,12 @@ const (
 	// sysEndWait, plus the broker's update interval, bounds the wait for
 	// the update that follows the drain.
 	sysEndWait = 2 * time.Second
-	// maxSysInterval caps the update interval that wait allows for.
-	maxSysInterval = 10 * time.Second
+	// maxSysInterval caps the update interval that wait allows for, and
+	// is the interval assumed while it is unknown: Mosquitto 2.0's default
+	// sys_interval 10 updates every 11 s (it publishes once more than
+	// sys_interval seconds passed), so a run against a default Mosquitto
+	// waits at most 13 s for its figures at the end.
+	maxSysInterval = 11 * time.Second
 	// scrapeTimeout bounds one scrape, under the one-second interval.
 	scrapeTimeout = 900 * time.Millisecond
 	// maxScrapeNotes bounds the distinct scrape errors the report lists.
@@ -64,15 +69,22 @@ type sysView struct {
 	// readings is the difference of their sentMsgs.
 	msgs, batchMsgs, sentMsgs int64
 	// batchStart and last are when the latest update began and when its
-	// last message arrived; interval the time between the starts of the
-	// last two updates (0 until there were two).
+	// last message arrived; interval the broker's update interval (0 until
+	// known): the difference of two successive $SYS/broker/uptime
+	// readings, else the time between the starts of the last two live
+	// updates.
 	batchStart, last time.Time
 	interval         time.Duration
+	// upInterval: interval comes from the uptime readings.
+	upInterval bool
 	// live: the latest update holds a message that was not a retained
 	// copy, so it is an update the broker published while the monitor
 	// listened (a retained copy's figures may predate messages the
 	// broker then wrote to other subscribers).
 	live bool
+	// mosquitto: the broker showed itself as Mosquitto, which publishes a
+	// counter only when it changed (brokerstat.Sys.Mosquitto).
+	mosquitto bool
 }
 
 // complete reports whether the latest update has ended (nothing came for
@@ -95,10 +107,16 @@ type sysMonitor struct {
 // message is the monitor's delivery handler (reader goroutine).
 func (m *sysMonitor) message(topic, payload []byte, retained bool) {
 	now := time.Now()
+	up0, hadUp := m.sys.Uptime()
 	c, known := m.sys.Message(string(topic), payload)
 	v := m.cur
+	if up, ok := m.sys.Uptime(); ok && hadUp && !retained && up > up0 {
+		// Successive updates: the retained uptime the subscription
+		// brought is the update before the first live one.
+		v.interval, v.upInterval = time.Duration(up-up0)*time.Second, true
+	}
 	if v.msgs == 0 || now.Sub(v.last) > sysBatchGap {
-		if !v.batchStart.IsZero() {
+		if !v.batchStart.IsZero() && v.live && !retained && !v.upInterval {
 			v.interval = now.Sub(v.batchStart)
 		}
 		v.batchStart, v.batchMsgs, v.live = now, v.msgs, false
@@ -113,6 +131,7 @@ func (m *sysMonitor) message(topic, payload []byte, retained bool) {
 	v.msgs++
 	v.last = now
 	v.counters = m.sys.Counters()
+	v.mosquitto = m.sys.Mosquitto()
 	m.cur = v
 	m.view.Store(&v)
 	select {
@@ -202,12 +221,22 @@ func unwrapURLError(err error) error {
 type counterSources struct {
 	mon    *sysMonitor
 	scrape *scraper
+	// monPub and scrapePub publish mon and scrape to the snapshot
+	// goroutine, which runs before they start (once the plan's clients
+	// have connected).
+	monPub    atomic.Pointer[sysMonitor]
+	scrapePub atomic.Pointer[scraper]
 	// scrapeNotes are the distinct scrape errors already noted.
 	scrapeNotes []string
 	// start and end are the monitor's views at the run's start and end.
 	start, end *sysView
-	// endStale: the end is not a $SYS update after the drain.
+	// endStale: the end is not a $SYS update after the drain; staleWhy
+	// says why, for warnings.
 	endStale bool
+	staleWhy string
+	// unchanged are the cumulative counters known unchanged over the run
+	// though in neither reading (stats.Stats.CountersUnchanged).
+	unchanged []brokerstat.Counter
 }
 
 // startCounters connects the $SYS monitor and starts the scraper, as the
@@ -221,6 +250,7 @@ func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc
 		s := &scraper{url: m.Prometheus, client: &http.Client{Timeout: scrapeTimeout},
 			stop: make(chan struct{}), done: make(chan struct{})}
 		r.counters.scrape = s
+		r.counters.scrapePub.Store(s)
 		go r.scrapeLoop(s)
 	}
 	if !m.Sys {
@@ -266,6 +296,7 @@ func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc
 		return
 	}
 	r.counters.mon = mon
+	r.counters.monPub.Store(mon)
 }
 
 // monitorID is the monitor's client id: its own, never a plan client's.
@@ -312,16 +343,16 @@ func (r *run) noteScrape(err error) {
 		return
 	}
 	r.counters.scrapeNotes = append(r.counters.scrapeNotes, msg)
-	r.notes = append(r.notes, fmt.Sprintf("broker.metrics.prometheus: a scrape of %s failed at %s: %s", plans.RedactURL(r.counters.scrape.url), r.at().Round(time.Second), msg))
+	r.notes = append(r.notes, fmt.Sprintf("broker.metrics.prometheus: a scrape of %s failed at %s: %s", plans.RedactEndpoint(r.counters.scrape.url), r.at().Round(time.Second), msg))
 }
 
 // sampleCounters puts the latest counters into s (snapshot goroutine:
 // two atomic loads, never a wait).
 func (r *run) sampleCounters(s *stats.Second) {
-	if v := r.counters.mon.load(); v != nil {
+	if v := r.counters.monPub.Load().load(); v != nil {
 		s.Counters = v.counters
 	}
-	if sc := r.counters.scrape; sc != nil {
+	if sc := r.counters.scrapePub.Load(); sc != nil {
 		if p := sc.latest.Load(); p != nil {
 			s.Counters.Fill(*p)
 		}
@@ -339,16 +370,21 @@ func (m *sysMonitor) load() *sysView {
 // captureCounters reads the counters at the run's start (before the
 // first publish: end false) or end (after the drain: end true). $SYS
 // waits for a complete update (at the end, one that began after the
-// drain, bounded by sysEndWait plus the broker's update interval);
-// Prometheus is scraped once more.
+// drain, bounded by sysEndWait plus the broker's update interval, or
+// maxSysInterval while that is unknown); Prometheus is scraped once more.
+// An end reading that no live $SYS update followed gives no cumulative
+// $SYS counter: its change would miss what the broker did not publish yet.
 func (r *run) captureCounters(end, interrupted bool) brokerstat.Counters {
 	var cs brokerstat.Counters
+	var sysEnd brokerstat.Counters
 	if mon := r.counters.mon; mon != nil && interrupted {
 		// A user who pressed Ctrl-C wants the report now: the last update.
 		if v := mon.load(); v != nil {
 			cs = v.counters
 		}
+		sysEnd = cs
 		r.counters.endStale = true
+		r.counters.staleWhy = "the run was interrupted before the broker's update after the drain"
 	} else if mon != nil {
 		now := time.Now()
 		var v *sysView
@@ -361,21 +397,35 @@ func (r *run) captureCounters(end, interrupted bool) brokerstat.Counters {
 			}
 			r.counters.start = v
 			if v == nil {
-				r.note(fmt.Sprintf("broker.metrics.sys: no $SYS update arrived within %s of subscribing: the broker's counters at the start are missing", sysStartWait))
+				r.note(fmt.Sprintf("broker.metrics.sys: no $SYS update arrived within %s of subscribing: the broker's counters at the start are missing, so their changes over the run are absent (thresholds on them fail with no samples)", sysStartWait))
 			}
 		} else {
-			interval := time.Second
+			wait, known := sysEndWait+maxSysInterval, false
 			if last := mon.load(); last != nil && last.interval > 0 {
-				interval = min(last.interval, maxSysInterval)
+				wait, known = sysEndWait+min(last.interval, maxSysInterval), true
 			}
-			v, ok = mon.await(now, now.Add(sysEndWait+interval))
+			if r.counters.start == nil {
+				// Nothing at the start to take a change from: no long wait.
+				wait = sysEndWait + time.Second
+			}
+			v, ok = mon.await(now, now.Add(wait))
 			r.counters.end, r.counters.endStale = v, !ok
 			if !ok {
-				r.note(fmt.Sprintf("broker.metrics.sys: the broker published no $SYS update within %s after the drain; its counters at the end are older and may miss the run's last messages", (sysEndWait + interval).Round(time.Millisecond)))
+				select {
+				case <-mon.conn.Done():
+					r.counters.staleWhy = "the $SYS monitor's connection was lost before the broker's update after the drain"
+				default:
+					every := "its update interval is unknown"
+					if known {
+						every = fmt.Sprintf("it updates every %s", mon.load().interval.Round(time.Millisecond))
+					}
+					r.counters.staleWhy = fmt.Sprintf("the broker published no live $SYS update within %s after the drain (%s; set sys_interval 1 in mosquitto.conf for an update every second or two)", wait.Round(time.Millisecond), every)
+				}
 			}
 		}
 		if v != nil {
 			cs = v.counters
+			sysEnd = cs
 		}
 	}
 	if sc := r.counters.scrape; sc != nil && !interrupted {
@@ -386,7 +436,58 @@ func (r *run) captureCounters(end, interrupted bool) brokerstat.Counters {
 			cs.Fill(p)
 		}
 	}
+	if end && r.counters.mon != nil {
+		r.settleEnd(&cs, sysEnd)
+	}
 	return cs
+}
+
+// settleEnd makes the end reading's cumulative $SYS counters sound (end
+// is the reading, sysEnd its $SYS part): a stale end gives none (their
+// change would miss what the broker had not published yet); a counter
+// Mosquitto never published while the monitor listened did not change
+// (CountersUnchanged); any cumulative counter whose change ends up absent
+// gets a warning that says why.
+func (r *run) settleEnd(end *brokerstat.Counters, sysEnd brokerstat.Counters) {
+	start := r.countersStart
+	var dropped, expired, never []string
+	r.counters.unchanged = nil
+	for c := range brokerstat.NumCounters {
+		if !c.Cumulative() {
+			continue
+		}
+		_, inStart := start.Get(c)
+		_, inEnd := end.Get(c)
+		_, fromSys := sysEnd.Get(c)
+		switch {
+		case r.counters.endStale:
+			if fromSys {
+				end.Drop(c)
+			}
+			if _, ok := end.Get(c); !ok || !inStart {
+				dropped = append(dropped, c.String())
+			}
+		case inStart && inEnd:
+		case !inStart && !inEnd && !r.counters.endStale && r.counters.start != nil && r.counters.end != nil && r.counters.end.mosquitto:
+			// Mosquitto publishes a counter at an update only when it
+			// changed: none came from the subscription to the live update
+			// after the drain, so it did not change.
+			r.counters.unchanged = append(r.counters.unchanged, c)
+		case !inStart && inEnd:
+			expired = append(expired, c.String())
+		default:
+			never = append(never, c.String())
+		}
+	}
+	if len(dropped) > 0 {
+		r.note(fmt.Sprintf("broker.metrics.sys: %s: the broker's %s at the end would miss what it had not published yet, so their changes over the run are absent (thresholds on them fail with no samples)", r.counters.staleWhy, strings.Join(dropped, ", ")))
+	}
+	if len(expired) > 0 {
+		r.note(fmt.Sprintf("broker.metrics.sys: the broker's %s at the start is unknown (no retained copy came with the subscription: Mosquitto's expire 60 s after their last change) and it changed during the run, so its change over the run is absent (thresholds on it fail with no samples); set sys_interval 1 in mosquitto.conf", strings.Join(expired, ", ")))
+	}
+	if len(never) > 0 && r.counters.start != nil {
+		r.note(fmt.Sprintf("broker.metrics.sys: no change over the run for the broker's %s: the broker never published it while the monitor listened, and only Mosquitto is known to publish a counter only when it changed (thresholds on it fail with no samples)", strings.Join(never, ", ")))
+	}
 }
 
 // stopCounters closes the monitor and stops the scraper.
@@ -424,8 +525,16 @@ func (r *run) crossCheck(st *stats.Stats) {
 		monitor = r.counters.end.sentMsgs - r.counters.start.sentMsgs
 	}
 	if !r.counters.endStale {
-		r.checkPair("broker.metrics", "PUBLISH received", st.CountersStart, st.CountersEnd, brokerstat.PublishReceived, written, 0,
-			"the PUBLISH packets mqplan wrote (resends included)", "other clients published on the broker during the run")
+		received, receivedIs := written, "the PUBLISH packets mqplan wrote (resends included)"
+		if v := r.counters.end; v != nil && v.mosquitto {
+			// Mosquitto counts a PUBLISH received when its fixed header
+			// masked with 0xF5 is 0x30: QoS 2 (bit 0x04) and retained
+			// (bit 0x01) PUBLISHes are left out of
+			// publish/messages/received.
+			received, receivedIs = r.mosquittoCounted(st), "the PUBLISH packets mqplan wrote at QoS 0 or 1 without the retain flag (resends included; Mosquitto counts no QoS 2 or retained PUBLISH)"
+		}
+		r.checkPair("broker.metrics", "PUBLISH received", st.CountersStart, st.CountersEnd, brokerstat.PublishReceived, received, 0,
+			receivedIs, "other clients published on the broker during the run")
 		r.checkPair("broker.metrics", "PUBLISH sent", st.CountersStart, st.CountersEnd, brokerstat.PublishSent, delivered, monitor,
 			"the deliveries mqplan's clients received (duplicates included)", "other clients subscribed on the broker, or it counts its $SYS messages differently")
 	}
@@ -445,12 +554,35 @@ func (r *run) crossCheck(st *stats.Stats) {
 	}
 }
 
+// mosquittoCounted is what Mosquitto's publish/messages/received counts of
+// mqplan's PUBLISH packets: those of groups publishing at QoS 0 or 1
+// without the retain flag, resends included.
+func (r *run) mosquittoCounted(st *stats.Stats) int64 {
+	var n int64
+	for g := range r.prog.Plan.Groups {
+		pub := r.prog.Plan.Groups[g].Publish
+		if pub == nil || pub.QoS == 2 || pub.Retain {
+			continue
+		}
+		for p := range st.Phases {
+			if g < len(st.Phases[p].Groups) {
+				n += st.Phases[p].Groups[g].Sent
+			}
+		}
+	}
+	return n + r.resentCounted.Load()
+}
+
 // checkPair notes when a cumulative counter's delta differs from mqplan's
 // figure by other than the monitor's own share.
 func (r *run) checkPair(source, what string, start, end brokerstat.Counters, c brokerstat.Counter, ours, monitor int64, oursIs, reasons string) {
 	s, ok1 := start.Get(c)
 	e, ok2 := end.Get(c)
 	if !ok1 || !ok2 {
+		return
+	}
+	if e < s {
+		r.note(fmt.Sprintf("%s: the broker's %s counter went down during the run (from %d to %d): the broker restarted or reset it, so its change over the run is unknown", source, what, s, e))
 		return
 	}
 	delta := e - s

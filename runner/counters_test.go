@@ -66,7 +66,7 @@ func TestSysCountersMosquitto(t *testing.T) {
 		want    string // a cross-check notice's text; "" for none
 	}{
 		{name: "clean run"},
-		{name: "another client publishes", foreign: 5, want: "the broker counted %d PUBLISH received during the run, but the PUBLISH packets mqplan wrote (resends included) were %d (+5): other clients published"},
+		{name: "another client publishes", foreign: 5, want: "the broker counted %d PUBLISH received during the run, but the PUBLISH packets mqplan wrote at QoS 0 or 1 without the retain flag (resends included; Mosquitto counts no QoS 2 or retained PUBLISH) were %d (+5): other clients published"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,7 +236,7 @@ func TestPrometheusCounters(t *testing.T) {
 			if tt.notice != "" {
 				found := false
 				for _, n := range st.Notices {
-					found = found || strings.Contains(n, "broker.metrics.prometheus: a scrape of http://user:***@") && strings.Contains(n, tt.notice)
+					found = found || strings.Contains(n, "broker.metrics.prometheus: a scrape of http://***@") && strings.Contains(n, tt.notice)
 				}
 				if !found {
 					t.Errorf("notices %q, want one about the scrape containing %q", st.Notices, tt.notice)
@@ -271,6 +271,86 @@ func TestPrometheusCounters(t *testing.T) {
 	}
 }
 
+// TestPrometheusCounterReset: a counter that went down between the start
+// and the end (the broker restarted or reset it) is said to have, never
+// explained as other clients' traffic, and gives no change.
+func TestPrometheusCounterReset(t *testing.T) {
+	var scrapes atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		n := scrapes.Add(1)
+		_, _ = w.Write([]byte(emqxExposition(t, 1000000/n, 2000000/n)))
+	}))
+	defer srv.Close()
+	st, _ := runWith(t, compile(t, counterPlan(&plans.BrokerMetrics{Prometheus: srv.URL})), broker.Options{}, Options{})
+	for _, what := range []string{"PUBLISH received", "PUBLISH sent"} {
+		want := "broker.metrics: the broker's " + what + " counter went down during the run (from "
+		if !slices.ContainsFunc(st.Notices, func(n string) bool {
+			return strings.HasPrefix(n, want) && strings.HasSuffix(n, "): the broker restarted or reset it, so its change over the run is unknown")
+		}) {
+			t.Errorf("notices %q, want one starting %q", st.Notices, want)
+		}
+	}
+	for _, n := range st.Notices {
+		if strings.Contains(n, "other clients") {
+			t.Errorf("a counter reset explained as other clients: %q", n)
+		}
+	}
+}
+
+// TestSysCountersMosquittoLikeForLike: Mosquitto 2.0's
+// publish/messages/received leaves out QoS 2 and retained PUBLISHes (its
+// read loop counts a packet whose first byte masked with 0xF5 is 0x30),
+// so a clean QoS 2 or retained run cross-checks without a warning.
+func TestSysCountersMosquittoLikeForLike(t *testing.T) {
+	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1"})
+	tests := []struct {
+		name   string
+		qos    byte
+		retain bool
+	}{
+		{name: "QoS 2", qos: 2},
+		{name: "QoS 1 retained", qos: 1, retain: true},
+		{name: "QoS 0", qos: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := counterPlan(&plans.BrokerMetrics{Sys: true})
+			pl.Broker.URLs = []string{p.MQTT}
+			pl.Groups[0].Subscribe[0].QoS = tt.qos
+			pl.Groups[1].Publish.QoS, pl.Groups[1].Publish.Retain = tt.qos, tt.retain
+			st, _ := runAt(t, compile(t, pl), "")
+			if _, ok := delta(st, brokerstat.PublishReceived); !ok {
+				t.Fatalf("no PUBLISH received change; notices %q", st.Notices)
+			}
+			for _, n := range crossNotices(st) {
+				t.Errorf("a clean run warns: %q", n)
+			}
+		})
+	}
+}
+
+// TestSysMonitorAfterClients: the $SYS monitor connects after the plan's
+// clients, so a broker with no connection to spare refuses the monitor
+// (a notice), never a plan client.
+func TestSysMonitorAfterClients(t *testing.T) {
+	// Room for the plan's four clients and no more: Mosquitto 2.0.11
+	// lets max_connections + 1 in once a connection closed before its
+	// CONNECT (StartProcess's check that it listens) has lowered its
+	// count by one more than it raised it.
+	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1\nmax_connections 3"})
+	pl := counterPlan(&plans.BrokerMetrics{Sys: true})
+	pl.Broker.URLs = []string{p.MQTT}
+	st, m := runAt(t, compile(t, pl), "")
+	if st.Incomplete != "" || m.ConnectFailed != 0 || m.Received != m.Expected {
+		t.Errorf("incomplete %q, connect failed %d, received %d of %d: the monitor took a plan client's slot", st.Incomplete, m.ConnectFailed, m.Received, m.Expected)
+	}
+	if !slices.ContainsFunc(st.Notices, func(n string) bool {
+		return strings.HasPrefix(n, "broker.metrics.sys: the $SYS monitor could not connect")
+	}) {
+		t.Errorf("notices %q, want one saying the monitor could not connect", st.Notices)
+	}
+}
+
 // TestSysCountersSilentBroker: a broker that publishes no $SYS (Mosquitto
 // with sys_interval 0) leaves the counters absent and says so in a
 // notice; the run itself is complete, and the monitor is still counted
@@ -291,7 +371,7 @@ func TestSysCountersSilentBroker(t *testing.T) {
 			t.Errorf("second at %s has counters %+v", s.At, s.Counters)
 		}
 	}
-	want := "broker.metrics.sys: no $SYS update arrived within 3s of subscribing: the broker's counters at the start are missing"
+	want := "broker.metrics.sys: no $SYS update arrived within 3s of subscribing: the broker's counters at the start are missing, so their changes over the run are absent (thresholds on them fail with no samples)"
 	if !slices.Contains(st.Notices, want) {
 		t.Errorf("notices %q, want %q", st.Notices, want)
 	}

@@ -136,8 +136,11 @@ type run struct {
 	counters      counterSources
 	countersStart brokerstat.Counters
 	// resent counts the PUBLISH packets sent again on a resumed session.
-	resent  atomic.Int64
-	timeout time.Duration
+	resent atomic.Int64
+	// resentCounted counts those of them at QoS 1 without the retain
+	// flag: the ones Mosquitto's publish/messages/received counts.
+	resentCounted atomic.Int64
+	timeout       time.Duration
 
 	phase     atomic.Uint32
 	pubStart  atomic.Int64 // ns since epoch when warmup starts
@@ -281,16 +284,15 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		return st, nil
 	}
 
-	r.startCounters(ctx, prog.Plan.Broker.Metrics, targets[0])
-
 	snapDone := make(chan struct{})
 	snapStop := make(chan struct{})
 	go r.snapshots(snapStop, snapDone)
 
 	incomplete := r.execute(ctx, targets)
-	if r.countersStart.Sampled() {
+	if r.countersStart.Sampled() || r.counters.start != nil {
 		st.CountersStart = r.countersStart
 		st.CountersEnd = r.captureCounters(true, ctx.Err() != nil)
+		st.CountersUnchanged = r.counters.unchanged
 	}
 	r.stopCounters()
 
@@ -473,6 +475,10 @@ func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 		}
 	}
 	if incomplete == "" && ctx.Err() == nil {
+		// The monitor connects once the plan's clients have: a broker
+		// with no connection to spare refuses the monitor (a notice),
+		// never a plan client.
+		r.startCounters(ctx, r.prog.Plan.Broker.Metrics, targets[0])
 		r.countersStart = r.captureCounters(false, false)
 		r.publishPhases(ctx)
 	} else {
@@ -669,6 +675,9 @@ func (r *run) resume(c *client, old, mc *mqttc.Conn) {
 			return // the new connection dropped too: its loss is recorded
 		}
 		r.resent.Add(1)
+		if pub.QoS == 1 && !pub.Retain {
+			r.resentCounted.Add(1)
+		}
 	}
 }
 

@@ -141,6 +141,12 @@ type Stats struct {
 	// differences cover the measured traffic: not Sampled() when not
 	// sampled.
 	CountersStart, CountersEnd brokerstat.Counters
+	// CountersUnchanged are the cumulative counters that are in neither
+	// reading but are known not to have changed over the run: a broker that
+	// publishes a $SYS counter only when it changed (Mosquitto) did not
+	// publish it between the monitor's subscribing and its first live
+	// update after the drain. Their change is 0.
+	CountersUnchanged []brokerstat.Counter
 	// Interrupted is set when a signal or context cancelled the run.
 	Interrupted bool
 	// Incomplete, when non-empty, says why the run could not complete

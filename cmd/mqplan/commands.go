@@ -598,6 +598,7 @@ func cmdBroker(e *env, args []string) error {
 	tlsCA := fs.String("tls-ca", "", "require client certificates signed by this CA (mutual TLS)")
 	wsAddr := fs.String("ws", "", "also listen for MQTT over WebSocket on this address (TLS too when --tls-cert is set)")
 	authFile := fs.String("auth", "", "require user names and passwords from this file, one user:password a line")
+	sysEvery := fs.Duration("sys-interval", time.Second, "refresh the $SYS topics this often (whole seconds, 1s to 1h), for plans with broker.metrics.sys")
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -608,10 +609,19 @@ func cmdBroker(e *env, args []string) error {
 	if *dropEvery < 0 || *dupEvery < 0 || *delay < 0 {
 		return invalid(errors.New("fault options must not be negative"))
 	}
+	if *sysEvery < time.Second || *sysEvery > time.Hour || *sysEvery%time.Second != 0 {
+		return invalid(fmt.Errorf("--sys-interval %s: must be whole seconds from 1s to 1h", *sysEvery))
+	}
 	opts := broker.Options{
-		Listen:    *listen,
-		Faults:    broker.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
-		WebSocket: *wsAddr,
+		Listen: *listen,
+		// Every second by default, unlike the embedded broker of a run:
+		// this broker is its own process, so the refresh's stop of the
+		// world does not land in the process measuring latency, and a plan
+		// reading $SYS gets per-second figures and an update soon after its
+		// drain.
+		SysInterval: *sysEvery,
+		Faults:      broker.Faults{DropEvery: *dropEvery, DuplicateEvery: *dupEvery, Delay: *delay},
+		WebSocket:   *wsAddr,
 	}
 	if opts.TLS, err = brokerTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
 		return invalid(err)

@@ -34,3 +34,22 @@ func Until(t testing.TB, what string, cond func() bool) {
 		}
 	}
 }
+
+// UntilWithin is Until with its own deadline and polling interval, for
+// the rare wait on something slower than Timeout by its nature (a broker's
+// retained message that expires after a minute) whose condition is costly
+// to poll (a connection each time).
+func UntilWithin(t testing.TB, limit, every time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
