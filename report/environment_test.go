@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/threshold"
@@ -440,5 +441,47 @@ func TestListenOnlyRates(t *testing.T) {
 				t.Errorf("JSON lacks %s", want)
 			}
 		})
+	}
+}
+
+// TestBrokerCountersUnchanged: a cumulative counter in neither reading
+// but known unchanged (stats.Stats.CountersUnchanged) measures 0, so a
+// threshold on it is judged, and the Broker section says why it has no
+// start or end, also once the result is saved and read back; a small
+// memory figure shows in bytes or KiB, its change never as -0.0.
+func TestBrokerCountersUnchanged(t *testing.T) {
+	p := testPlan("broker.dropped == 0")
+	st := fullStats(t)
+	st.CountersStart.Drop(brokerstat.Dropped)
+	st.CountersEnd.Drop(brokerstat.Dropped)
+	st.CountersStart.Put(brokerstat.MemoryBytes, 300<<10)
+	st.CountersEnd.Put(brokerstat.MemoryBytes, 300<<10-10)
+	st.CountersUnchanged = []brokerstat.Counter{brokerstat.Dropped}
+	r := Evaluate(p, compile(t, p), st)
+	if v, ok := r.Measured.Top[metric.BrokerDropped]; !ok || v != 0 {
+		t.Fatalf("broker.dropped %v (%v), want 0", v, ok)
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(&js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, res := range map[string]*Result{"run": r, "read back": back} {
+		var b bytes.Buffer
+		if err := WriteTable(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, want := range []string{"+0 (not republished)", "300.0 KiB", "-10 B"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: the table lacks %q:\n%s", name, want, out)
+			}
+		}
+		if strings.Contains(out, "-0.0") {
+			t.Errorf("%s: the table shows -0.0:\n%s", name, out)
+		}
 	}
 }
