@@ -56,23 +56,35 @@ func (m Mark) String() string {
 type compared struct {
 	name         metric.Name
 	higherBetter bool
+	// neutral: a change is shown, never marked (the broker's PUBLISH
+	// counts follow the plan's load, neither better nor worse).
+	neutral bool
 }
 
 // comparedMetrics are the key metrics mqplan compare shows, in order:
 // throughput, latency, delivery, errors, connections.
 var comparedMetrics = []compared{
-	{metric.SendRate, true},
-	{metric.RecvRate, true},
-	{metric.LatencyP50, false},
-	{metric.LatencyP90, false},
-	{metric.LatencyP99, false},
-	{metric.LatencyMax, false},
-	{metric.AckP99, false},
-	{metric.Lost, false},
-	{metric.LossRate, false},
-	{metric.Duplicates, false},
-	{metric.Errors, false},
-	{metric.ConnectP99, false},
+	{name: metric.SendRate, higherBetter: true},
+	{name: metric.RecvRate, higherBetter: true},
+	{name: metric.LatencyP50, higherBetter: false},
+	{name: metric.LatencyP90, higherBetter: false},
+	{name: metric.LatencyP99, higherBetter: false},
+	{name: metric.LatencyMax, higherBetter: false},
+	{name: metric.AckP99, higherBetter: false},
+	{name: metric.Lost, higherBetter: false},
+	{name: metric.LossRate, higherBetter: false},
+	{name: metric.Duplicates, higherBetter: false},
+	{name: metric.Errors, higherBetter: false},
+	{name: metric.ConnectP99, higherBetter: false},
+}
+
+// comparedBroker are the broker's own counters (broker.metrics sys or
+// prometheus) that the total shows when both results measured them.
+var comparedBroker = []compared{
+	{name: metric.BrokerDropped},
+	{name: metric.BrokerPublishReceived, neutral: true},
+	{name: metric.BrokerPublishSent, neutral: true},
+	{name: metric.BrokerMemoryMax},
 }
 
 // Comparison is two results side by side: their key metrics over the
@@ -171,13 +183,21 @@ func Compare(a, b *Result, labelA, labelB string, tolerance float64) *Comparison
 }
 
 // compareSets builds the rows of one scope. The total shows every key
-// metric; a group (keep non-nil) only those one of the two measured and
+// metric, and the broker's own counters that both runs measured; a group (keep non-nil) only those one of the two measured and
 // keep allows.
 func compareSets(a, b metric.Set, tolerance float64, keep func(metric.Name) bool) []CompareRow {
 	var rows []CompareRow
-	for _, m := range comparedMetrics {
+	metrics := comparedMetrics
+	if keep == nil {
+		metrics = append(slices.Clip(metrics), comparedBroker...)
+	}
+	for _, m := range metrics {
 		va, vb := present(a, m.name), present(b, m.name)
 		if keep != nil && (!keep(m.name) || va == nil && vb == nil) {
+			continue
+		}
+		if slices.Contains(comparedBroker, m) && (va == nil || vb == nil) {
+			// The broker's counters, only when both runs read them.
 			continue
 		}
 		rows = append(rows, m.row(va, vb, tolerance))
@@ -198,7 +218,7 @@ func (m compared) row(va, vb any, tolerance float64) CompareRow {
 		row.Mark = Worse
 	case va != nil && vb != nil:
 		row.Change = change(number(va), number(vb))
-		if math.Abs(row.Change) > tolerance {
+		if math.Abs(row.Change) > tolerance && !m.neutral {
 			if (row.Change > 0) == m.higherBetter {
 				row.Mark = Better
 			} else {
@@ -211,11 +231,12 @@ func (m compared) row(va, vb any, tolerance float64) CompareRow {
 
 // lookupCompared finds a key metric of the comparison by name.
 func lookupCompared(name metric.Name) (compared, bool) {
-	i := slices.IndexFunc(comparedMetrics, func(m compared) bool { return m.name == name })
+	all := append(slices.Clip(comparedMetrics), comparedBroker...)
+	i := slices.IndexFunc(all, func(m compared) bool { return m.name == name })
 	if i < 0 {
 		return compared{}, false
 	}
-	return comparedMetrics[i], true
+	return all[i], true
 }
 
 // change is the relative change from a to b: 0 when equal, ±Inf from 0.
@@ -743,9 +764,9 @@ func (jr *jsonCompRow) row(tolerance float64) (CompareRow, error) {
 
 // comparedNames lists the compared metrics for a message.
 func comparedNames() string {
-	names := make([]string, len(comparedMetrics))
-	for i, m := range comparedMetrics {
-		names[i] = string(m.name)
+	var names []string
+	for _, m := range append(slices.Clip(comparedMetrics), comparedBroker...) {
+		names = append(names, string(m.name))
 	}
 	return strings.Join(names, ", ")
 }

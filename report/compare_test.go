@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/internal/golden"
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/phase"
@@ -198,6 +199,59 @@ thresholds: ["p99 < 1s"]
 			}
 			if got != tt.want {
 				t.Errorf("note %q, want %q (all notes: %q)", got, tt.want, c.Notes)
+			}
+		})
+	}
+}
+
+// TestCompareBrokerCounters: the total shows the broker's own counters
+// when both runs measured them (more drops marked worse, the PUBLISH
+// counts shown but never marked), and not when one run lacks them.
+func TestCompareBrokerCounters(t *testing.T) {
+	p := testPlan()
+	run := func(dropped int64, counters bool) *Result {
+		st := fullStats(t)
+		st.CountersEnd.Put(brokerstat.Dropped, dropped)
+		st.CountersEnd.Put(brokerstat.PublishReceived, 1000+8000*dropped)
+		if !counters {
+			st.CountersStart, st.CountersEnd = brokerstat.Counters{}, brokerstat.Counters{}
+			for i := range st.Timeline {
+				st.Timeline[i].Counters = brokerstat.Counters{}
+			}
+		}
+		return Evaluate(p, compile(t, p), st)
+	}
+	rows := func(c *Comparison) map[metric.Name]CompareRow {
+		m := map[metric.Name]CompareRow{}
+		for _, r := range c.Sections[0].Rows {
+			m[r.Metric] = r
+		}
+		return m
+	}
+	tests := []struct {
+		name       string
+		a, b       *Result
+		want       map[metric.Name]Mark // rows that must be there, with their mark
+		wantAbsent []metric.Name
+	}{
+		{name: "both measured", a: run(7, true), b: run(50, true),
+			want: map[metric.Name]Mark{metric.BrokerDropped: Worse, metric.BrokerPublishReceived: Same, metric.BrokerPublishSent: Same}},
+		{name: "one without", a: run(7, true), b: run(7, false),
+			wantAbsent: []metric.Name{metric.BrokerDropped, metric.BrokerPublishReceived, metric.BrokerMemoryMax}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := rows(Compare(tt.a, tt.b, "a.json", "b.json", DefaultTolerance))
+			for m, mark := range tt.want {
+				r, ok := got[m]
+				if !ok || r.Mark != mark {
+					t.Errorf("%s: row %+v (%v), want mark %v", m, r, ok, mark)
+				}
+			}
+			for _, m := range tt.wantAbsent {
+				if r, ok := got[m]; ok {
+					t.Errorf("%s: row %+v, want none", m, r)
+				}
 			}
 		})
 	}
