@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"github.com/mqplan/mqplan/plans"
 	"math"
 	"path/filepath"
@@ -241,11 +242,29 @@ func TestCompareBrokerCounters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := rows(Compare(tt.a, tt.b, "a.json", "b.json", DefaultTolerance))
+			c := Compare(tt.a, tt.b, "a.json", "b.json", DefaultTolerance)
+			got := rows(c)
+			// As a baseline comparison saved in a result and read back.
+			data, err := json.Marshal(c.doc())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d jsonComparison
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.UseNumber()
+			if err := dec.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			back, err := d.comparison()
+			if err != nil {
+				t.Fatalf("read back: %v", err)
+			}
 			for m, mark := range tt.want {
-				r, ok := got[m]
-				if !ok || r.Mark != mark {
-					t.Errorf("%s: row %+v (%v), want mark %v", m, r, ok, mark)
+				for which, rs := range map[string]map[metric.Name]CompareRow{"compared": got, "read back": rows(back)} {
+					r, ok := rs[m]
+					if !ok || r.Mark != mark {
+						t.Errorf("%s: %s: row %+v (%v), want mark %v", which, m, r, ok, mark)
+					}
 				}
 			}
 			for _, m := range tt.wantAbsent {
