@@ -553,6 +553,11 @@ func (r *run) crossCheck(st *stats.Stats) {
 			receivedIs, "other clients published on the broker during the run"+window)
 		r.checkPair("broker.metrics", "PUBLISH sent", st.CountersStart, st.CountersEnd, brokerstat.PublishSent, delivered, monitor,
 			"the deliveries mqplan's clients received (duplicates included)", "other clients subscribed on the broker, or it counts its $SYS messages differently"+window)
+		if ds, ok := st.CountersStart.Get(brokerstat.Dropped); ok {
+			if de, ok := st.CountersEnd.Get(brokerstat.Dropped); ok && de < ds {
+				r.note(fmt.Sprintf("broker.metrics: the broker's dropped counter went down during the run (from %d to %d): the broker restarted or reset it, so its change over the run is unknown", ds, de))
+			}
+		}
 	}
 	if b := st.Broker; b != nil {
 		if b.MessagesReceived != written {

@@ -278,11 +278,12 @@ func TestPrometheusCounterReset(t *testing.T) {
 	var scrapes atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		n := scrapes.Add(1)
-		_, _ = w.Write([]byte(emqxExposition(t, 1000000/n, 2000000/n)))
+		body := regexp.MustCompile(`(?m)^emqx_messages_dropped \d+$`).ReplaceAllString(emqxExposition(t, 1000000/n, 2000000/n), fmt.Sprintf("emqx_messages_dropped %d", 1000/n))
+		_, _ = w.Write([]byte(body))
 	}))
 	defer srv.Close()
 	st, _ := runWith(t, compile(t, counterPlan(&plans.BrokerMetrics{Prometheus: srv.URL})), broker.Options{}, Options{})
-	for _, what := range []string{"PUBLISH received", "PUBLISH sent"} {
+	for _, what := range []string{"PUBLISH received", "PUBLISH sent", "dropped"} {
 		want := "broker.metrics: the broker's " + what + " counter went down during the run (from "
 		if !slices.ContainsFunc(st.Notices, func(n string) bool {
 			return strings.HasPrefix(n, want) && strings.HasSuffix(n, "): the broker restarted or reset it, so its change over the run is unknown")
