@@ -182,10 +182,10 @@ func TestReadJSONRefuses(t *testing.T) {
 	}
 }
 
-// TestReadJSONRefusesComparison: a saved comparison with the baseline
-// that mqplan did not write is refused, saying where, rather than shown.
-func TestReadJSONRefusesComparison(t *testing.T) {
-	var r *Result
+// baselineJSON is the golden "baseline" result and its JSON, with where
+// its comparison with the baseline starts.
+func baselineJSON(t *testing.T) (r *Result, doc string, at int) {
+	t.Helper()
 	for _, tc := range goldenCases(t) {
 		if tc.name == "baseline" {
 			r = tc.r
@@ -195,11 +195,18 @@ func TestReadJSONRefusesComparison(t *testing.T) {
 	if err := WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	good := b.String()
-	base := strings.Index(good, `"baseline": {`)
-	if base < 0 {
+	doc = b.String()
+	at = strings.Index(doc, `"baseline": {`)
+	if at < 0 {
 		t.Fatal("the fixture has no baseline comparison")
 	}
+	return r, doc, at
+}
+
+// TestReadJSONRefusesComparison: a saved comparison with the baseline
+// that mqplan did not write is refused, saying where, rather than shown.
+func TestReadJSONRefusesComparison(t *testing.T) {
+	_, good, base := baselineJSON(t)
 	// edit replaces the first old in the comparison.
 	edit := func(old, new string) string {
 		i := strings.Index(good[base:], old)
@@ -246,18 +253,7 @@ func TestReadJSONRefusesComparison(t *testing.T) {
 // taken from the file, so that no format shows a mark or a run its
 // figures contradict.
 func TestReadJSONDerivesComparison(t *testing.T) {
-	var r *Result
-	for _, tc := range goldenCases(t) {
-		if tc.name == "baseline" {
-			r = tc.r
-		}
-	}
-	var b bytes.Buffer
-	if err := WriteJSON(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	good := b.String()
-	base := strings.Index(good, `"baseline": {`)
+	r, good, base := baselineJSON(t)
 	edit := func(doc, old, new string) string {
 		i := strings.Index(doc[base:], old)
 		if i < 0 {

@@ -148,15 +148,7 @@ func TestMetricsListen(t *testing.T) {
 	}
 
 	// Every scraped count is a prefix sum of the saved timeline.
-	f, err := os.Open(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	res, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := savedResult(t, saved)
 	prefixSent, prefixRecv := []float64{0}, []float64{0}
 	for _, s := range res.Timeline {
 		var pub, sub float64
@@ -281,15 +273,7 @@ func TestMetricsLinger(t *testing.T) {
 			if err != nil {
 				t.Fatalf("after the report: %v", err)
 			}
-			f, err := os.Open(saved)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			res, err := report.ReadJSON(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := savedResult(t, saved)
 			var sent, received int64
 			for _, s := range res.Timeline {
 				for _, g := range s.Groups {
@@ -436,4 +420,19 @@ func TestMetricsLostDuringOutage(t *testing.T) {
 		t.Errorf("exit %d, want 1 or 3 for a run that lost its broker:\n%s", code, cmd.stderr.String())
 	}
 	t.Logf("scrapes after the outage: %v; lost %v", seen, final)
+}
+
+// savedResult reads back the JSON result a run saved at path.
+func savedResult(t *testing.T, path string) *report.Result {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := report.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

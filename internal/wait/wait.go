@@ -22,17 +22,7 @@ const pollEvery = 2 * time.Millisecond
 // holds, and fails the test ("timed out waiting for what") after Timeout.
 func Until(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(Timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	UntilWithin(t, Timeout, pollEvery, what, cond)
 }
 
 // UntilWithin is Until with its own deadline and polling interval, for
