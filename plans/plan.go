@@ -6,6 +6,14 @@
 //
 // Nothing here opens a socket, reads a clock or starts a goroutine, so a
 // plan can be explained, validated and tested exactly without a broker.
+//
+// A publisher's timetable is a Schedule: message k's intended time is a
+// pure function of k, over a piecewise-linear rate Profile (schedule.go),
+// so that it can be counted in any window without walking it. The
+// plan's warmup, ramp and steady phases are its three-segment case; longer
+// profiles and Poisson arrivals (poisson.go, a pure function of seed,
+// client and k) are groundwork for load shapes (issue 10), not yet reachable
+// from a plan.
 package plans
 
 import (
