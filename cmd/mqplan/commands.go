@@ -67,7 +67,7 @@ var commandExamples = map[string][]string{
 		"mqplan run --broker mqtt://127.0.0.1:1883 --set duration=30s plans/fanin-qos1.yaml",
 		"mqplan run --quiet --out json=result.json --out table=summary.txt plans/1to1-qos1.yaml",
 		"mqplan run --quiet --out junit=junit.xml --out md=summary.md plans/1to1-qos1.yaml   # CI test report and summary",
-		"mqplan run --metrics-listen :9464 --metrics-linger 30s --set duration=10m plans/fanin-qos1.yaml   # Prometheus scrapes http://127.0.0.1:9464/metrics while it runs, and 30 s after",
+		"mqplan run --metrics-listen :9464 --metrics-linger 30s plans/soak.yaml   # Prometheus scrapes http://127.0.0.1:9464/metrics while it runs, and 30 s after",
 	},
 	"validate": {
 		"mqplan validate plans/*.yaml",
