@@ -181,3 +181,18 @@ func TestBrokerFaultDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokerFaultsSpareSys: the faults hit the plan's traffic only. With
+// every delivery dropped, a $SYS subscriber still gets the broker's
+// figures, and they are not numbered among the deliveries the faults
+// count.
+func TestBrokerFaultsSpareSys(t *testing.T) {
+	b := btStart(t, Options{Faults: Faults{DropEvery: 1}, SysInterval: time.Second}, true)
+	inbox := newBTInbox()
+	mon := btConnect(t, b, "mon", 64, inbox)
+	btSubscribe(t, mon, "$SYS/#", 0)
+	inbox.waitUntil(t, "a $SYS message through DropEvery 1", func(got [][]byte) bool { return len(got) > 0 })
+	if fc := b.FaultCounts(); fc.Deliveries != 0 || fc.Dropped != 0 {
+		t.Errorf("FaultCounts() = %+v after $SYS messages only, want nothing counted", fc)
+	}
+}

@@ -279,7 +279,7 @@ func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc
 	}}
 	conn, err := mqttc.Dial(ctx, t, opts, r.now, h)
 	if err != nil {
-		r.note(plans.RedactURL(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not connect (%v): the broker's $SYS counters are not in this report", cleanErr(err))))
+		r.note(plans.RedactURL(fmt.Sprintf("broker.metrics.sys: the $SYS monitor could not connect (%v; a broker at its connection limit, such as Mosquitto's max_connections, closes it the same way): the broker's $SYS counters are not in this report", cleanErr(err))))
 		return
 	}
 	mon.conn = conn
@@ -415,11 +415,14 @@ func (r *run) captureCounters(end, interrupted bool) brokerstat.Counters {
 				case <-mon.conn.Done():
 					r.counters.staleWhy = "the $SYS monitor's connection was lost before the broker's update after the drain"
 				default:
-					every := "its update interval is unknown"
+					every := "its update interval is unknown; set sys_interval 1 in mosquitto.conf for an update every second or two"
 					if known {
 						every = fmt.Sprintf("it updates every %s", mon.load().interval.Round(time.Millisecond))
+						if mon.load().interval > 2*time.Second {
+							every += "; set sys_interval 1 in mosquitto.conf for an update every second or two"
+						}
 					}
-					r.counters.staleWhy = fmt.Sprintf("the broker published no live $SYS update within %s after the drain (%s; set sys_interval 1 in mosquitto.conf for an update every second or two)", wait.Round(time.Millisecond), every)
+					r.counters.staleWhy = fmt.Sprintf("the broker published no live $SYS update within %s after the drain (%s)", wait.Round(time.Millisecond), every)
 				}
 			}
 		}
@@ -492,7 +495,7 @@ func (r *run) settleEnd(end *brokerstat.Counters, sysEnd brokerstat.Counters) {
 		r.note(fmt.Sprintf("broker.metrics.sys: %s: the broker's %s at the end would miss what it had not published yet, so their changes over the run are absent (thresholds on them fail with no samples)", r.counters.staleWhy, strings.Join(dropped, ", ")))
 	}
 	if len(expired) > 0 {
-		r.note(fmt.Sprintf("broker.metrics.sys: the broker's %s at the start is unknown (no retained copy came with the subscription: Mosquitto's expire 60 s after their last change) and it changed during the run, so its change over the run is absent (thresholds on it fail with no samples); set sys_interval 1 in mosquitto.conf", strings.Join(expired, ", ")))
+		r.note(fmt.Sprintf("broker.metrics.sys: the broker's %s at the start is unknown (no retained copy came with the subscription: Mosquitto's expire 60 s after their last change, whatever its sys_interval, and it republishes a figure only when it changes) and it changed during the run, so its change over the run is absent (thresholds on it fail with no samples): a broker idle for more than a minute before the run has this, so let traffic through it shortly before the run (a warm-up run) if you judge its PUBLISH counters", strings.Join(expired, ", ")))
 	}
 	if len(never) > 0 && r.counters.start != nil {
 		r.note(fmt.Sprintf("broker.metrics.sys: no change over the run for the broker's %s: the broker never published it while the monitor listened, and only Mosquitto is known to publish a counter only when it changed (thresholds on it fail with no samples)", strings.Join(never, ", ")))
