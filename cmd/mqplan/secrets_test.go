@@ -82,7 +82,7 @@ func TestNoPasswordInOutput(t *testing.T) {
 		{name: "validate a plan's url with credentials", args: []string{"validate", urlPlan}, code: 2, want: "bob:***@"},
 		{name: "run a plan's url with credentials", args: []string{"run", urlPlan}, code: 2, want: "bob:***@"},
 		{name: "explain a plan's url with credentials", args: []string{"explain", urlPlan}, code: 2, want: "bob:***@"},
-		{name: "validate a plan's broken urls with credentials", args: []string{"validate", urlsPlan}, code: 2, want: "invalid URL escape"},
+		{name: "validate a plan's broken urls with credentials", args: []string{"validate", urlsPlan}, code: 2, want: "is not a valid URL"},
 
 		// --set groups.X.password.
 		{name: "validate --set password", args: []string{"validate", "--set", "groups.pub.password=" + canary, noPW}, code: 0},
