@@ -216,6 +216,18 @@ func (c *resultCheck) result(r *Result) {
 	for _, name := range slices.Sorted(maps.Keys(r.Measured.Phases)) {
 		c.set("metrics.phases."+name, r.Measured.Phases[name])
 	}
+	// A second's groups are the plan's (the run's when the file has
+	// no plan): a name the plan lacks was written by hand.
+	planGroups := map[string]bool{}
+	if r.Plan != nil {
+		for i := range r.Plan.Groups {
+			planGroups[r.Plan.Groups[i].Name] = true
+		}
+	} else {
+		for _, g := range r.Groups {
+			planGroups[g.Name] = true
+		}
+	}
 	prev := time.Duration(0)
 	for i := range r.Timeline {
 		s := &r.Timeline[i]
@@ -234,6 +246,10 @@ func (c *resultCheck) result(r *Result) {
 		for j := range s.Groups {
 			g := &s.Groups[j]
 			gp := p + ".groups[" + strconv.Itoa(j) + "]"
+			c.text(gp+".group", g.Group, "")
+			if !planGroups[g.Group] {
+				c.fail(gp+".group", "%s is not a group of the plan: the file was edited", strconv.QuoteToASCII(g.Group))
+			}
 			c.count(gp+".connected", int64(g.Connected))
 			c.count(gp+".lost", int64(g.Lost))
 			c.count(gp+".acked", g.Acked)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/stats"
 	"github.com/mqplan/mqplan/threshold"
 )
 
@@ -41,15 +42,26 @@ func roundTripCases(t *testing.T) []struct {
 	odd.Groups[1].Will = &plans.Will{Topic: plans.MustTemplate("will/%c"), Payload: "gone", QoS: 1}
 	odd.Groups[1].Publish.Rate, odd.Groups[1].Publish.Every = 0, 5e6
 	odd.Warmup, odd.Ramp = 2e9, 3e9
-	st := fullStats(t)
-	st.Groups[1].Name = "pub-1"
+	// The run's groups and its timeline's are the plan's.
+	renamed := func() *stats.Stats {
+		st := fullStats(t)
+		st.Groups[1].Name = "pub-1"
+		for i := range st.Timeline {
+			for j := range st.Timeline[i].Groups {
+				if g := &st.Timeline[i].Groups[j]; g.Group == "pub" {
+					g.Group = "pub-1"
+				}
+			}
+		}
+		return st
+	}
 	cases = append(cases, struct {
 		name string
 		r    *Result
-	}{"odd names", Evaluate(odd, withBuiltins(t, odd), st)})
+	}{"odd names", Evaluate(odd, withBuiltins(t, odd), renamed())})
 
 	// A listen-only run's rates are over its delivery window.
-	window := Evaluate(odd, withBuiltins(t, odd), fullStats(t))
+	window := Evaluate(odd, withBuiltins(t, odd), renamed())
 	window.RateWindow = 2500 * time.Millisecond
 	cases = append(cases, struct {
 		name string
