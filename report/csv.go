@@ -124,7 +124,10 @@ func WriteCSV(w io.Writer, r *Result) error {
 	if err := cw.Error(); err != nil {
 		return fmt.Errorf("writing the CSV timeline: %w", err)
 	}
-	_, err := w.Write(b.Bytes())
+	// A group's name is the only text: from a plan it holds no control
+	// character, but the CSV is read in terminals too, so none is ever
+	// written as such (TerminalSafe), whatever the Result holds.
+	_, err := io.WriteString(w, TerminalSafe(b.String(), "\n\t"))
 	return err
 }
 

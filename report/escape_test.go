@@ -2,6 +2,10 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"html"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -35,11 +39,18 @@ func TestTerminalSafe(t *testing.T) {
 // newline (or bytes that are not UTF-8).
 func assertNoControl(t *testing.T, what string, out []byte) {
 	t.Helper()
+	assertNoControlBut(t, what, "\n", out)
+}
+
+// assertNoControlBut fails when out holds a control character other
+// than those in keep (or bytes that are not UTF-8).
+func assertNoControlBut(t *testing.T, what, keep string, out []byte) {
+	t.Helper()
 	if !utf8.Valid(out) {
 		t.Errorf("%s is not UTF-8", what)
 	}
 	for i, r := range string(out) {
-		if r != '\n' && (r < 0x20 || r >= 0x7f && r <= 0x9f) {
+		if !strings.ContainsRune(keep, r) && (r < 0x20 || r >= 0x7f && r <= 0x9f) {
 			t.Errorf("%s writes the control character %U at byte %d: %q", what, r, i, out[max(0, i-30):min(len(out), i+30)])
 			return
 		}
@@ -104,6 +115,10 @@ func TestReadJSONRefusesControlCharacters(t *testing.T) {
 		{"description", `"description": "`, `"description": "\u009b2J`, "plan.description: "},
 		{"group name", `"name": "sub",`, `"name": "s\u001b[31mub",`, "plan.groups[0].name: "},
 		{"metric name", `"received": 7993,`, `"received": 7993, "x\u001b[2J": 1,`, `metrics.top key: "x\x1b[2J" holds a control character`},
+		{"timeline group name", `          "group": "sub",`, `          "group": "\u001b[31m\u0007\u009b",`,
+			`timeline[0].groups[0].group: "\x1b[31m\a\u009b" holds a control character`},
+		{"timeline group the plan lacks", `          "group": "sub",`, `          "group": "nosuch",`,
+			`timeline[0].groups[0].group: "nosuch" is not a group of the plan: the file was edited`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,6 +133,79 @@ func TestReadJSONRefusesControlCharacters(t *testing.T) {
 				t.Errorf("error %q\nwant one line with %q", err, tt.want)
 			}
 			assertNoControl(t, "the error", []byte(err.Error()))
+		})
+	}
+}
+
+// TestFilesEscapeHostileText: text that may come from a broker at run
+// time (warnings, error samples, a threshold's reason, the broker's URL,
+// a topic, a metric's name) and a timeline group's name, all holding
+// ESC, BEL, DEL, C1 and a byte that is not UTF-8, never reach the HTML
+// page or the CSV as such: they show escaped as TerminalSafe shows them,
+// and the page's chart data still parses.
+func TestFilesEscapeHostileText(t *testing.T) {
+	const (
+		hostile = "\x1b[31mRED\x07\u009b2J\x7f\xff"
+		shown   = `\x1b[31mRED\x07\u009b2J\x7f\xff`
+		// In JSON the byte that is not UTF-8 became U+FFFD.
+		read = `\x1b[31mRED\x07\u009b2J\x7f` + "\ufffd"
+	)
+	r, good, _ := baselineJSON(t)
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(good), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["warnings"] = append(doc["warnings"].([]any), "w "+hostile)
+	doc["broker_url"] = "mqtt://b" + hostile
+	doc["error_samples"] = append(doc["error_samples"].([]any), "e "+hostile)
+	th := doc["thresholds"].([]any)
+	th[2].(map[string]any)["reason"] = "r " + hostile // a failed one: its reason shows
+	th[0].(map[string]any)["values"].([]any)[0].(map[string]any)["metric"] = "m" + hostile
+	pub := doc["plan"].(map[string]any)["groups"].([]any)[1].(map[string]any)["publish"].(map[string]any)
+	pub["topic"] = "t/" + hostile
+	edited, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadJSON(bytes.NewReader(edited))
+	if err != nil {
+		t.Fatalf("a result with a broker's hostile text: %v", err)
+	}
+	// What ReadJSON refuses, a writer still never writes as such.
+	direct := *r
+	direct.Timeline = slices.Clone(r.Timeline)
+	direct.Timeline[0].Groups = slices.Clone(direct.Timeline[0].Groups)
+	direct.Timeline[0].Groups[0].Group = "g" + hostile
+	for _, tt := range []struct {
+		name  string
+		r     *Result
+		write func(io.Writer, *Result) error
+		want  []string
+	}{
+		{"html", saved, WriteHTML, []string{"w " + read, "mqtt://b" + read, "e " + read, "r " + read, "m" + read, "t/" + read}},
+		{"html with a hostile group", &direct, WriteHTML, nil},
+		{"csv with a hostile group", &direct, WriteCSV, []string{"g" + shown}},
+		{"csv", saved, WriteCSV, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tt.write(&b, tt.r); err != nil {
+				t.Fatal(err)
+			}
+			assertNoControlBut(t, tt.name, "\n\t", b.Bytes())
+			out := html.UnescapeString(b.String())
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s lacks %q", tt.name, w)
+				}
+			}
+			if strings.HasPrefix(tt.name, "html") {
+				_, data, ok := strings.Cut(b.String(), `<script type="application/json" id="mqplan-data">`)
+				data, _, ok2 := strings.Cut(data, "</script>")
+				if !ok || !ok2 || !json.Valid([]byte(data)) {
+					t.Errorf("the page's chart data does not parse: %.200q", data)
+				}
+			}
 		})
 	}
 }

@@ -58,7 +58,15 @@ func WriteHTML(w io.Writer, r *Result) error {
 	if err := htmlTemplate.Execute(&b, newHTMLView(r)); err != nil {
 		return fmt.Errorf("rendering the HTML report: %w", err)
 	}
-	_, err := w.Write(b.Bytes())
+	// Text from outside mqplan (a broker's warnings, reasons and error
+	// samples, its URL, a topic, a hand-edited result's strings) shows
+	// its control characters escaped, as the terminal table does:
+	// html/template and encoding/json pass ESC, DEL and C1 through, and
+	// the page is read in terminals and CI logs too. The chart data's
+	// strings are escaped where they are made (chartData), since a
+	// \x7f in its JSON would not parse; so is the page's own text (no
+	// control characters), and this leaves them as they are.
+	_, err := io.WriteString(w, TerminalSafe(b.String(), "\n\t"))
 	return err
 }
 
@@ -559,11 +567,11 @@ func chartData(r *Result) htmlData {
 	for _, dist := range r.Distributions {
 		if dist.Group != "" {
 			if groupCurves[dist.Name]++; groupCurves[dist.Name] > maxGroupCurves {
-				d.DistsLeftOut[dist.Name]++
+				d.DistsLeftOut[TerminalSafe(dist.Name, "")]++
 				continue
 			}
 		}
-		hd := htmlDist{Name: dist.Name, Group: dist.Group, Samples: dist.Samples}
+		hd := htmlDist{Name: TerminalSafe(dist.Name, ""), Group: TerminalSafe(dist.Group, ""), Samples: dist.Samples}
 		for _, pt := range dist.Points {
 			hd.P = append(hd.P, pt.Percentile)
 			hd.V = append(hd.V, ms(pt.Value))
@@ -583,7 +591,7 @@ func groupSeries(r *Result, tl *htmlTimeline, size int) {
 		if len(s.Groups) > len(names) {
 			names = names[:0]
 			for _, g := range s.Groups {
-				names = append(names, g.Group)
+				names = append(names, TerminalSafe(g.Group, ""))
 			}
 		}
 	}

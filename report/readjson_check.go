@@ -10,6 +10,7 @@ import (
 
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/stats"
+	"github.com/mqplan/mqplan/threshold"
 )
 
 // A saved result is read back by mqplan report, compare and --baseline,
@@ -216,6 +217,18 @@ func (c *resultCheck) result(r *Result) {
 	for _, name := range slices.Sorted(maps.Keys(r.Measured.Phases)) {
 		c.set("metrics.phases."+name, r.Measured.Phases[name])
 	}
+	// A second's groups are the plan's (the run's when the file has
+	// no plan): a name the plan lacks was written by hand.
+	planGroups := map[string]bool{}
+	if r.Plan != nil {
+		for i := range r.Plan.Groups {
+			planGroups[r.Plan.Groups[i].Name] = true
+		}
+	} else {
+		for _, g := range r.Groups {
+			planGroups[g.Name] = true
+		}
+	}
 	prev := time.Duration(0)
 	for i := range r.Timeline {
 		s := &r.Timeline[i]
@@ -234,6 +247,10 @@ func (c *resultCheck) result(r *Result) {
 		for j := range s.Groups {
 			g := &s.Groups[j]
 			gp := p + ".groups[" + strconv.Itoa(j) + "]"
+			c.text(gp+".group", g.Group, "")
+			if !planGroups[g.Group] {
+				c.fail(gp+".group", "%s is not a group of the plan: the file was edited", strconv.QuoteToASCII(g.Group))
+			}
 			c.count(gp+".connected", int64(g.Connected))
 			c.count(gp+".lost", int64(g.Lost))
 			c.count(gp+".acked", g.Acked)
@@ -352,30 +369,38 @@ func (c *resultCheck) value(p string, name metric.Name, v any) {
 }
 
 // comparison checks the saved comparison with the baseline: its values
-// by their kinds, and this run's side (b) against this result's own
+// by their kinds; this run's side (b) against this result's own
 // measured figures, which it was computed from (Compare), so that a
 // report cannot show one p99 in its latency table and another in its
-// comparison. The baseline's side (a) has nothing in the file to be
-// checked against but its kinds.
+// comparison; the baseline's side (a) against the baseline's figures
+// that the thresholds reading baseline.* recorded, where they read one;
+// and its rows and sections against those Compare gives for those
+// figures (compareSets), so that a row or a section cannot be left out.
 func (c *resultCheck) comparison(r *Result) {
 	cmp := r.Comparison
 	if cmp == nil {
 		return
 	}
-	groups := make(map[string]bool, len(r.Groups))
+	groups := make(map[string]Group, len(r.Groups))
 	for _, g := range r.Groups {
-		groups[g.Name] = true
+		groups[g.Name] = g
 	}
+	base := c.baselineValues(r)
+	if c.err != nil {
+		return
+	}
+	sections := map[string]bool{}
 	for i, s := range cmp.Sections {
 		p := "baseline.sections[" + strconv.Itoa(i) + "]"
 		own := r.Measured.Top
 		if s.Group != "" {
-			if !groups[s.Group] {
+			if _, ok := groups[s.Group]; !ok {
 				c.fail(p+".group", "this run has no group %s", strconv.Quote(s.Group))
 				return
 			}
 			own = r.Measured.Groups[s.Group]
 		}
+		sections[s.Group] = true
 		for j, row := range s.Rows {
 			rp := p + ".rows[" + strconv.Itoa(j) + "]"
 			if row.A != nil {
@@ -392,6 +417,119 @@ func (c *resultCheck) comparison(r *Result) {
 					compareValue(row.Metric, row.B), s.ref(row.Metric), compareValue(row.Metric, mine))
 				return
 			}
+			if rec, ok := base[s.Group][row.Metric]; ok && rec.value != row.A {
+				c.fail(rp+".a", "%s disagrees with the baseline's %s, %s, as %s read it: the file was edited",
+					compareValue(row.Metric, row.A), s.ref(row.Metric), compareValue(row.Metric, rec.value), rec.path)
+				return
+			}
+		}
+		c.sectionRows(p, s, own, base[s.Group], groups[s.Group].Publishes, cmp.Tolerance)
+		if c.err != nil {
+			return
 		}
 	}
+	// Compare gives the total and every group both runs have.
+	onlyB := map[string]bool{}
+	for _, g := range cmp.OnlyB {
+		onlyB[g] = true
+	}
+	if !sections[""] {
+		c.fail("baseline.sections", "no section for the total, which mqplan compare always gives: the file was edited")
+	}
+	for _, g := range r.Groups {
+		if !sections[g.Name] && !onlyB[g.Name] {
+			c.fail("baseline.sections", "no section for group %s, which the baseline has (it is not in only_b): the file was edited", strconv.Quote(g.Name))
+		}
+	}
+}
+
+// baselineRecord is one of the baseline's figures as a threshold read it
+// (nil: the baseline lacked it), and where.
+type baselineRecord struct {
+	value any
+	path  string
+}
+
+// baselineValues are the baseline's figures that the thresholds reading
+// baseline.* recorded, by comparison section (the group, "" for the
+// total) and metric, as Compare would see them (present). Two that
+// disagree were edited.
+func (c *resultCheck) baselineValues(r *Result) map[string]map[metric.Name]baselineRecord {
+	out := map[string]map[metric.Name]baselineRecord{}
+	for i, t := range r.Thresholds {
+		for j, v := range t.Values {
+			ref := v.Ref
+			if !ref.Baseline || ref.Scope != threshold.Top && ref.Scope != threshold.Groups {
+				continue
+			}
+			rec := baselineRecord{path: "thresholds[" + strconv.Itoa(i) + "]"}
+			if !v.Missing {
+				rec.value = present(metric.Set{ref.Metric: v.Value}, ref.Metric)
+			}
+			if out[ref.Name] == nil {
+				out[ref.Name] = map[metric.Name]baselineRecord{}
+			}
+			if prev, ok := out[ref.Name][ref.Metric]; ok {
+				if prev.value != rec.value {
+					c.fail(rec.path+".values["+strconv.Itoa(j)+"].value", "%s disagrees with the %s %s read: the file was edited",
+						compareValue(ref.Metric, rec.value), compareValue(ref.Metric, prev.value), prev.path)
+					return nil
+				}
+				continue
+			}
+			out[ref.Name][ref.Metric] = rec
+		}
+	}
+	return out
+}
+
+// sectionRows checks that a section has exactly the rows Compare gives
+// for its figures: this run's (own), the baseline's as its rows and the
+// thresholds (base) give them. publishes says this run's group
+// publishes (its send rate is compared).
+func (c *resultCheck) sectionRows(p string, s CompareSection, own metric.Set, base map[metric.Name]baselineRecord, publishes bool, tolerance float64) {
+	a := metric.Set{}
+	for name, rec := range base {
+		if rec.value != nil {
+			a[name] = rec.value
+		}
+	}
+	have := map[metric.Name]bool{}
+	for _, row := range s.Rows {
+		have[row.Metric] = true
+		if row.A != nil {
+			a[row.Metric] = row.A
+		}
+	}
+	var keep func(metric.Name) bool
+	if s.Group != "" {
+		// The baseline's group publishes too when its send rate is
+		// there.
+		publishes = publishes || have[metric.SendRate]
+		keep = func(n metric.Name) bool { return n != metric.SendRate || publishes }
+	}
+	want := map[metric.Name]bool{}
+	for _, row := range compareSets(a, own, tolerance, keep) {
+		want[row.Metric] = true
+		if !have[row.Metric] {
+			c.fail(p+".rows", "no row for %s, which mqplan compare gives for these runs' figures: the file was edited", s.ref(row.Metric))
+			return
+		}
+	}
+	for j, row := range s.Rows {
+		if !want[row.Metric] {
+			c.fail(p+".rows["+strconv.Itoa(j)+"].metric", "mqplan compare gives no row for %s when %s: the file was edited",
+				s.ref(row.Metric), noRowReason(row))
+			return
+		}
+	}
+}
+
+// noRowReason says why Compare leaves out a row: neither run has the
+// figure, or (the broker's counters) one of them lacks it.
+func noRowReason(row CompareRow) string {
+	if row.A == nil && row.B == nil {
+		return "neither run has it"
+	}
+	return "one of the runs lacks it"
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
 )
 
@@ -18,6 +19,14 @@ import (
 // shape of a long soak's file.
 func bigResult(t testing.TB, seconds, groups int) *Result {
 	r := *goldenCases(t.(*testing.T))[0].r
+	// The timeline's groups are the plan's.
+	pl := *r.Plan
+	pl.Groups = make([]plans.Group, groups)
+	for g := range pl.Groups {
+		pl.Groups[g] = r.Plan.Groups[g%len(r.Plan.Groups)]
+		pl.Groups[g].Name = "group-" + strconv.Itoa(g)
+	}
+	r.Plan = &pl
 	r.Timeline = make([]stats.Second, seconds)
 	for i := range r.Timeline {
 		s := &r.Timeline[i]

@@ -2,17 +2,20 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/stats"
 	"github.com/mqplan/mqplan/threshold"
 )
 
@@ -41,15 +44,26 @@ func roundTripCases(t *testing.T) []struct {
 	odd.Groups[1].Will = &plans.Will{Topic: plans.MustTemplate("will/%c"), Payload: "gone", QoS: 1}
 	odd.Groups[1].Publish.Rate, odd.Groups[1].Publish.Every = 0, 5e6
 	odd.Warmup, odd.Ramp = 2e9, 3e9
-	st := fullStats(t)
-	st.Groups[1].Name = "pub-1"
+	// The run's groups and its timeline's are the plan's.
+	renamed := func() *stats.Stats {
+		st := fullStats(t)
+		st.Groups[1].Name = "pub-1"
+		for i := range st.Timeline {
+			for j := range st.Timeline[i].Groups {
+				if g := &st.Timeline[i].Groups[j]; g.Group == "pub" {
+					g.Group = "pub-1"
+				}
+			}
+		}
+		return st
+	}
 	cases = append(cases, struct {
 		name string
 		r    *Result
-	}{"odd names", Evaluate(odd, withBuiltins(t, odd), st)})
+	}{"odd names", Evaluate(odd, withBuiltins(t, odd), renamed())})
 
 	// A listen-only run's rates are over its delivery window.
-	window := Evaluate(odd, withBuiltins(t, odd), fullStats(t))
+	window := Evaluate(odd, withBuiltins(t, odd), renamed())
 	window.RateWindow = 2500 * time.Millisecond
 	cases = append(cases, struct {
 		name string
@@ -215,6 +229,41 @@ func TestReadJSONRefusesComparison(t *testing.T) {
 		}
 		return good[:base+i] + new + good[base+i+len(old):]
 	}
+	// editAfter replaces the first old after anchor in the comparison.
+	editAfter := func(anchor, old, new string) string {
+		i := strings.Index(good[base:], anchor)
+		j := strings.Index(good[base+i:], old)
+		if i < 0 || j < 0 {
+			t.Fatalf("the comparison lacks %q after %q", old, anchor)
+		}
+		at := base + i + j
+		return good[:at] + new + good[at+len(old):]
+	}
+	// editDoc changes the document as decoded into maps.
+	editDoc := func(change func(doc, cmp map[string]any, sections []any)) string {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(good), &doc); err != nil {
+			t.Fatal(err)
+		}
+		cmp := doc["baseline"].(map[string]any)
+		change(doc, cmp, cmp["sections"].([]any))
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// dropRow leaves the row of metric out of section i.
+	dropRow := func(i int, metric string) string {
+		return editDoc(func(_, _ map[string]any, sections []any) {
+			sec := sections[i].(map[string]any)
+			rows := sec["rows"].([]any)
+			sec["rows"] = slices.DeleteFunc(rows, func(r any) bool { return r.(map[string]any)["metric"] == metric })
+			if len(sec["rows"].([]any)) != len(rows)-1 {
+				t.Fatalf("section %d has no row %s", i, metric)
+			}
+		})
+	}
 	tests := []struct{ name, doc, want string }{
 		{"another comparison version", edit(`"version": 1`, `"version": 2`), "baseline.version: comparison version 2, this mqplan reads 1"},
 		{"negative tolerance", edit(`"tolerance": 0.05`, `"tolerance": -1`), "baseline.tolerance: tolerance -1 out of range"},
@@ -233,6 +282,42 @@ func TestReadJSONRefusesComparison(t *testing.T) {
 		{"b is not this run's figure", edit(`"b": "1.5ms"`, `"b": "2.6ms"`),
 			"baseline.sections[0].rows[4].b: 2.6ms disagrees with this run's own latency.p99, 1.5ms: the file was edited"},
 		{"b is not this group's figure", edit(`"b": 10,`, `"b": 11,`), "baseline.sections[0].rows[7].b: 11 disagrees with this run's own lost, 10"},
+		{"a is not the baseline's figure its threshold read", edit(`"a": "1.5ms"`, `"a": "50ms"`),
+			"baseline.sections[0].rows[4].a: 50ms disagrees with the baseline's latency.p99, 1.5ms, as thresholds[0] read it: the file was edited"},
+		{"a is not the baseline group's figure its threshold read", editAfter(`"group": "sub"`, `"a": 800,`, `"a": 900,`),
+			"baseline.sections[1].rows[0].a: 900 disagrees with the baseline's groups.sub.recv_rate, 800, as thresholds[1] read it"},
+		{"a absent where the threshold read the baseline's figure", editAfter(`"metric": "loss_rate"`, `"a": 0,`, `"a": null,`),
+			"baseline.sections[0].rows[8].a: - disagrees with the baseline's loss_rate, 0%, as thresholds[2] read it"},
+		{"the threshold's baseline figure edited instead", editDoc(func(doc, _ map[string]any, _ []any) {
+			v := doc["thresholds"].([]any)[0].(map[string]any)["values"].([]any)[1].(map[string]any)
+			if v["metric"] != "baseline.latency.p99" {
+				t.Fatalf("thresholds[0].values[1] is %v", v["metric"])
+			}
+			v["value"] = "2ms"
+		}),
+			"baseline.sections[0].rows[4].a: 1.5ms disagrees with the baseline's latency.p99, 2ms, as thresholds[0] read it"},
+		{"two thresholds read the baseline's figure differently", editDoc(func(doc, _ map[string]any, _ []any) {
+			ths := doc["thresholds"].([]any)
+			var again map[string]any
+			b, _ := json.Marshal(ths[0])
+			if err := json.Unmarshal(b, &again); err != nil {
+				t.Fatal(err)
+			}
+			again["values"].([]any)[1].(map[string]any)["value"] = "2ms"
+			doc["thresholds"] = append(ths, again)
+		}), "thresholds[11].values[1].value: 2ms disagrees with the 1.5ms thresholds[0] read: the file was edited"},
+		{"a row left out", dropRow(0, "latency.p99"),
+			"baseline.sections[0].rows: no row for latency.p99, which mqplan compare gives for these runs' figures: the file was edited"},
+		{"a group's row left out", dropRow(1, "lost"), "baseline.sections[1].rows: no row for groups.sub.lost, which mqplan compare gives"},
+		{"a group's send rate left out", dropRow(2, "send_rate"), "baseline.sections[2].rows: no row for groups.pub.send_rate, which"},
+		{"a row mqplan compare does not give", editDoc(func(_, _ map[string]any, sections []any) {
+			sec := sections[2].(map[string]any)
+			sec["rows"] = append(sec["rows"].([]any), map[string]any{"metric": "latency.p50", "a": nil, "b": nil, "mark": ""})
+		}), "baseline.sections[2].rows[8].metric: mqplan compare gives no row for groups.pub.latency.p50 when neither run has it: the file was edited"},
+		{"the total's section left out", editDoc(func(_, cmp map[string]any, sections []any) { cmp["sections"] = sections[1:] }),
+			"baseline.sections: no section for the total, which mqplan compare always gives: the file was edited"},
+		{"a group's section left out", editDoc(func(_, cmp map[string]any, sections []any) { cmp["sections"] = sections[:2] }),
+			`baseline.sections: no section for group "pub", which the baseline has (it is not in only_b): the file was edited`},
 		{"b absent where this run measured", edit(`"b": "700µs"`, `"b": null`), "baseline.sections[0].rows[6].b: - disagrees with this run's own ack.p99, 700µs"},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,14 @@ func TestHostileTextEscaped(t *testing.T) {
 	}
 	doc["warnings"] = append(doc["warnings"].([]any), "the broker said \x1b]0;pwned\x07 \u009b2J")
 	doc["error_samples"] = append(doc["error_samples"].([]any), "refused: "+red)
+	// Further strings a broker's run may fill with anything: its URL, a
+	// topic, a threshold's reason and a metric's name.
+	doc["broker_url"] = "mqtt://" + red
+	ths := doc["thresholds"].([]any)
+	ths[1].(map[string]any)["reason"] = "reason " + red
+	ths[0].(map[string]any)["values"].([]any)[0].(map[string]any)["metric"] = "m" + red
+	plan := doc["plan"].(map[string]any)
+	plan["groups"].([]any)[1].(map[string]any)["publish"].(map[string]any)["topic"] = "cli/" + red
 	edited, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +79,6 @@ func TestHostileTextEscaped(t *testing.T) {
 	if err := os.WriteFile(path("edited.json"), edited, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan := doc["plan"].(map[string]any)
 	plan["name"] = "cli-" + red
 	renamed, err := json.Marshal(doc)
 	if err != nil {
@@ -78,6 +86,19 @@ func TestHostileTextEscaped(t *testing.T) {
 	}
 	if err := os.WriteFile(path("renamed.json"), renamed, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	// A timeline's group with escapes, or one the plan lacks: edited.
+	plan["name"] = "cli-pass"
+	second := doc["timeline"].([]any)[0].(map[string]any)["groups"].([]any)[0].(map[string]any)
+	for file, name := range map[string]string{"group.json": red, "nosuch.json": "nosuch"} {
+		second["group"] = name
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path(file), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	tests := []struct {
@@ -91,6 +112,13 @@ func TestHostileTextEscaped(t *testing.T) {
 		{"report of a result with hostile warnings", []string{"report", path("edited.json")}, 0,
 			[]string{`WARNING: the broker said \x1b]0;pwned\x07 \u009b2J`, `refused: ` + redShown, redShown + ".json"}, nil},
 		{"compare with a hostile file name", []string{"compare", hostileBase, path("base.json")}, 0, []string{"A: " + path(redShown+".json") + " |"}, nil},
+		{"report --out html=- of a result with hostile text", []string{"report", "--out", "html=-", path("edited.json")}, 0,
+			[]string{`the broker said \x1b]0;pwned\x07 \u009b2J`, `refused: ` + redShown, `mqtt://` + redShown, "cli/" + redShown, "m" + redShown}, nil},
+		{"report --out csv=- of a result with hostile text", []string{"report", "--out", "csv=-", path("edited.json")}, 0, []string{"at_s,"}, nil},
+		{"report --out csv=- of a timeline group with escapes", []string{"report", "--out", "csv=-", path("group.json")}, 2, nil,
+			[]string{`timeline[0].groups[0].group: "\x1b[31mRED\x1b[0m" holds a control character`}},
+		{"report --out csv=- of a timeline group the plan lacks", []string{"report", "--out", "csv=-", path("nosuch.json")}, 2, nil,
+			[]string{`timeline[0].groups[0].group: "nosuch" is not a group of the plan`}},
 		{"report of a result with a hostile plan name", []string{"report", path("renamed.json")}, 2, nil,
 			[]string{`plan.name: "cli-\x1b[31mRED\x1b[0m" holds a control character`}},
 		{"run --baseline naming a missing hostile file", []string{"run", "--baseline", path(red + "-none.json"), "testdata/cli/pass.yaml"}, 2, nil,
@@ -117,7 +145,8 @@ func TestHostileTextEscaped(t *testing.T) {
 					t.Errorf("standard error lacks %q:\n%s", want, r.stderr)
 				}
 			}
-			if tt.code == 0 && !strings.Contains(r.stdout, sgrGreen+"PASS"+sgrReset) {
+			// Not so when the output asked for is not the table.
+			if tt.code == 0 && !slices.Contains(tt.args, "--out") && !strings.Contains(r.stdout, sgrGreen+"PASS"+sgrReset) {
 				t.Errorf("the verdict is not coloured on a terminal:\n%s", r.stdout)
 			}
 		})
