@@ -133,7 +133,7 @@ type Result[T any] struct {
 	Reason string
 	// LastPass and FirstFail are the knee found by the short trials: the
 	// highest passing and the lowest failing value (HasPass, HasFail say
-	// whether there is one). A failed confirmation lowers FirstFail.
+	// whether there is one). Confirmations do not move them.
 	LastPass, FirstFail float64
 	HasPass, HasFail    bool
 	// Answer is the value confirmed (Confirmed only).
@@ -267,12 +267,10 @@ func (s *search[T]) run() {
 			s.r.Status, s.r.Answer = Confirmed, v
 			return
 		}
-		s.fail(v)
+		// The knee stays the short trials' own: a confirmation that
+		// fails says the longer run does not hold at v, which the
+		// steps show.
 		s.r.AtMax = false
-		if s.r.HasPass && s.r.LastPass >= v {
-			// The short trials' pass at v does not hold for longer.
-			s.r.HasPass = false
-		}
 		if v <= c.Min {
 			s.r.Status, s.r.Reason = NoPass, fmt.Sprintf("the confirmation at the lowest value, %s, failed", Format(v))
 			return

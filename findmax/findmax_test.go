@@ -54,12 +54,13 @@ func TestSearch(t *testing.T) {
 		cfg    func(*Config)
 		sys    limit
 		status Status
-		// answer is checked for Confirmed; lo/hi bound the knee otherwise.
+		// answer is checked for Confirmed.
 		answer    float64
 		reason    string
 		atMax     bool
 		values    []float64 // the values tried, in order, when given
 		maxSteps  int
+		knee      [2]float64 // the last pass and first fail, when given
 		knowsPass bool
 	}{
 		{name: "monotone pass then fail", sys: limit{max: 730}, status: Confirmed, answer: 725,
@@ -71,7 +72,7 @@ func TestSearch(t *testing.T) {
 			values: []float64{100, 200, 400, 800, 1000, 1000}},
 		{name: "noisy boundary stays within the bracket", sys: limit{max: 730, noise: 600}, status: Confirmed, answer: 575,
 			values: []float64{100, 200, 400, 800, 600, 500, 550, 575, 575}},
-		{name: "confirmation fails then steps down", sys: limit{max: 730, confirmMax: 640}, status: Confirmed, answer: 587.25,
+		{name: "confirmation fails then steps down", sys: limit{max: 730, confirmMax: 640}, status: Confirmed, answer: 587.25, knee: [2]float64{725, 750},
 			values: []float64{100, 200, 400, 800, 600, 700, 750, 725, 725, 652.5, 587.25}},
 		{name: "no confirmation holds", cfg: func(c *Config) { c.Confirmations = 2 }, sys: limit{max: 730, confirmMax: 100}, status: Incomplete,
 			reason: "no confirmation held in 2 attempts"},
@@ -118,6 +119,9 @@ func TestSearch(t *testing.T) {
 			}
 			if tt.maxSteps > 0 && len(r.Steps) > tt.maxSteps {
 				t.Errorf("%d trials, want at most %d", len(r.Steps), tt.maxSteps)
+			}
+			if tt.knee != [2]float64{} && (r.LastPass != tt.knee[0] || r.FirstFail != tt.knee[1]) {
+				t.Errorf("knee [%v, %v], want %v: confirmations do not move it", r.LastPass, r.FirstFail, tt.knee)
 			}
 			if tt.knowsPass && (!r.HasPass || r.LastPass != 400 || r.HasFail) {
 				t.Errorf("bracket so far: pass %v (%v), fail %v (%v); want last pass 400 and no fail", r.LastPass, r.HasPass, r.FirstFail, r.HasFail)

@@ -6,6 +6,7 @@
 //	mqplan explain plans/1to1-qos1.yaml    print the compiled phases and load
 //	mqplan report now.json                 re-render a saved JSON result
 //	mqplan compare last.json now.json      compare two saved results
+//	mqplan find-max plans/1to1-qos1.yaml   the highest rate at which the plan passes
 //	mqplan broker --listen 127.0.0.1:1883  run the embedded broker standalone
 //	mqplan conn|sub|pub [options]          emqtt-bench's commands, compiled into a plan
 //	mqplan schema > plan.schema.json       the JSON Schema of plan files, for editors
@@ -160,6 +161,7 @@ Usage:
   mqplan explain [flags] PLAN      print the compiled phases and load, without connecting
   mqplan report [flags] RESULT     re-render a result saved with --out json=FILE
   mqplan compare [flags] A B       compare two saved results, with the change of each key metric
+  mqplan find-max [flags] PLAN     search a knob (a group's rate or count) for the highest value that passes
   mqplan broker [flags]            run the embedded MQTT broker until Ctrl-C
   mqplan conn|sub|pub [options]    emqtt-bench's commands and options, compiled into a plan
   mqplan schema                    print the JSON Schema of plan files, for editors
@@ -192,6 +194,8 @@ func dispatch(e *env, args []string) error {
 		return cmdReport(e, args[1:])
 	case "compare":
 		return cmdCompare(e, args[1:])
+	case "find-max":
+		return cmdFindMax(e, args[1:])
 	case "conn", "sub", "pub":
 		return cmdEmqtt(e, emqttbench.Kind(args[0]), args[1:])
 	case "completion":
