@@ -90,6 +90,11 @@ var commandExamples = map[string][]string{
 		"mqplan report --out html=report.html now.json                    # no broker needed",
 		"mqplan report --out json=- now.json | jq .verdict",
 	},
+	"find-max": {
+		"mqplan find-max plans/1to1-qos1.yaml                             # the highest total rate of group pub that passes",
+		"mqplan find-max --broker mqtt://127.0.0.1:1883 --budget 5m --out html=findmax.html plans/1to1-qos1.yaml",
+		"mqplan find-max --knob groups.sub.count --from 100 --trial-duration 20s plans/fanout-qos0.yaml",
+	},
 	"compare": {
 		"mqplan compare last-release.json now.json",
 		"mqplan compare --tolerance 10% --fail-on-regression last-release.json now.json   # exit 1 when worse",
