@@ -241,6 +241,17 @@ the best bracket found so far is reported).`)
 	cfg.ConfirmCost = plannedLength(confirmProg) + pause
 	e.chooseProcs(*procs, plan.Broker)
 
+	if !*quiet {
+		// What the search will do, before the first trial: the
+		// schedule of a search is the user's to check, as explain's is.
+		fmt.Fprintf(e.stderr, "mqplan: searching %s from %s %s (×%g up to %s, ÷%g down to %s, bisecting to %s), trials of about %s, a confirmation of about %s, at most %d trials",
+			knob, findmax.Format(cfg.From), knob.Unit(), cfg.Factor, findmax.Format(cfg.Max), cfg.Factor, findmax.Format(cfg.Min),
+			prec.String(), cfg.TrialCost.Round(time.Second), cfg.ConfirmCost.Round(time.Second), cfg.MaxTrials)
+		if cfg.Budget > 0 {
+			fmt.Fprintf(e.stderr, " within %s", cfg.Budget)
+		}
+		fmt.Fprintln(e.stderr)
+	}
 	ctx, stopSigs := onSignals(e, "interrupted: stopping the search and reporting the best bracket so far", nil)
 	defer stopSigs()
 	out := &report.FindMax{Plan: plan.Name, File: path, BrokerURL: strings.Join(plan.Broker.URLs, ","), Knob: knob.String(), Unit: knob.Unit(),
