@@ -233,16 +233,35 @@ func appendSubscribe311(b []byte, id uint16, subs []Subscription) []byte {
 	return appendPacket(b, TypeSubscribe<<4|FlagsRequired, body)
 }
 
-// appendPublish appends one PUBLISH (3.1.1 §3.3, 5.0 §3.3). It does not
-// allocate when b has room.
+// appendPublish appends one PUBLISH (3.1.1 §3.3, 5.0 §3.3) without
+// properties. It does not allocate when b has room.
+func appendPublish(b []byte, version byte, topic string, qos byte, retain, dup bool, id uint16, payload []byte) []byte {
+	return appendPublishProps(b, version, topic, qos, retain, dup, id, payload, Request[string]{})
+}
+
+// Request is the MQTT 5 request/response pair a PUBLISH may carry (5.0
+// §4.10): the topic the receiver should answer on and the correlation
+// data it should copy into its answer. The zero value carries neither.
+// T is string for a topic the caller holds as text (a requester's
+// expanded template) and []byte for one read off the wire (a
+// responder's answer), so neither side converts, which would allocate.
+type Request[T string | []byte] struct {
+	ResponseTopic T
+	Correlation   []byte
+}
+
+// appendPublishProps appends one PUBLISH with the request properties of
+// r when it has any (MQTT 5 only: they are dropped below 5, which has no
+// properties). It does not allocate when b has room.
 //
 //	byte 0     0x30 | DUP 0x08 | QoS<<1 | RETAIN 0x01
 //	1..4       remaining length (VBI)
 //	2+n        topic name
 //	2          packet id (QoS 1 and 2 only)
-//	1          property length 0 (MQTT 5 only: mqplan sends no properties)
+//	VBI+props  MQTT 5 only: property length, then 0x08 response topic
+//	           (string) and 0x09 correlation data (binary) when set
 //	rest       payload
-func appendPublish(b []byte, version byte, topic string, qos byte, retain, dup bool, id uint16, payload []byte) []byte {
+func appendPublishProps[T string | []byte](b []byte, version byte, topic T, qos byte, retain, dup bool, id uint16, payload []byte, r Request[T]) []byte {
 	b0 := byte(TypePublish<<4) | qos<<PublishQoSShift
 	if retain {
 		b0 |= PublishRetain
@@ -254,19 +273,115 @@ func appendPublish(b []byte, version byte, topic string, qos byte, retain, dup b
 	if qos > 0 {
 		rl += 2
 	}
+	plen := 0
 	if version >= Version5 {
-		rl++ // the empty properties
+		if len(r.ResponseTopic) > 0 {
+			plen += 3 + len(r.ResponseTopic)
+		}
+		if len(r.Correlation) > 0 {
+			plen += 3 + len(r.Correlation)
+		}
+		rl += vbiLen(plen) + plen
 	}
 	b = append(b, b0)
 	b = AppendVBI(b, rl)
-	b = AppendString(b, topic)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(topic)))
+	b = append(b, topic...)
 	if qos > 0 {
 		b = binary.BigEndian.AppendUint16(b, id)
 	}
 	if version >= Version5 {
-		b = append(b, 0) // no properties
+		b = AppendVBI(b, plen)
+		if len(r.ResponseTopic) > 0 {
+			b = append(b, PropResponseTopic)
+			b = binary.BigEndian.AppendUint16(b, uint16(len(r.ResponseTopic)))
+			b = append(b, r.ResponseTopic...)
+		}
+		if len(r.Correlation) > 0 {
+			b = append(b, PropCorrelationData)
+			b = appendBinary(b, r.Correlation)
+		}
 	}
 	return append(b, payload...)
+}
+
+// vbiLen is the length of n's variable byte integer encoding.
+func vbiLen(n int) int {
+	switch {
+	case n < 1<<7:
+		return 1
+	case n < 1<<14:
+		return 2
+	case n < 1<<21:
+		return 3
+	}
+	return 4
+}
+
+// The MQTT 5 PUBLISH property identifiers (5.0 §3.3.2.3): the two of
+// request/response that mqplan reads and writes, and the others a
+// broker may forward, which publishRequest must step over.
+const (
+	PropPayloadFormat   = 0x01 // byte
+	PropMessageExpiry   = 0x02 // four-byte integer
+	PropContentType     = 0x03 // string
+	PropResponseTopic   = 0x08 // string
+	PropCorrelationData = 0x09 // binary data
+	PropSubscriptionID  = 0x0B // variable byte integer
+	PropTopicAlias      = 0x23 // two-byte integer
+	PropUserProperty    = 0x26 // string pair
+)
+
+// publishRequest finds the response topic and correlation data in the
+// properties of a received PUBLISH, in place (the slices alias props). ok
+// is false for malformed properties.
+func publishRequest(props []byte) (r Request[[]byte], ok bool) {
+	for i := 0; i < len(props); {
+		id := props[i]
+		i++
+		switch id {
+		case PropPayloadFormat:
+			i++
+		case PropTopicAlias:
+			i += 2
+		case PropMessageExpiry:
+			i += 4
+		case PropSubscriptionID:
+			_, n, vok := VBIAt(props, i)
+			if !vok {
+				return r, false
+			}
+			i += n
+		case PropContentType, PropResponseTopic, PropCorrelationData:
+			if i+2 > len(props) {
+				return r, false
+			}
+			n := int(binary.BigEndian.Uint16(props[i:]))
+			if i+2+n > len(props) {
+				return r, false
+			}
+			switch id {
+			case PropResponseTopic:
+				r.ResponseTopic = props[i+2 : i+2+n]
+			case PropCorrelationData:
+				r.Correlation = props[i+2 : i+2+n]
+			}
+			i += 2 + n
+		case PropUserProperty:
+			for range 2 {
+				if i+2 > len(props) {
+					return r, false
+				}
+				i += 2 + int(binary.BigEndian.Uint16(props[i:]))
+			}
+		default:
+			return r, false
+		}
+		if i > len(props) {
+			return r, false
+		}
+	}
+	return r, true
 }
 
 // appendAck appends a 4-byte PUBACK, PUBREC, PUBREL or PUBCOMP (3.1.1

@@ -121,6 +121,11 @@ type Handlers struct {
 	// delivery whose topic is an MQTT 5 topic alias has an empty topic:
 	// no CONNECT here allows aliases, so a broker should not send one.
 	Message func(topic, payload []byte, retained bool)
+	// Request, when set, receives instead of Deliver each MQTT 5 delivery
+	// that carries a response topic (a request, 5.0 §4.10) with that
+	// topic and its correlation data, read in place: every slice is only
+	// valid during the call. A delivery without one still goes to Deliver.
+	Request func(payload []byte, retained bool, r Request[[]byte])
 	// Acked reports the end of a QoS 1/2 publish.
 	Acked func(Ack)
 	// Closed reports why the connection ended, once; nil error when the
@@ -453,10 +458,16 @@ func (c *Conn) handle(b0 byte, body []byte) error {
 			id = binary.BigEndian.Uint16(body[i:])
 			i += 2
 		}
+		var req Request[[]byte]
 		if c.version >= Version5 {
 			plen, n, ok := VBIAt(body, i)
 			if !ok || i+n+plen > len(body) {
 				return errors.New("malformed PUBLISH properties")
+			}
+			if plen > 0 && c.h.Request != nil {
+				if req, ok = publishRequest(body[i+n : i+n+plen]); !ok {
+					return errors.New("malformed PUBLISH properties")
+				}
 			}
 			i += n + plen
 		}
@@ -464,6 +475,8 @@ func (c *Conn) handle(b0 byte, body []byte) error {
 			return errors.New("malformed PUBLISH")
 		}
 		switch {
+		case len(req.ResponseTopic) > 0:
+			c.h.Request(body[i:], b0&PublishRetain != 0, req)
 		case c.h.Message != nil:
 			c.h.Message(body[2:2+int(binary.BigEndian.Uint16(body))], body[i:], b0&PublishRetain != 0)
 		case c.h.Deliver != nil:
@@ -593,6 +606,53 @@ func (c *Conn) Publish(ctx context.Context, topic string, qos byte, retain bool,
 		c.release(id)
 	}
 	return err
+}
+
+// PublishRequest is Publish for a request (MQTT 5 only): the PUBLISH
+// carries r's response topic and correlation data, so that a responder
+// can answer without a lookup. It does not allocate. A request resent on
+// a resumed session (Resend) goes without them: its answer is then
+// missing, which the caller counts as a timeout.
+func (c *Conn) PublishRequest(ctx context.Context, topic string, qos byte, payload []byte, token Token, r Request[string]) error {
+	if c.version < Version5 {
+		return errors.New("request/response needs MQTT 5")
+	}
+	if qos > c.serverMaxQoS {
+		return fmt.Errorf("the broker allows QoS %d at most, the plan publishes at QoS %d", c.serverMaxQoS, qos)
+	}
+	var id uint16
+	if qos > 0 {
+		var err error
+		if id, err = c.take(ctx, token, qos); err != nil {
+			return err
+		}
+	}
+	c.wmu.Lock()
+	err := c.werr
+	if err == nil {
+		c.wbuf = appendPublishProps(c.wbuf[:0], c.version, topic, qos, false, false, id, payload, r)
+		err = c.writeLocked(c.wbuf)
+	}
+	c.wmu.Unlock()
+	if err != nil && qos > 0 {
+		c.release(id)
+	}
+	return err
+}
+
+// Respond publishes the answer to a request received in Handlers.Request:
+// payload to r's response topic, with r's correlation data (5.0 §4.10.2),
+// at QoS 0, so that it can be called from the Request handler itself
+// (a QoS 1/2 publish may wait for a PUBACK that only this reader can
+// read). It does not allocate once the write buffer has grown.
+func (c *Conn) Respond(r Request[[]byte], payload []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	c.wbuf = appendPublishProps(c.wbuf[:0], c.version, r.ResponseTopic, 0, false, false, 0, payload, Request[[]byte]{Correlation: r.Correlation})
+	return c.writeLocked(c.wbuf)
 }
 
 // writePublish writes one PUBLISH (dup marks a resend) from the write
