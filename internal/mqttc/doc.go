@@ -36,7 +36,10 @@
 // a PUBLISH (decoded in place in the read buffer when it fits, else in a
 // reused buffer grown once) and of acknowledgements (queued in a reused
 // buffer, written together), Handlers.Deliver and Handlers.Acked calls,
-// Ping and Probe. runner/hotpath_test.go holds the tests and benchmarks
+// Ping and Probe, and MQTT 5 request/response: PublishRequest (response
+// topic and correlation data written into the same buffer), the reader's
+// reading of those properties (in place, handed to Handlers.Request) and
+// Respond (the answer, from the reader itself, at QoS 0). runner/hotpath_test.go holds the tests and benchmarks
 // that keep it so, over a pipe and loopback TCP. What allocates is per
 // connection or rare: Dial, the first QoS 1/2 publish (the window's slots),
 // Subscribe, Adopt and Resend, TakeUnacked's result, errors.
