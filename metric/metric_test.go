@@ -18,7 +18,8 @@ func TestMetricsCatalogue(t *testing.T) {
 		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "clients.lost", "overlap_copies", "qos_downgrades", "unexpected",
 		"broker.cpu.max", "broker.cpu.mean", "broker.rss.max", "self.cpu.max", "self.rss.max",
 		"broker.clients.max", "broker.publish.received", "broker.publish.sent", "broker.dropped", "broker.memory.max", "broker.subscriptions.max"}
-	for _, fam := range []string{"latency", "ack"} {
+	want = append(want, "requests", "responses_expected", "responses", "responses_late", "responses_duplicates", "responses_sent", "rtt.timeouts")
+	for _, fam := range []string{"latency", "ack", "rtt"} {
 		for _, s := range []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev"} {
 			want = append(want, fam+"."+s)
 		}

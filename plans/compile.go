@@ -108,6 +108,9 @@ type ClientSubscription struct {
 	NoLocal           bool
 	RetainAsPublished bool
 	RetainHandling    byte
+	// Respond marks a responder's command subscription, Response a
+	// requester's subscription to its response topic (reqresp.go).
+	Respond, Response bool
 }
 
 // ClientPublish is one client's publishing.
@@ -123,6 +126,13 @@ type ClientPublish struct {
 	Expected int
 	// ExpectedByGroup splits Expected by receiving group (len = groups).
 	ExpectedByGroup []int
+	// ResponseTopic is the expanded response topic of a requester ("" for
+	// plain publishing), ResponseTimeout its answers' deadline and
+	// ExpectedResponses the answers each request implies: one per
+	// responder it is delivered to (reqresp.go).
+	ResponseTopic     string
+	ResponseTimeout   time.Duration
+	ExpectedResponses int
 }
 
 // PhasePlan is one phase of the timeline as planned.
@@ -138,6 +148,9 @@ type PhasePlan struct {
 	// Deliveries the deliveries they imply; Bytes their payload bytes
 	// (out) and DeliveredBytes the payload bytes delivered (in).
 	Messages, Deliveries, Bytes, DeliveredBytes int64
+	// Requests is the part of Messages that are requests (response_topic)
+	// and Responses the answers they imply (reqresp.go).
+	Requests, Responses int64
 }
 
 // Rate returns per-second figures of the phase: n spread over Length.
@@ -184,6 +197,9 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	if errs := checkTimeline(p, func(string) Pos { return Pos{File: p.File} }); len(errs) > 0 {
 		return nil, errs
 	}
+	if errs := checkRequests(p); len(errs) > 0 {
+		return nil, errs
+	}
 	ths, errs := CompileThresholds(p)
 	if len(errs) > 0 {
 		return nil, errs
@@ -207,7 +223,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	order := make([]int, 0, len(p.Groups))
 	for stage := 0; stage < 2; stage++ {
 		for gi := range p.Groups {
-			if (len(p.Groups[gi].Subscribe) > 0) == (stage == 0) {
+			if subscribes(&p.Groups[gi]) == (stage == 0) {
 				order = append(order, gi)
 			}
 		}
@@ -222,7 +238,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	// rounding (the plan's size is bounded, see limits.go).
 	subs, pubs := 0, 0
 	for _, g := range p.Groups {
-		subs += g.Count * len(g.Subscribe)
+		subs += g.Count * subscriptionCount(&g)
 		if g.Publish != nil {
 			pubs += g.Count
 		}
@@ -235,7 +251,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		g := &p.Groups[gi]
 		gp := &prog.Groups[gi]
 		gp.Index, gp.Name, gp.First, gp.Count = gi, g.Name, len(prog.Clients), g.Count
-		gp.Subscribes, gp.Publishes = len(g.Subscribe) > 0, g.Publish != nil
+		gp.Subscribes, gp.Publishes = subscribes(g), g.Publish != nil
 		if !gp.Subscribes {
 			gp.Stage = ConnectOthers
 		}
@@ -287,6 +303,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 				}
 				subSlab = append(subSlab, cs)
 			}
+			subSlab = appendRequestSubscriptions(subSlab, g, vars)
 			if len(subSlab) > first {
 				// Capped, so that appending to one client's list can
 				// never write into the next one's.
@@ -298,10 +315,12 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 			if pub := g.Publish; pub != nil {
 				// pubSlab has room for every publisher: the pointer stays valid.
 				pubSlab = append(pubSlab, ClientPublish{
-					Topic:  pub.Topic.Expand(vars),
-					QoS:    pub.QoS,
-					Size:   pub.Size,
-					Retain: pub.Retain,
+					Topic:           pub.Topic.Expand(vars),
+					QoS:             pub.QoS,
+					Size:            pub.Size,
+					Retain:          pub.Retain,
+					ResponseTopic:   expandResponseTopic(pub, vars),
+					ResponseTimeout: responseTimeout(pub, p.Drain),
 					Schedule: Schedule{
 						Interval: gp.Interval,
 						Phase:    float64(j) / float64(g.Count),
@@ -327,6 +346,9 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	}
 	if err := computeExpectations(prog, shareOwner); err != nil {
 		return nil, Errors{{Pos: Pos{File: p.File}, Path: "groups", Msg: err.Error()}}
+	}
+	if errs := expectResponses(prog); len(errs) > 0 {
+		return nil, errs
 	}
 	prog.Phases = planPhases(prog)
 	return prog, nil
@@ -536,6 +558,10 @@ func planPhases(prog *Program) []PhasePlan {
 			pp.Deliveries = satAdd(pp.Deliveries, d)
 			pp.Bytes = satAdd(pp.Bytes, satMul(n, int64(pub.Size)))
 			pp.DeliveredBytes = satAdd(pp.DeliveredBytes, satMul(d, int64(pub.Size)))
+			if pub.ResponseTopic != "" {
+				pp.Requests = satAdd(pp.Requests, n)
+				pp.Responses = satAdd(pp.Responses, satMul(n, int64(pub.ExpectedResponses)))
+			}
 		}
 	}
 	return phases

@@ -163,8 +163,20 @@ var publishSection = &planSection{
 		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every or rate, exactly one."},
 		{name: "retain", kind: fieldBool, doc: "Publish retained."},
 		{name: "count", kind: fieldInt, min: 0, max: math.MaxInt32, doc: "Stop each client after this many messages; 0 means no limit."},
+		{name: "response_topic", kind: fieldTemplate, doc: "MQTT 5: every message is a request carrying this response topic (the client subscribes to it) and correlation data; responder groups answer there, measured as rtt.*. %c, %u and %i expand per client."},
+		{name: "response_timeout", kind: fieldDuration, positive: true, doc: "With response_topic: an answer later than this after the request's intended send time counts in rtt.timeouts (default 5s)."},
 	},
 	oneOf: []string{"every", "rate"},
+}
+
+var respondSection = &planSection{
+	name: "respond",
+	doc:  "MQTT 5: the group's clients are responders: each subscribes to its command topic and answers every request it receives on the request's response topic, with its correlation data, at QoS 0.",
+	fields: []planField{
+		{name: "topic", kind: fieldTemplate, required: true, doc: "The command topic filter each client subscribes to; %c, %u and %i expand per client (cmd/%i pairs requester i with responder i)."},
+		{name: "qos", kind: fieldQoS, doc: "The QoS of the command subscription: 0, 1 or 2 (default 0). Answers go at QoS 0."},
+		{name: "size", kind: fieldSize, min: answerMinSize, max: maxPayloadSize, doc: "Answer payload bytes: the responder's number, then padding (default 16, at least 4)."},
+	},
 }
 
 var groupSection = &planSection{
@@ -187,8 +199,9 @@ var groupSection = &planSection{
 		{name: "protocol", kind: fieldProtocol, doc: "MQTT version for this group: 3, 4 or 5 (default: broker.protocol)."},
 		{name: "subscribe", kind: fieldSubscribe, sec: subscriptionSection, doc: "One topic filter, one {topic, qos, ...} mapping, or a list of either."},
 		{name: "publish", kind: fieldSection, sec: publishSection, doc: publishSection.doc},
+		{name: "respond", kind: fieldSection, sec: respondSection, doc: respondSection.doc},
 	},
-	notBoth: [][2]string{{"connect_rate", "connect_every"}},
+	notBoth: [][2]string{{"connect_rate", "connect_every"}, {"subscribe", "respond"}},
 }
 
 var planSectionTop = &planSection{
@@ -219,4 +232,5 @@ var (
 	willKeys      = willSection.keys()
 	subKeys       = subscriptionSection.keys()
 	publishKeys   = publishSection.keys()
+	respondKeys   = respondSection.keys()
 )

@@ -491,6 +491,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
 	top.duration("drain", &p.Drain, durationOpts{})
 	p.Thresholds = l.thresholds(top)
+	l.errs = append(l.errs, checkRequests(p)...)
 	l.errs = append(l.errs, checkTimeline(p, func(key string) Pos {
 		if e, ok := top.get(key); ok {
 			return l.pos(e.val)
@@ -929,6 +930,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 			refs = append(refs, r)
 		}
 	}
+	refs = append(refs, l.requestResponse(s, &g)...)
 	l.checkTemplates(g, refs, userUse)
 	if hasID {
 		if shape, ok := idShapeOf(&g); ok {
@@ -1026,6 +1028,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	}
 	s.boolean("retain", &pub.Retain)
 	s.integer("count", &pub.Count, 0, math.MaxInt32)
+	l.requestFields(s, pub)
 	return pub, topic, hasTopic, true
 }
 

@@ -521,6 +521,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "threshold_sizes", file: "threshold_sizes.yaml"},
 		{name: "thresholds_not_list", file: "thresholds_not_list.yaml"},
 		{name: "bad_subscription_options", file: "bad_subscription_options.yaml"},
+		{name: "bad_requests", file: "bad_requests.yaml"},
 		{name: "client_id_collisions", file: "client_id_collisions.yaml"},
 		{name: "control_chars", file: "control_chars.yaml"},
 		{name: "timeline_overflow", file: "timeline_overflow.yaml"},

@@ -218,6 +218,9 @@ type Group struct {
 	Subscribe []Subscription `json:"subscribe,omitempty"`
 	// Publish is the group's publishing, nil for a pure subscriber.
 	Publish *Publish `json:"publish,omitempty"`
+	// Respond makes the group's clients responders (MQTT 5
+	// request/response, reqresp.go); nil for none.
+	Respond *Respond `json:"respond,omitempty"`
 	// Pos is where the group starts in the file.
 	Pos Pos `json:"-"`
 }
@@ -279,7 +282,15 @@ type Publish struct {
 	Retain bool `json:"retain"`
 	// Count, when non-zero, stops each client after this many messages.
 	Count int `json:"count,omitempty"`
-	Pos   Pos `json:"-"`
+	// ResponseTopic, when set, makes every message a request (MQTT 5):
+	// it carries this topic, which the client subscribes to, and
+	// correlation data, and each responder that receives it answers
+	// there (reqresp.go). Zero for plain publishing.
+	ResponseTopic Template `json:"response_topic,omitzero"`
+	// ResponseTimeout is how long a request's answer may take before it
+	// counts as a timeout (rtt.timeouts); set only with ResponseTopic.
+	ResponseTimeout time.Duration `json:"response_timeout,omitempty"`
+	Pos             Pos           `json:"-"`
 }
 
 // Interval returns the time between one client's messages at the target

@@ -29,7 +29,7 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs
@@ -100,8 +100,8 @@ func urlPattern() string {
 	return `embedded|(?:` + strings.Join(alts, "|") + `)://\S+`
 }
 
-// publishTopics are the sections whose topic is a topic name that
-// messages are published to, never a filter.
+// publishTopics are the sections whose topic (and response_topic) is a
+// topic name that messages are published to, never a filter.
 var publishTopics = map[*planSection]bool{publishSection: true, willSection: true}
 
 // anyScalar is what a text field holds: YAML reads 123 or true as a number
@@ -239,7 +239,7 @@ func sectionSchema(s *planSection) map[string]any {
 	var required []any
 	for _, f := range s.fields {
 		props[f.name] = fieldSchema(f)
-		if publishTopics[s] && f.name == "topic" {
+		if publishTopics[s] && (f.name == "topic" || f.name == "response_topic") {
 			props[f.name].(map[string]any)["pattern"] = publishTopicPattern
 		}
 		if f.required {

@@ -148,6 +148,7 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"will":         {willKeys, false},
 		"subscription": {subKeys, false},
 		"publish":      {publishKeys, false},
+		"respond":      {respondKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {
 		m := mappings[name]
@@ -261,7 +262,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names",
-		"bad_rates", "bad_sizes", "bad_subscription_options", "bad_thresholds",
+		"bad_rates", "bad_requests", "bad_sizes", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
 		"every_and_rate", "groups_empty", "groups_not_list", "neither_every_nor_rate",
 		"not_mapping", "qos3", "thresholds_not_list", "unknown_keys", "url_and_urls",
@@ -464,11 +465,12 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 	beyond := []struct{ msg, why string }{
 		{`\$\{|environment variable`, "${VAR}: the value is only known at load time"},
 		{`^template |^uses %u|expands to up to|wildcard .* as the group's first client expands it`, "templates: placeholders, and what they expand to"},
-		{`MQTT 5 subscription option|shared subscription`, "options against the group's or the broker's protocol, and the filter"},
+		{`MQTT 5 subscription option|shared subscription|is MQTT 5 request/response`, "options against the group's or the broker's protocol, and the filter"},
+		{`longer than drain|is only for requests`, "request/response keys against drain and response_topic, in other mappings"},
 		{`gives the client id|is the same for all`, "client ids across clients and groups"},
 		{`duplicate group name`, "names unique across the list"},
 		{`holds credentials|invalid port|path or query|#fragment|cannot be mixed`, "the structure of a URL and of the URL list"},
-		{`must be at most 65535s|must be at least 16 bytes|must be at most 256MiB|must be a size like|must be at most 1000000000/s|must be more than 0, got 0/s`,
+		{`must be at most 65535s|must be at least (16|4) bytes|must be at most 256MiB|must be a size like|must be at most 1000000000/s|must be more than 0, got 0/s`,
 			"bounds of values written with units (65535s, 257MiB, 1e10/s, 0/s): a pattern cannot compare magnitudes"},
 		{`longer than the limit|more than the limit|reaches .* more than the limit`, "the timeline's and the plan's budgets, summed across fields"},
 		{`missing "duration"`, "duration required unless every publishing group has a count"},

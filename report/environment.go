@@ -292,6 +292,9 @@ func (v view) value(name metric.Name) (any, bool) {
 	case metric.ConnectFailed:
 		return c.ConnectFailed, true
 	}
+	if val, ok, handled := reqRespValue(m, name); handled {
+		return val, ok
+	}
 	family, stat, ok := name.Split()
 	if !ok {
 		return nil, false

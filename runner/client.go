@@ -74,6 +74,9 @@ type client struct {
 	// publisher's retain flag, so the flag does not tell a replayed
 	// retained message from a live delivery.
 	retainAsPublished bool
+	// req is the client's request/response state, nil when it neither
+	// requests nor responds (reqresp.go).
+	req *reqState
 }
 
 // shareState is the delivery state of one $share group: the same

@@ -590,6 +590,7 @@ func (r *recorder) merge() []stats.PhaseStats {
 			m := &out[p].Groups[g]
 			m.Lost = max(0, m.Expected-(m.Received-m.Duplicates))
 			m.LostOwn = max(0, m.ExpectedOwn-m.ReceivedOwn)
+			m.ReqResp.Timeouts = max(0, m.ReqResp.Expected-m.ReqResp.Responses)
 		}
 		for g := range out[p].Groups {
 			out[p].Total.Merge(&out[p].Groups[g])

@@ -265,7 +265,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	}
 	for i := range prog.Clients {
 		pc := &prog.Clients[i]
-		c := &client{plan: pc, reconnected: make(chan struct{}, 1)}
+		c := &client{plan: pc, reconnected: make(chan struct{}, 1), req: newReqState(prog, pc)}
 		if len(pc.Subscriptions) > 0 {
 			c.streams = map[uint32]*stream{}
 			c.share = r.shareFor(pc)
@@ -595,6 +595,7 @@ func (r *run) connect(ctx context.Context, c *client, t mqttc.Target) {
 	}
 	if len(pc.Subscriptions) > 0 {
 		h.Deliver = func(payload []byte, retained bool) { r.receive(c, payload, retained) }
+		h.Request = func(payload []byte, retained bool, req mqttc.Request[[]byte]) { r.request(c, payload, retained, req) }
 	}
 	c.target, c.opts, c.handlers = t, opts, h
 	r.dial(ctx, c)
@@ -1283,7 +1284,13 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		ph := r.prog.PhaseOf(off)
 		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+intended)
 		// The token is the message's sequence number: sentAs maps it back.
-		if err := c.live.Load().Publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, mqttc.Token(k+1)); err != nil {
+		var err error
+		if pub.ResponseTopic != "" {
+			err = c.publishRequest(ctx, buf, k)
+		} else {
+			err = c.live.Load().Publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, mqttc.Token(k+1))
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return // stopped while waiting or writing: not sent
 			}
@@ -1298,6 +1305,9 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		}
 		rec.phase = ph
 		r.rec.recordSend(pc.Index, &rec)
+		if pub.ResponseTopic != "" {
+			r.rec.recordRequest(pc.Index, ph, pc.Group, pub.ExpectedResponses)
+		}
 	}
 }
 

@@ -112,6 +112,8 @@ type Metrics struct {
 	// is actual − intended send time, all in microseconds. Nil means no
 	// samples were ever taken in this scope.
 	Latency, Ack, Connect, Subscribe, Lag *hdrhistogram.Histogram
+	// ReqResp is request/response (reqresp.go); zero without it.
+	ReqResp ReqResp
 }
 
 // ReceiveWindow is how long deliveries kept arriving: LastReceived −
@@ -175,4 +177,5 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.Connect = mergeHist(m.Connect, o.Connect)
 	m.Subscribe = mergeHist(m.Subscribe, o.Subscribe)
 	m.Lag = mergeHist(m.Lag, o.Lag)
+	m.ReqResp.Merge(&o.ReqResp)
 }

@@ -37,6 +37,8 @@ func TestMergeAddsEveryField(t *testing.T) {
 			if want := int64(11 * (i + 1)); f.Int() != want {
 				t.Errorf("%s = %d after merge, want %d", name, f.Int(), want)
 			}
+		case reflect.Struct:
+			checkMergedFields(t, name, f)
 		case reflect.Pointer:
 			h := f.Interface().(*hdrhistogram.Histogram)
 			if h.TotalCount() != 2 || h.Max() < 1000 {
@@ -96,7 +98,14 @@ func TestMergeReceiveWindow(t *testing.T) {
 // hold one sample each (k µs and 1000k µs alternately on the two sides).
 func filled(k int64) Metrics {
 	var m Metrics
-	v := reflect.ValueOf(&m).Elem()
+	fill(reflect.ValueOf(&m).Elem(), k)
+	return m
+}
+
+// fill sets every int64 of struct v to k × its position and every
+// histogram to one sample of k × 100, nested structs (Metrics.ReqResp)
+// included.
+func fill(v reflect.Value, k int64) {
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Field(i)
 		switch f.Kind() {
@@ -106,7 +115,29 @@ func filled(k int64) Metrics {
 			h := NewHistogram()
 			_ = h.RecordValue(k * 100)
 			f.Set(reflect.ValueOf(h))
+		case reflect.Struct:
+			fill(f, k)
 		}
 	}
-	return m
+}
+
+// checkMergedFields checks a nested struct merged from fill(1) and
+// fill(10): every int64 the sum, every histogram both samples.
+func checkMergedFields(t *testing.T, outer string, v reflect.Value) {
+	t.Helper()
+	for i := 0; i < v.NumField(); i++ {
+		f, name := v.Field(i), outer+"."+v.Type().Field(i).Name
+		switch f.Kind() {
+		case reflect.Int64:
+			if want := int64(11 * (i + 1)); f.Int() != want {
+				t.Errorf("%s = %d after merge, want %d", name, f.Int(), want)
+			}
+		case reflect.Pointer:
+			if h := f.Interface().(*hdrhistogram.Histogram); h.TotalCount() != 2 {
+				t.Errorf("%s: %d samples after merge, want 2", name, h.TotalCount())
+			}
+		default:
+			t.Errorf("%s: field of kind %s that this test (and Merge?) does not know", name, f.Kind())
+		}
+	}
 }

@@ -122,9 +122,10 @@ type Handlers struct {
 	// no CONNECT here allows aliases, so a broker should not send one.
 	Message func(topic, payload []byte, retained bool)
 	// Request, when set, receives instead of Deliver each MQTT 5 delivery
-	// that carries a response topic (a request, 5.0 §4.10) with that
-	// topic and its correlation data, read in place: every slice is only
-	// valid during the call. A delivery without one still goes to Deliver.
+	// that carries a response topic or correlation data (a request, or an
+	// answer to one: 5.0 §4.10) with them, read in place: every slice is
+	// only valid during the call. A delivery with neither still goes to
+	// Deliver.
 	Request func(payload []byte, retained bool, r Request[[]byte])
 	// Acked reports the end of a QoS 1/2 publish.
 	Acked func(Ack)
@@ -475,7 +476,7 @@ func (c *Conn) handle(b0 byte, body []byte) error {
 			return errors.New("malformed PUBLISH")
 		}
 		switch {
-		case len(req.ResponseTopic) > 0:
+		case len(req.ResponseTopic) > 0 || len(req.Correlation) > 0:
 			c.h.Request(body[i:], b0&PublishRetain != 0, req)
 		case c.h.Message != nil:
 			c.h.Message(body[2:2+int(binary.BigEndian.Uint16(body))], body[i:], b0&PublishRetain != 0)
