@@ -98,6 +98,9 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			}
 			subs = strings.Join(ss, ", ")
 		}
+		if g.Respond != nil {
+			subs = fmt.Sprintf("respond %s q%d", g.Respond.Topic, g.Respond.QoS)
+		}
 		pub, per, total, exp := "-", "-", "-", "-"
 		if g.Publish != nil && gp.Interval > 0 {
 			pub = fmt.Sprintf("%s q%d %dB", g.Publish.Topic, g.Publish.QoS, g.Publish.Size)
@@ -147,6 +150,9 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			dash(ph.Messages, false), dash(ph.Deliveries, false))
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeRequests(&b, prog); err != nil {
 		return err
 	}
 	n := ComputeNeeds(prog)

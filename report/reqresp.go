@@ -1,7 +1,12 @@
 package report
 
 import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
 )
 
@@ -39,4 +44,53 @@ func reqRespValue(m *stats.Metrics, name metric.Name) (val any, ok, handled bool
 		return v, ok, true
 	}
 	return nil, false, false
+}
+
+// writeRequests adds request/response to explain, for a plan that has it:
+// who answers whom, and per publishing phase the requests and the answers
+// they imply, exact (plans.PhasePlan.Requests and Responses).
+func writeRequests(b *strings.Builder, prog *plans.Program) error {
+	var total int64
+	for _, ph := range prog.Phases {
+		total += ph.Requests
+	}
+	if total == 0 {
+		return nil
+	}
+	p := prog.Plan
+	b.WriteString("\nrequest/response (MQTT 5: response topic and correlation data)\n")
+	for gi, g := range p.Groups {
+		gp := &prog.Groups[gi]
+		switch {
+		case g.Respond != nil:
+			fmt.Fprintf(b, "  responders %s: %d clients subscribed to %s at QoS %d, answering each request with %dB at QoS 0\n",
+				g.Name, gp.Count, g.Respond.Topic, g.Respond.QoS, g.Respond.Size)
+		case g.Publish != nil && !g.Publish.ResponseTopic.IsZero():
+			fmt.Fprintf(b, "  requesters %s: %d clients, answers on %s within %s, %s answers per request\n",
+				g.Name, gp.Count, g.Publish.ResponseTopic, fmtDuration(g.Publish.ResponseTimeout), fmtFloat(answersPerRequest(prog, gi)))
+		}
+	}
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\trequests/s\tanswers/s\trequests\texpected answers\t")
+	for _, ph := range prog.Phases {
+		if ph.Requests == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t\n", ph.Phase, fmtFloat(ph.Rate(ph.Requests)), fmtFloat(ph.Rate(ph.Responses)), ph.Requests, ph.Responses)
+	}
+	return tw.Flush()
+}
+
+// answersPerRequest is the answers one request of group gi implies,
+// averaged over its clients (exact per client in ClientPublish).
+func answersPerRequest(prog *plans.Program, gi int) float64 {
+	gp := &prog.Groups[gi]
+	if gp.Count == 0 {
+		return 0
+	}
+	sum := 0
+	for _, c := range prog.Clients[gp.First : gp.First+gp.Count] {
+		sum += c.Publish.ExpectedResponses
+	}
+	return float64(sum) / float64(gp.Count)
 }

@@ -532,6 +532,10 @@ func (r *run) crossCheck(st *stats.Stats) {
 		written += t.Sent
 	}
 	written += r.resent.Load()
+	answersSent, answersDelivered, answersAll := answerCounts(st)
+	written += answersSent
+	delivered += answersDelivered
+	deliveredAll += answersAll
 	var monitor int64
 	if r.counters.start != nil && r.counters.end != nil {
 		monitor = r.counters.end.sentMsgs - r.counters.start.sentMsgs
@@ -594,7 +598,8 @@ func (r *run) mosquittoCounted(st *stats.Stats) int64 {
 			}
 		}
 	}
-	return n + r.resentCounted.Load()
+	answers, _, _ := answerCounts(st)
+	return n + r.resentCounted.Load() + answers
 }
 
 // checkPair notes when a cumulative counter's delta differs from mqplan's

@@ -8,6 +8,7 @@ import (
 	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/stats"
 )
 
 // Request/response (plans/reqresp.go). A requester's request carries, as
@@ -158,4 +159,45 @@ func (r *recorder) recordAnswer(client int, ph phase.Phase, group int, dup bool,
 		record(&m.ReqResp.RTT, micros(rtt), &m.OverRange)
 	}
 	st.mu.Unlock()
+}
+
+// answerTotals are the answers expected so far and the first answers
+// received (on time or late), over every phase and group: drain waits
+// for them as for deliveries. Once per drain tick, never per message.
+func (r *recorder) answerTotals() (expected, got int64) {
+	for i := range r.stripes {
+		st := &r.stripes[i]
+		st.mu.Lock()
+		for j := range st.cells {
+			q := &st.cells[j].ReqResp
+			expected += q.Expected
+			got += q.Responses + q.Late
+		}
+		st.mu.Unlock()
+	}
+	return expected, got
+}
+
+// answersIn reports whether every answer expected so far has come.
+func (r *run) answersIn() bool {
+	exp, got := r.rec.answerTotals()
+	return got >= exp
+}
+
+// answerCounts are the answers responders published and the answers
+// requesters received (duplicates included), for the cross-check with the
+// broker's counters: answers are PUBLISH packets like any other (QoS 0,
+// not retained, so Mosquitto counts them too). delivered leaves out the
+// phases before warmup, as the cross-check's deliveries do.
+func answerCounts(st *stats.Stats) (sent, delivered, deliveredAll int64) {
+	for p := range st.Phases {
+		q := &st.Phases[p].Total.ReqResp
+		sent += q.Sent
+		n := q.Responses + q.Late + q.Duplicates
+		deliveredAll += n
+		if phase.Phase(p) >= phase.Warmup {
+			delivered += n
+		}
+	}
+	return sent, delivered, deliveredAll
 }

@@ -1184,7 +1184,7 @@ func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
 		}
 		exp, got := r.rec.totals()
 		switch {
-		case got < exp || !r.allAcked():
+		case got < exp || !r.allAcked() || !r.answersIn():
 			quiet = 0
 		case quiet == 0:
 			metAt = r.at()
