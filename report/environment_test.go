@@ -30,7 +30,7 @@ var kindType = map[metric.Kind]reflect.Type{
 // kind's Go type, so that a metric added to the catalogue cannot be
 // forgotten here (a threshold on it would fail as "no samples" forever).
 func TestEnvironmentCatalogue(t *testing.T) {
-	m := Environment(testPlan(), fullStats(t))
+	m := Environment(testPlan(), withRequests(t, fullStats(t)))
 	scopes := []struct {
 		name string
 		set  metric.Set

@@ -123,6 +123,7 @@ type jsonPlanGroup struct {
 	Protocol      int                  `json:"protocol"`
 	Subscribe     []plans.Subscription `json:"subscribe,omitempty"`
 	Publish       *jsonPlanPublish     `json:"publish,omitempty"`
+	Respond       *plans.Respond       `json:"respond,omitempty"`
 }
 
 type jsonPlanReconnect struct {
@@ -138,6 +139,9 @@ type jsonPlanPublish struct {
 	Rate   float64        `json:"rate,omitempty"`
 	Retain bool           `json:"retain"`
 	Count  int            `json:"count,omitempty"`
+	// ResponseTopic and ResponseTimeout make the messages requests.
+	ResponseTopic   plans.Template `json:"response_topic,omitzero"`
+	ResponseTimeout jsonDuration   `json:"response_timeout,omitempty"`
 }
 
 // planJSON converts the plan for the echo, with credentials in its broker
@@ -185,8 +189,10 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		}
 		if pub := g.Publish; pub != nil {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
-				Every: jsonDuration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count}
+				Every: jsonDuration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
+				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout)}
 		}
+		jg.Respond = g.Respond
 		jp.Groups[i] = jg
 	}
 	return jp

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
 )
@@ -93,4 +94,21 @@ func answersPerRequest(prog *plans.Program, gi int) float64 {
 		sum += c.Publish.ExpectedResponses
 	}
 	return float64(sum) / float64(gp.Count)
+}
+
+// rttRows is the request round trip's row of the latency table (steady
+// phase, as e2e), none for a plan without request/response, so that the
+// tables of other plans stay as they were.
+func rttRows(st *stats.Stats) []LatencyRow {
+	ph := st.Phase(phase.Steady)
+	if ph == nil {
+		return nil
+	}
+	h := ph.Total.ReqResp.RTT
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	return []LatencyRow{{Name: "rtt", Samples: h.TotalCount(), Min: micros(h.Min()), Mean: microsF(h.Mean()),
+		P50: micros(h.ValueAtQuantile(50)), P90: micros(h.ValueAtQuantile(90)), P99: micros(h.ValueAtQuantile(99)),
+		P999: micros(h.ValueAtQuantile(99.9)), Max: micros(h.Max())}}
 }

@@ -283,7 +283,7 @@ func latencyRows(st *stats.Stats) []LatencyRow {
 		row.P999 = micros(h.ValueAtQuantile(99.9))
 		row.Max = micros(h.Max())
 	}
-	return rows
+	return append(rows, rttRows(st)...)
 }
 
 // warnings lists what makes the figures misleading if read alone.
