@@ -1,9 +1,17 @@
 package runner
 
 import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mqplan/mqplan/internal/mqttc"
+	"github.com/mqplan/mqplan/internal/wait"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -160,4 +168,142 @@ func TestRequestResponseMosquitto(t *testing.T) {
 	if q.Requests == 0 || q.Responses != q.Requests || q.Timeouts != 0 || q.Duplicates != 0 {
 		t.Errorf("requests %d responses %d timeouts %d duplicates %d", q.Requests, q.Responses, q.Timeouts, q.Duplicates)
 	}
+}
+
+// TestRequestPathsDoNotAllocate measures the request/response hot paths
+// over an in-memory pipe, with mqplan's real connection and reader: a
+// requester's publish (correlation data written into the reused
+// buffer), a responder's handling of a request (received, recorded,
+// answered from the reader) and a requester's handling of an answer
+// (matched to its request, recorded). None may allocate per message.
+func TestRequestPathsDoNotAllocate(t *testing.T) {
+	prog := compile(t, reqRespPlan(1, time.Hour, time.Second))
+	r := &run{prog: prog, rec: newRecorder(len(prog.Groups), prog.Drain), pattern: padPattern(prog.MaxPayload), epoch: time.Now()}
+	dev := &client{plan: &prog.Clients[0], streams: map[uint32]*stream{}, req: newReqState(prog, &prog.Clients[0])}
+	be := &client{plan: &prog.Clients[1], streams: map[uint32]*stream{}, req: newReqState(prog, &prog.Clients[1])}
+	pub := be.plan.Publish
+	deadline := time.NewTimer(wait.Timeout) // one timer for every wait
+	defer deadline.Stop()
+
+	t.Run("request published", func(t *testing.T) {
+		cn, bn := net.Pipe()
+		t.Cleanup(func() { cn.Close(); bn.Close() })
+		acked := make(chan struct{}, 1)
+		c := mqttc.NewConn(cn, mqttc.Version5, r.now, mqttc.Handlers{Acked: func(mqttc.Ack) { acked <- struct{}{} }})
+		t.Cleanup(c.Close)
+		be.live.Store(c)
+		go fakeBroker(bn, make(chan [4]byte, 1))
+		buf := make([]byte, pub.Size)
+		k := 0
+		var failed error
+		n := testing.AllocsPerRun(500, func() {
+			if failed != nil {
+				return
+			}
+			off, _ := pub.Schedule.At(k)
+			encodePayload(buf, r.pattern, uint32(be.plan.Index), uint32(k+1), int64(off))
+			if err := be.publishRequest(context.Background(), buf, k); err != nil {
+				failed = err
+				return
+			}
+			k++
+			select {
+			case <-acked:
+			case <-deadline.C:
+				failed = fmt.Errorf("request %d not acknowledged", k)
+			}
+		})
+		if failed != nil {
+			t.Fatal(failed)
+		}
+		if n != 0 {
+			t.Errorf("request publish: %v allocations per message", n)
+		}
+	})
+
+	t.Run("request answered", func(t *testing.T) {
+		cn, bn := net.Pipe()
+		t.Cleanup(func() { cn.Close(); bn.Close() })
+		_ = bn.SetDeadline(time.Now().Add(wait.Timeout))
+		handled := make(chan struct{}, 1)
+		c := mqttc.NewConn(cn, mqttc.Version5, r.now, mqttc.Handlers{Request: func(p []byte, retained bool, q mqttc.Request[[]byte]) {
+			r.request(dev, p, retained, q)
+			handled <- struct{}{}
+		}})
+		t.Cleanup(c.Close)
+		dev.live.Store(c)
+		// A QoS 0 request as a broker forwards it: topic, properties
+		// (response topic, correlation data), payload.
+		const topic, respTopic = "cmd/1", "resp/x"
+		props := 3 + len(respTopic) + 3 + plans.HeaderSize
+		pkt := []byte{mqttc.TypePublish << 4}
+		pkt = mqttc.AppendVBI(pkt, 2+len(topic)+1+props+pub.Size)
+		pkt = mqttc.AppendString(pkt, topic)
+		pkt = append(pkt, byte(props), mqttc.PropResponseTopic)
+		pkt = mqttc.AppendString(pkt, respTopic)
+		pkt = append(pkt, mqttc.PropCorrelationData, 0, plans.HeaderSize)
+		corrAt := len(pkt)
+		pkt = append(pkt, make([]byte, plans.HeaderSize)...)
+		payloadAt := len(pkt)
+		pkt = append(pkt, make([]byte, pub.Size)...)
+		// The answer: topic, properties (correlation data), payload.
+		size := prog.Plan.Groups[0].Respond.Size
+		answer := make([]byte, 2+2+len(respTopic)+1+3+plans.HeaderSize+size)
+		seq := uint32(0)
+		var failed error
+		n := testing.AllocsPerRun(500, func() {
+			if failed != nil {
+				return
+			}
+			seq++
+			off, _ := pub.Schedule.At(int(seq) - 1)
+			encodePayload(pkt[payloadAt:], r.pattern, uint32(be.plan.Index), seq, int64(off))
+			copy(pkt[corrAt:], pkt[payloadAt:payloadAt+plans.HeaderSize])
+			if _, err := bn.Write(pkt); err != nil {
+				failed = err
+				return
+			}
+			if _, err := io.ReadFull(bn, answer); err != nil {
+				failed = err
+				return
+			}
+			select {
+			case <-handled:
+			case <-deadline.C:
+				failed = fmt.Errorf("request %d not handled", seq)
+			}
+		})
+		if failed != nil {
+			t.Fatal(failed)
+		}
+		if n != 0 {
+			t.Errorf("request handling: %v allocations per message", n)
+		}
+		if got := answer[len(answer)-size:]; binary.BigEndian.Uint32(got) != uint32(dev.plan.Index) {
+			t.Errorf("answer payload %x does not start with the responder's number", got[:4])
+		}
+	})
+
+	t.Run("answer matched", func(t *testing.T) {
+		corr := make([]byte, plans.HeaderSize)
+		payload := make([]byte, 16)
+		binary.BigEndian.PutUint32(payload, uint32(dev.plan.Index))
+		seq := uint32(0)
+		n := testing.AllocsPerRun(500, func() {
+			seq++
+			off, _ := pub.Schedule.At(int(seq) - 1)
+			encodePayload(corr, r.pattern, uint32(be.plan.Index), seq, int64(off))
+			r.answer(be, payload, corr)
+		})
+		if n != 0 {
+			t.Errorf("answer handling: %v allocations per message", n)
+		}
+		var got stats.Metrics
+		for _, m := range r.rec.merge() {
+			got.Merge(&m.Groups[be.plan.Group])
+		}
+		if q := got.ReqResp; q.Responses+q.Late != int64(seq) || q.Duplicates != 0 || got.Corrupted != 0 || got.Foreign != 0 {
+			t.Errorf("answers %d on time, %d late, %d duplicates, %d corrupt, %d foreign; want %d", q.Responses, q.Late, q.Duplicates, got.Corrupted, got.Foreign, seq)
+		}
+	})
 }
