@@ -51,6 +51,7 @@ func FuzzLoad(f *testing.F) {
 		"groups.pub.subscribe[0]=a/#\ngroups.pub.subscribe[1]={topic: b}",
 		"broker.urls=[mqtt://a, ws://b]\nthresholds[0]=p99 < 1s",
 		"groups.nope.x=1\n=\ngroups[9].count=1\nx[1][2]=[",
+		"groups[0].respond={topic: cmd/%i, qos: 1}\ngroups[1].publish.response_topic=resp/%c\ngroups[1].publish.response_timeout=1s",
 	} {
 		f.Add(minimal, sets)
 	}

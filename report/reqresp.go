@@ -67,7 +67,7 @@ func writeRequests(b *strings.Builder, prog *plans.Program) error {
 			fmt.Fprintf(b, "  responders %s: %d clients subscribed to %s at QoS %d, answering each request with %dB at QoS 0\n",
 				g.Name, gp.Count, g.Respond.Topic, g.Respond.QoS, g.Respond.Size)
 		case g.Publish != nil && !g.Publish.ResponseTopic.IsZero():
-			fmt.Fprintf(b, "  requesters %s: %d clients, answers on %s within %s, %s answers per request\n",
+			fmt.Fprintf(b, "  requesters %s: %d clients, answers on %s within %s, answers per request: %s\n",
 				g.Name, gp.Count, g.Publish.ResponseTopic, fmtDuration(g.Publish.ResponseTimeout), fmtFloat(answersPerRequest(prog, gi)))
 		}
 	}
