@@ -480,6 +480,9 @@ func htmlTables(r *Result) []htmlTable {
 		Notes: []string{"A subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages.",
 			"lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered)."}}
 	out = append(out, del)
+	if rows := requestsCells(r); rows != nil {
+		out = append(out, htmlTable{Title: requestsTitle, Head: requestsHead, Rows: rows})
+	}
 
 	health := htmlTable{Title: "Generator health (steady phase; lag = actual - intended send time; late = lag over " + fmtDuration(stats.LateThreshold) + ")",
 		Head: healthHead, Rows: healthCells(r)}

@@ -37,6 +37,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	mdGroups(&b, r)
 	mdLatency(&b, r)
 	mdDelivery(&b, r)
+	mdRequests(&b, r)
 	mdCounters(&b, r)
 	mdProcesses(&b, r)
 	mdErrors(&b, r)

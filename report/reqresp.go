@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -111,4 +112,59 @@ func rttRows(st *stats.Stats) []LatencyRow {
 	return []LatencyRow{{Name: "rtt", Samples: h.TotalCount(), Min: micros(h.Min()), Mean: microsF(h.Mean()),
 		P50: micros(h.ValueAtQuantile(50)), P90: micros(h.ValueAtQuantile(90)), P99: micros(h.ValueAtQuantile(99)),
 		P999: micros(h.ValueAtQuantile(99.9)), Max: micros(h.Max())}}
+}
+
+// requestsTitle titles the request/response section of every format.
+const requestsTitle = "Request/response (steady-phase requests, answers during drain included; timeouts = expected - on time)"
+
+// requestsHead heads the request/response table.
+var requestsHead = []string{"group", "requests", "expected answers", "on time", "late", "duplicates", "timeouts", "answers sent", "rtt p50", "rtt p99"}
+
+// requestsCells is one row per group that requests or answers, and a
+// total; nil for a run without request/response, whose reports keep
+// their sections as they were. Read from the metric sets, so a result
+// read back from JSON shows the same.
+func requestsCells(r *Result) [][]string {
+	var rows [][]string
+	row := func(name string, m metric.Set) []string {
+		return []string{name, count(m, metric.Requests), count(m, metric.ResponsesExpected), count(m, metric.Responses),
+			count(m, metric.ResponsesLate), count(m, metric.ResponsesDuplicates), count(m, metric.RTTTimeouts),
+			count(m, metric.ResponsesSent), duration(m, metric.RTTP50), duration(m, metric.RTTP99)}
+	}
+	for _, g := range r.Groups {
+		m := r.Measured.Groups[g.Name]
+		_, req := m[metric.Requests]
+		_, ans := m[metric.ResponsesSent]
+		if req || ans {
+			rows = append(rows, row(g.Name, m))
+		}
+	}
+	if rows == nil {
+		return nil
+	}
+	return append(rows, row("total", r.Measured.Top))
+}
+
+// writeRequestsTable is the terminal table's request/response section.
+func writeRequestsTable(b *bytes.Buffer, r *Result) error {
+	rows := requestsCells(r)
+	if rows == nil {
+		return nil
+	}
+	section(b, requestsTitle)
+	return render(newTable(b, requestsHead...), rows)
+}
+
+// mdRequests is the Markdown summary's request/response section.
+func mdRequests(b *bytes.Buffer, r *Result) {
+	rows := requestsCells(r)
+	if rows == nil {
+		return
+	}
+	b.WriteString("### Request/response\n\n" + mdText(requestsTitle) + "\n\n")
+	for i := range rows {
+		rows[i][0] = mdText(rows[i][0])
+	}
+	rows[len(rows)-1][0] = "**total**"
+	mdTable(b, requestsHead, 1, rows)
 }

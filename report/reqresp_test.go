@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/mqplan/mqplan/metric"
@@ -61,5 +62,23 @@ func TestReqRespValues(t *testing.T) {
 	}
 	if rows := rttRows(st); len(rows) != 1 || rows[0].Samples != 98 || rows[0].Max < 8900*1000 {
 		t.Errorf("rtt rows %+v", rows)
+	}
+}
+
+// TestRequestsTable checks the request/response section's cells: a row
+// per group that requests or answers, and a total; none at all for a run
+// without request/response, so that other reports keep their sections.
+func TestRequestsTable(t *testing.T) {
+	if rows := requestsCells(Evaluate(testPlan(), nil, fullStats(t))); rows != nil {
+		t.Errorf("a run without request/response has the rows %q", rows)
+	}
+	rows := requestsCells(Evaluate(testPlan(), nil, withRequests(t, fullStats(t))))
+	want := [][]string{
+		{"sub", "-", "-", "-", "-", "-", "-", "99", "-", "-"},
+		{"pub", "100", "100", "97", "1", "1", "3", "0", "2ms", "2ms"},
+		{"total", "100", "100", "97", "1", "1", "3", "99", "2ms", "2ms"},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("rows\n got %q\nwant %q", rows, want)
 	}
 }

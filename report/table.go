@@ -31,6 +31,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		writeGroups,
 		writeLatency,
 		writeDelivery,
+		writeRequestsTable,
 		writeHealth,
 		writeBroker,
 		writeCounters,
