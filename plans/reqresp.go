@@ -29,6 +29,7 @@ package plans
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mqplan/mqplan/internal/yamlnode"
@@ -99,7 +100,14 @@ func (l *loader) requestResponse(s *keySection, g *Group) []templateUse {
 	if r, ok := rs.template("topic", "cui"); ok {
 		rp.Topic = r.t
 		r.kind = "filter"
-		refs = append(refs, r)
+		if strings.HasPrefix(r.t.Literal(), "$share/") {
+			// A pool of responders sharing the commands would answer a
+			// request delivered twice from two members, which the
+			// per-responder answer streams cannot tell from two answers.
+			l.errorf(r.e.val, r.e.path, "a shared subscription ($share/) as the command topic is not supported yet: give each responder its own filter")
+		} else {
+			refs = append(refs, r)
+		}
 	} else if _, present := rs.get("topic"); !present {
 		l.errorf(e.val, e.path, "missing \"topic\": say which command topic filter the responders subscribe to")
 	}
@@ -207,6 +215,9 @@ func expectResponses(prog *Program) Errors {
 	var errs Errors
 	reported := make([]bool, len(prog.Groups))
 	for gi, g := range prog.Plan.Groups {
+		if g.Respond != nil && strings.HasPrefix(g.Respond.Topic.Literal(), "$share/") {
+			errs = append(errs, &Error{Pos: g.Respond.Pos, Path: "groups[" + strconv.Itoa(gi) + "].respond.topic", Msg: "a shared subscription ($share/) as the command topic is not supported yet: give each responder its own filter"})
+		}
 		if g.Respond != nil && len(g.Subscribe) > 0 {
 			errs = append(errs, &Error{Pos: g.Pos, Path: "groups[" + strconv.Itoa(gi) + "]", Msg: "set either subscribe or respond, not both: a responder's only subscription is its command topic"})
 		}
