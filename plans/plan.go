@@ -14,6 +14,10 @@
 // profiles and Poisson arrivals (poisson.go, a pure function of seed,
 // client and k) are groundwork for load shapes (issue 10), not yet reachable
 // from a plan.
+//
+// MQTT 5 request/response (reqresp.go) is a responder group's respond:
+// and a requesting group's publish.response_topic; Compile counts the
+// answers each request implies with the other expectations.
 package plans
 
 import (

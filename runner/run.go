@@ -1,7 +1,8 @@
 // Package runner executes a compiled plan against a broker: it connects
 // the clients at their ramps (subscribers first), waits for every SUBACK,
 // publishes on open-loop schedules, measures every delivery against what
-// the subscriptions imply, and returns the statistics. It neither parses
+// the subscriptions imply, answers MQTT 5 requests and matches their
+// answers (reqresp.go), and returns the statistics. It neither parses
 // YAML nor judges thresholds nor prints tables.
 package runner
 
