@@ -187,13 +187,17 @@ func Compare(a, b *Result, labelA, labelB string, tolerance float64) *Comparison
 // keep allows.
 func compareSets(a, b metric.Set, tolerance float64, keep func(metric.Name) bool) []CompareRow {
 	var rows []CompareRow
-	metrics := comparedMetrics
+	metrics := append(slices.Clip(comparedMetrics), comparedRequests...)
 	if keep == nil {
-		metrics = append(slices.Clip(metrics), comparedBroker...)
+		metrics = append(metrics, comparedBroker...)
 	}
 	for _, m := range metrics {
 		va, vb := present(a, m.name), present(b, m.name)
 		if keep != nil && (!keep(m.name) || va == nil && vb == nil) {
+			continue
+		}
+		if slices.Contains(comparedRequests, m) && va == nil && vb == nil {
+			// Request/response, only when either run had it.
 			continue
 		}
 		if slices.Contains(comparedBroker, m) && (va == nil || vb == nil) {
@@ -229,9 +233,14 @@ func (m compared) row(va, vb any, tolerance float64) CompareRow {
 	return row
 }
 
+// allCompared is every metric a comparison may show, in order.
+func allCompared() []compared {
+	return slices.Concat(comparedMetrics, comparedRequests, comparedBroker)
+}
+
 // lookupCompared finds a key metric of the comparison by name.
 func lookupCompared(name metric.Name) (compared, bool) {
-	all := append(slices.Clip(comparedMetrics), comparedBroker...)
+	all := allCompared()
 	i := slices.IndexFunc(all, func(m compared) bool { return m.name == name })
 	if i < 0 {
 		return compared{}, false
@@ -765,7 +774,7 @@ func (jr *jsonCompRow) row(tolerance float64) (CompareRow, error) {
 // comparedNames lists the compared metrics for a message.
 func comparedNames() string {
 	var names []string
-	for _, m := range append(slices.Clip(comparedMetrics), comparedBroker...) {
+	for _, m := range allCompared() {
 		names = append(names, string(m.name))
 	}
 	return strings.Join(names, ", ")

@@ -62,6 +62,20 @@ func roundTripCases(t *testing.T) []struct {
 		r    *Result
 	}{"odd names", Evaluate(odd, withBuiltins(t, odd), renamed())})
 
+	// Request/response: a responder group, a requesting one, the
+	// section and the rtt row, and a comparison with itself as baseline.
+	rr := testPlan("rtt.p99 < 10ms", "rtt.timeouts == 0")
+	rr.Groups[0].Subscribe = nil
+	rr.Groups[0].Respond = &plans.Respond{Topic: plans.MustTemplate("bench/%i"), QoS: 1, Size: 32}
+	rr.Groups[1].Publish.ResponseTopic = plans.MustTemplate("resp/%c")
+	rr.Groups[1].Publish.ResponseTimeout = 2e9
+	rrRun := Evaluate(rr, withBuiltins(t, rr), withRequests(t, fullStats(t)))
+	rrRun.Comparison = Compare(rrRun, rrRun, "base.json", "this run", DefaultTolerance)
+	cases = append(cases, struct {
+		name string
+		r    *Result
+	}{"request/response", rrRun})
+
 	// A listen-only run's rates are over its delivery window.
 	window := Evaluate(odd, withBuiltins(t, odd), renamed())
 	window.RateWindow = 2500 * time.Millisecond

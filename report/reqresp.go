@@ -168,3 +168,12 @@ func mdRequests(b *bytes.Buffer, r *Result) {
 	rows[len(rows)-1][0] = "**total**"
 	mdTable(b, requestsHead, 1, rows)
 }
+
+// comparedRequests are the request/response figures mqplan compare
+// shows when either run had request/response (reqresp metrics are absent
+// otherwise, so other comparisons keep their rows).
+var comparedRequests = []compared{
+	{name: metric.RTTP50, higherBetter: false},
+	{name: metric.RTTP99, higherBetter: false},
+	{name: metric.RTTTimeouts, higherBetter: false},
+}
