@@ -100,7 +100,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		// A group that subscribes is judged by the deliveries to its
 		// clients; a pure publisher by the deliveries of its messages.
 		m.Groups[g.Name] = metricSet(view{msg: &gm, conn: &groupConn[gi], dur: rateWindow(&gm),
-			subscriberView: len(g.Subscribe) > 0 || g.Publish == nil})
+			subscriberView: receives(&g) || g.Publish == nil})
 	}
 	for _, p := range phase.All {
 		var pm stats.Metrics

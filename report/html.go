@@ -432,7 +432,7 @@ func planGroups(r *Result) []htmlPlanGroup {
 	var out []htmlPlanGroup
 	for i := range r.Plan.Groups {
 		g := &r.Plan.Groups[i]
-		role := Group{Publishes: g.Publish != nil, Subscribes: len(g.Subscribe) > 0}.role()
+		role := Group{Publishes: g.Publish != nil, Subscribes: receives(g)}.role()
 		hg := htmlPlanGroup{Name: g.Name, Role: role, Clients: itoa(g.Count), Connect: "all at once"}
 		if g.ConnectRate > 0 {
 			hg.Connect = fmtRate(g.ConnectRate) + " connections/s"

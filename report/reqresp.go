@@ -177,3 +177,8 @@ var comparedRequests = []compared{
 	{name: metric.RTTP99, higherBetter: false},
 	{name: metric.RTTTimeouts, higherBetter: false},
 }
+
+// receives says whether a group's clients receive the run's messages, so
+// that its delivery figures are the deliveries to it: subscribers, and
+// responders (their requests). A requester's answers are not deliveries.
+func receives(g *plans.Group) bool { return len(g.Subscribe) > 0 || g.Respond != nil }

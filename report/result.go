@@ -228,7 +228,7 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 	}
 	if p != nil {
 		for gi, g := range p.Groups {
-			grp := Group{Name: g.Name, Clients: g.Count, Publishes: g.Publish != nil, Subscribes: len(g.Subscribe) > 0}
+			grp := Group{Name: g.Name, Clients: g.Count, Publishes: g.Publish != nil, Subscribes: receives(&g)}
 			if gi < len(st.Groups) {
 				info := st.Groups[gi]
 				grp.Clients, grp.Connected, grp.ConnectedAtEnd, grp.Lost = info.Clients, info.Connected, info.ConnectedAtEnd, info.Lost
