@@ -65,6 +65,9 @@ type GroupProgram struct {
 	// implies, averaged over the group's clients (exact per client in
 	// Client.Publish).
 	ExpectedPerMessage float64
+	// Churn is the group's session timetable (lifetime: or churn:), nil
+	// when its clients stay connected (see sessions.go).
+	Churn *Sessions
 }
 
 // Client is one MQTT client, fully expanded.
@@ -198,6 +201,9 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		return nil, errs
 	}
 	if errs := checkRequests(p); len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := checkChurn(p); len(errs) > 0 {
 		return nil, errs
 	}
 	ths, errs := CompileThresholds(p)
@@ -344,10 +350,18 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 			pub.Schedule.Steady = prog.Steady
 		}
 	}
+	for gi, g := range p.Groups {
+		if g.Churn != nil {
+			prog.Groups[gi].Churn = newSessions(g.Churn, g.Count, prog.Warmup+prog.Ramp+prog.Steady)
+		}
+	}
 	if err := computeExpectations(prog, shareOwner); err != nil {
 		return nil, Errors{{Pos: Pos{File: p.File}, Path: "groups", Msg: err.Error()}}
 	}
 	if errs := expectResponses(prog); len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := checkChurnQoS(prog); len(errs) > 0 {
 		return nil, errs
 	}
 	prog.Phases = planPhases(prog)
@@ -542,6 +556,17 @@ func planPhases(prog *Program) []PhasePlan {
 	phases[phase.Ramp].Length = prog.Ramp
 	phases[phase.Steady].Length = prog.Steady
 	phases[phase.Drain].Length = prog.Drain
+	// A churning group's reconnections are the publishing phases' connects.
+	for _, gp := range prog.Groups {
+		if gp.Churn != nil {
+			for k := 0; k < 3; k++ {
+				ph := [...]phase.Phase{phase.Warmup, phase.Ramp, phase.Steady}[k]
+				lo := [...]time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp}[k]
+				hi := [...]time.Duration{prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}[k]
+				phases[ph].Connects += gp.Churn.Reconnects(lo, hi)
+			}
+		}
+	}
 	// Publishing phase k spans [bounds[k], bounds[k+1]) of the schedule.
 	publishing := [...]phase.Phase{phase.Warmup, phase.Ramp, phase.Steady}
 	bounds := []time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
@@ -551,7 +576,7 @@ func planPhases(prog *Program) []PhasePlan {
 			continue
 		}
 		for k, ph := range publishing {
-			n := int64(pub.Schedule.Messages(bounds[k], bounds[k+1]))
+			n := int64(prog.Sends(&prog.Clients[i], bounds[k], bounds[k+1]))
 			d := satMul(n, int64(pub.Expected))
 			pp := &phases[ph]
 			pp.Messages = satAdd(pp.Messages, n)

@@ -195,13 +195,16 @@ var groupSection = &planSection{
 		{name: "connect_rate", kind: fieldRate, doc: "The group's connection ramp, connections per second (default 1000/s; 0 connects all at once). Set connect_rate or connect_every, not both."},
 		{name: "connect_every", kind: fieldDuration, positive: true, doc: "One connection every this long (at most 1h). Set connect_rate or connect_every, not both."},
 		{name: "reconnect", kind: fieldSection, sec: reconnectSection, doc: reconnectSection.doc},
+		{name: "lifetime", kind: fieldDuration, positive: true, doc: lifetimeDoc},
+		{name: "churn", kind: fieldRate, positive: true, doc: churnDoc},
+		{name: "away", kind: fieldDuration, doc: awayDoc},
 		{name: "will", kind: fieldSection, sec: willSection, doc: willSection.doc},
 		{name: "protocol", kind: fieldProtocol, doc: "MQTT version for this group: 3, 4 or 5 (default: broker.protocol)."},
 		{name: "subscribe", kind: fieldSubscribe, sec: subscriptionSection, doc: "One topic filter, one {topic, qos, ...} mapping, or a list of either."},
 		{name: "publish", kind: fieldSection, sec: publishSection, doc: publishSection.doc},
 		{name: "respond", kind: fieldSection, sec: respondSection, doc: respondSection.doc},
 	},
-	notBoth: [][2]string{{"connect_rate", "connect_every"}, {"subscribe", "respond"}},
+	notBoth: [][2]string{{"connect_rate", "connect_every"}, {"subscribe", "respond"}, {"lifetime", "churn"}},
 }
 
 var planSectionTop = &planSection{

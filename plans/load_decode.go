@@ -498,6 +498,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 		}
 		return l.pos(root)
 	})...)
+	l.errs = append(l.errs, checkChurn(p)...)
 
 	if !hasDuration && publishKnown {
 		publishers, counted := 0, 0
@@ -900,6 +901,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 		rs.integer("max", &r.Max, 0, math.MaxInt32)
 		g.Reconnect = r
 	}
+	g.Churn = l.churn(s, path)
 	if e, ok := s.get("will"); ok && !yamlnode.IsNull(e.val) {
 		w := &Will{}
 		ws := l.section(e.path, e.val, willKeys, false)

@@ -504,6 +504,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "duration_missing", file: "duration_missing.yaml"},
 		{name: "duration_missing_no_publishers", file: "duration_missing_no_publishers.yaml"},
 		{name: "bad_durations", file: "bad_durations.yaml"},
+		{name: "bad_churn", file: "bad_churn.yaml"},
 		{name: "bad_rates", file: "bad_rates.yaml"},
 		{name: "bad_urls", file: "bad_urls.yaml"},
 		{name: "url_and_urls", file: "url_and_urls.yaml"},

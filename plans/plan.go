@@ -214,6 +214,10 @@ type Group struct {
 	ConnectRate float64 `json:"connect_rate"`
 	// Reconnect, when set, makes a dropped client reconnect.
 	Reconnect *Reconnect `json:"reconnect,omitempty"`
+	// Churn, when set, has the group's clients leave (a normal DISCONNECT)
+	// and come back under the same identity on a timetable derived from
+	// the plan (`lifetime:` or `churn:`, and `away:`; see sessions.go).
+	Churn *Churn `json:"churn,omitempty"`
 	// Will is the last-will message, if any.
 	Will *Will `json:"will,omitempty"`
 	// Protocol is the group's MQTT version (the broker default unless overridden).

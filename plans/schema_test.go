@@ -262,7 +262,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names",
-		"bad_rates", "bad_requests", "bad_sizes", "bad_subscription_options", "bad_thresholds",
+		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
 		"every_and_rate", "groups_empty", "groups_not_list", "neither_every_nor_rate",
 		"not_mapping", "qos3", "thresholds_not_list", "unknown_keys", "url_and_urls",
@@ -477,6 +477,8 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`reads nothing of this run`, "the threshold language"},
 		{`^bad number|with the size|which is not a number of bytes|is not a whole number of bytes|is a whole-run figure`, "the threshold language's literals, types and scopes (a schema sees a string)"},
 		{`second one starts here`, "a second YAML document"},
+		{`each would be away longer|with clean_start: true is not supported yet|in a churning group|set lifetime or churn with it`,
+			"churn's rules read other fields together (count with churn and away, clean_start, the qos of a subscription under a group's lifetime)"},
 	}
 	files, err := filepath.Glob(invalidDir + "/*.yaml")
 	if err != nil || len(files) == 0 {
