@@ -143,6 +143,10 @@ const (
 	Disconnects Name = "disconnects"
 	// Reconnects counts reconnections.
 	Reconnects Name = "reconnects"
+	// ChurnDisconnects counts the planned DISCONNECTs of lifetime or churn.
+	ChurnDisconnects Name = "churn.disconnects"
+	// ChurnReconnects counts the new sessions of lifetime or churn.
+	ChurnReconnects Name = "churn.reconnects"
 	// QoSDowngrades counts subscriptions and QoS 2 publishes granted a
 	// lower QoS than asked.
 	QoSDowngrades Name = "qos_downgrades"
@@ -363,6 +367,8 @@ var catalogue = []Metric{
 	{Name: Errors, Kind: Count, Help: "errors"},
 	{Name: Disconnects, Kind: Count, Help: "unexpected disconnections"},
 	{Name: Reconnects, Kind: Count, Help: "reconnections"},
+	{Name: ChurnDisconnects, Kind: Count, Help: "planned disconnections of lifetime or churn (not in disconnects); only in a plan that churns"},
+	{Name: ChurnReconnects, Kind: Count, Help: "planned reconnections of lifetime or churn (not in reconnects; their CONNECTs are in connect.*); only in a plan that churns"},
 	{Name: QoSDowngrades, Kind: Count, Help: "subscriptions granted a lower QoS than asked (one per client) and QoS 2 publishes acknowledged as QoS 1"},
 	{Name: ClientsLost, Kind: Count, Help: "clients whose connection dropped and did not come back before the run ended"},
 	{Name: LagP99, Kind: Duration, Help: "how far sends fell behind their schedule, 99th percentile"},

@@ -78,6 +78,10 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 	}
 
 	listen := listenOnly(p)
+	churns := false
+	for _, g := range groups {
+		churns = churns || g.Churn != nil
+	}
 	rateWindow := func(m *stats.Metrics) time.Duration {
 		if w := m.ReceiveWindow(); listen && w > 0 {
 			return w
@@ -86,7 +90,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 	}
 
 	m := threshold.Measured{
-		Top:    metricSet(view{msg: &steadyTotal, conn: &runConn, dur: rateWindow(&steadyTotal), subscriberView: true}),
+		Top:    metricSet(view{msg: &steadyTotal, conn: &runConn, dur: rateWindow(&steadyTotal), subscriberView: true, churns: churns}),
 		Groups: make(map[string]metric.Set, len(groups)),
 		Phases: make(map[string]metric.Set, phase.Count),
 	}
@@ -100,7 +104,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		// A group that subscribes is judged by the deliveries to its
 		// clients; a pure publisher by the deliveries of its messages.
 		m.Groups[g.Name] = metricSet(view{msg: &gm, conn: &groupConn[gi], dur: rateWindow(&gm),
-			subscriberView: receives(&g) || g.Publish == nil})
+			subscriberView: receives(&g) || g.Publish == nil, churns: g.Churn != nil})
 	}
 	for _, p := range phase.All {
 		var pm stats.Metrics
@@ -109,7 +113,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 			pm = ph.Total
 			dur = ph.Duration()
 		}
-		m.Phases[p.String()] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true})
+		m.Phases[p.String()] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true, churns: churns})
 	}
 	return m
 }
@@ -148,17 +152,19 @@ func rateWindow(p *plans.Plan, st *stats.Stats) time.Duration {
 // nor its message figures.
 func addConnection(dst, src *stats.Metrics) {
 	dst.Merge(&stats.Metrics{
-		Errors:          src.Errors,
-		Disconnects:     src.Disconnects,
-		Reconnects:      src.Reconnects,
-		ClientsLost:     src.ClientsLost,
-		QoSDowngrades:   src.QoSDowngrades,
-		ConnectAttempts: src.ConnectAttempts,
-		ConnectOK:       src.ConnectOK,
-		ConnectFailed:   src.ConnectFailed,
-		SubscribeFailed: src.SubscribeFailed,
-		Connect:         src.Connect,
-		Subscribe:       src.Subscribe,
+		Errors:           src.Errors,
+		Disconnects:      src.Disconnects,
+		Reconnects:       src.Reconnects,
+		ChurnDisconnects: src.ChurnDisconnects,
+		ChurnReconnects:  src.ChurnReconnects,
+		ClientsLost:      src.ClientsLost,
+		QoSDowngrades:    src.QoSDowngrades,
+		ConnectAttempts:  src.ConnectAttempts,
+		ConnectOK:        src.ConnectOK,
+		ConnectFailed:    src.ConnectFailed,
+		SubscribeFailed:  src.SubscribeFailed,
+		Connect:          src.Connect,
+		Subscribe:        src.Subscribe,
 	})
 }
 
@@ -172,6 +178,9 @@ type view struct {
 	// scope's clients) over ExpectedOwn/ReceivedOwn/LostOwn (deliveries of
 	// the scope's messages, for a pure publishing group).
 	subscriberView bool
+	// churns: the scope has clients with lifetime or churn, so the
+	// churn.* counts are measured (absent elsewhere).
+	churns bool
 }
 
 // metricSet fills every catalogue metric that has a value in v, converted to
@@ -281,6 +290,10 @@ func (v view) value(name metric.Name) (any, bool) {
 		return c.Disconnects, true
 	case metric.Reconnects:
 		return c.Reconnects, true
+	case metric.ChurnDisconnects:
+		return c.ChurnDisconnects, v.churns
+	case metric.ChurnReconnects:
+		return c.ChurnReconnects, v.churns
 	case metric.ClientsLost:
 		return c.ClientsLost, true
 	case metric.QoSDowngrades:

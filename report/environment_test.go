@@ -44,6 +44,9 @@ func TestEnvironmentCatalogue(t *testing.T) {
 				if fam, _, _ := md.Name.Split(); sc.name != "top" && (fam == "broker" || fam == "self") {
 					continue // processes are measured over the whole run only
 				}
+				if fam, _, _ := md.Name.Split(); fam == "churn" {
+					continue // only in a plan that churns: TestEnvironmentChurn
+				}
 				v, ok := sc.set[md.Name]
 				if !ok {
 					t.Errorf("%s: missing", md.Name)
@@ -483,5 +486,37 @@ func TestBrokerCountersUnchanged(t *testing.T) {
 		if strings.Contains(out, "-0.0") {
 			t.Errorf("%s: the table shows -0.0:\n%s", name, out)
 		}
+	}
+}
+
+// TestEnvironmentChurn: the churn.* counts are measured in a plan that
+// churns (at the top, in the phases and for the churning group) and
+// absent elsewhere, so a threshold on them in a plan without churn fails
+// rather than reading a made-up zero.
+func TestEnvironmentChurn(t *testing.T) {
+	st := fullStats(t)
+	for _, tc := range []struct {
+		name   string
+		churns bool
+	}{
+		{name: "a plan without churn has no churn.*"},
+		{name: "a plan with churn has them", churns: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testPlan()
+			if tc.churns {
+				p.Groups[0].Churn = &plans.Churn{Lifetime: time.Second}
+			}
+			m := Environment(p, st)
+			for _, name := range []metric.Name{metric.ChurnDisconnects, metric.ChurnReconnects} {
+				_, top := m.Top[name]
+				_, steady := m.Phases["steady"][name]
+				_, sub := m.Groups["sub"][name]
+				_, pub := m.Groups["pub"][name]
+				if top != tc.churns || steady != tc.churns || sub != tc.churns || pub {
+					t.Errorf("%s present: top %v, steady %v, group sub %v, group pub %v", name, top, steady, sub, pub)
+				}
+			}
+		})
 	}
 }

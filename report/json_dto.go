@@ -119,6 +119,7 @@ type jsonPlanGroup struct {
 	SessionExpiry jsonDuration         `json:"session_expiry"`
 	ConnectRate   float64              `json:"connect_rate"`
 	Reconnect     *jsonPlanReconnect   `json:"reconnect,omitempty"`
+	Churn         *jsonPlanChurn       `json:"churn,omitempty"`
 	Will          *plans.Will          `json:"will,omitempty"`
 	Protocol      int                  `json:"protocol"`
 	Subscribe     []plans.Subscription `json:"subscribe,omitempty"`
@@ -129,6 +130,14 @@ type jsonPlanGroup struct {
 type jsonPlanReconnect struct {
 	After jsonDuration `json:"after"`
 	Max   int          `json:"max"`
+}
+
+// jsonPlanChurn is a group's lifetime or churn (plans.Churn), durations
+// written as the plan writes them.
+type jsonPlanChurn struct {
+	Lifetime jsonDuration `json:"lifetime,omitempty"`
+	Rate     float64      `json:"rate,omitempty"`
+	Away     jsonDuration `json:"away"`
 }
 
 type jsonPlanPublish struct {
@@ -186,6 +195,9 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		}
 		if rc := g.Reconnect; rc != nil {
 			jg.Reconnect = &jsonPlanReconnect{After: jsonDuration(rc.After), Max: rc.Max}
+		}
+		if ch := g.Churn; ch != nil {
+			jg.Churn = &jsonPlanChurn{Lifetime: jsonDuration(ch.Lifetime), Rate: ch.Rate, Away: jsonDuration(ch.Away)}
 		}
 		if pub := g.Publish; pub != nil {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,

@@ -688,6 +688,9 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		if rc := g.Reconnect; rc != nil {
 			pg.Reconnect = &plans.Reconnect{After: time.Duration(rc.After), Max: rc.Max}
 		}
+		if ch := g.Churn; ch != nil {
+			pg.Churn = &plans.Churn{Lifetime: time.Duration(ch.Lifetime), Rate: ch.Rate, Away: time.Duration(ch.Away)}
+		}
 		if pub := g.Publish; pub != nil {
 			pg.Publish = &plans.Publish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
 				Every: time.Duration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,

@@ -601,6 +601,7 @@ func TestJSONPlanMirrorsPlan(t *testing.T) {
 		{"broker", reflect.TypeFor[plans.Broker](), reflect.TypeFor[jsonPlanBroker]()},
 		{"group", reflect.TypeFor[plans.Group](), reflect.TypeFor[jsonPlanGroup]()},
 		{"reconnect", reflect.TypeFor[plans.Reconnect](), reflect.TypeFor[jsonPlanReconnect]()},
+		{"churn", reflect.TypeFor[plans.Churn](), reflect.TypeFor[jsonPlanChurn]()},
 		{"publish", reflect.TypeFor[plans.Publish](), reflect.TypeFor[jsonPlanPublish]()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

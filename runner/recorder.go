@@ -382,6 +382,8 @@ const (
 	evReconnect
 	evClientLost
 	evQoSDowngrade
+	evChurnDisconnect
+	evChurnReconnect
 )
 
 // recordEvent counts a connection-level event in the current phase;
@@ -409,6 +411,10 @@ func (r *recorder) recordEvent(client int, ph phase.Phase, group int, ev event, 
 		m.ClientsLost++
 	case evQoSDowngrade:
 		m.QoSDowngrades++
+	case evChurnDisconnect:
+		m.ChurnDisconnects++
+	case evChurnReconnect:
+		m.ChurnReconnects++
 	}
 	st.mu.Unlock()
 }

@@ -685,10 +685,12 @@ func (r *run) resume(c *client, old, mc *mqttc.Conn) {
 
 // lost records an unexpected connection loss, once per connection.
 func (r *run) lost(c *client, err error) {
-	if c.closing.Load() || !c.ready.Load() || !c.lost.CompareAndSwap(false, true) {
+	// Taking ready from true to false is what makes this loss count,
+	// once, against a planned leave (churn.go) at the same moment.
+	if c.closing.Load() || !c.ready.CompareAndSwap(true, false) {
 		return
 	}
-	c.ready.Store(false)
+	c.lost.Store(true)
 	r.connected.Add(-1)
 	r.down.Add(1)
 	gc := &r.groupConns[c.plan.Group]
@@ -987,6 +989,17 @@ func (r *run) publishPhases(ctx context.Context) {
 			r.publish(pubCtx, c, start)
 		}()
 	}
+	// The clients of churning groups that do not publish follow their
+	// timetable on their own goroutines (publishers do it in publish).
+	for _, c := range r.clients {
+		if s, _ := prog.ChurnOf(c.plan); s != nil && c.plan.Publish == nil && c.live.Load() != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.runChurn(pubCtx, c, start)
+			}()
+		}
+	}
 	// Advance the phase clock at the planned boundaries.
 	end := prog.Warmup + prog.Ramp + prog.Steady
 	bounds := []struct {
@@ -1148,7 +1161,7 @@ func (r *run) recordUnsentSpan(c *client, lo, hi time.Duration) {
 	bounds := [...]time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
 	for i := 0; i < 3; i++ {
 		a, b := max(lo, bounds[i]), min(hi, bounds[i+1])
-		n := int64(pub.Schedule.Messages(a, b))
+		n := int64(prog.Sends(c.plan, a, b)) // a churning publisher's away windows are not due
 		r.rec.recordUnsent(c.plan.Index, phase.Warmup+phase.Phase(i), c.plan.Group, n, int64(pub.Expected), pub.ExpectedByGroup)
 	}
 	c.unsentTo = hi
@@ -1251,11 +1264,31 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 	}()
 	buf := make([]byte, pub.Size)
 	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup}
+	// A churning publisher leaves and comes back between two messages
+	// (churn.go), and skips the messages due while it is away: they are
+	// not in its timetable (plans.Sessions).
+	churn, slot := r.prog.ChurnOf(pc)
+	leaves, nextLeave := churn.Disconnects(slot), 0
+	var churnTimer *time.Timer
+	if leaves > 0 {
+		churnTimer = time.NewTimer(time.Hour)
+		defer churnTimer.Stop()
+	}
 	for k := 0; ; k++ {
 		c.next = k
 		off, ok := pub.Schedule.At(k)
+		for nextLeave < leaves && (!ok || off >= churn.DisconnectAt(slot, nextLeave)) {
+			if !r.churnCycle(ctx, c, churnTimer, start, churn, slot, nextLeave) {
+				return
+			}
+			nextLeave++
+		}
 		if !ok {
 			return
+		}
+		if back, away := churn.Back(slot, off); away {
+			k = pub.Schedule.Messages(0, back) - 1 // the first message due once back
+			continue
 		}
 		intended := start + int64(off)
 		// The pacer signals c.wake when a message falls due; a signal

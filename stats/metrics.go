@@ -83,6 +83,10 @@ type Metrics struct {
 	// Disconnects counts connections lost unexpectedly; Reconnects counts
 	// successful reconnects.
 	Disconnects, Reconnects int64
+	// ChurnDisconnects and ChurnReconnects count the planned session ends
+	// and new sessions of groups with lifetime or churn: apart from
+	// Disconnects and Reconnects, which stay unplanned drops and recoveries.
+	ChurnDisconnects, ChurnReconnects int64
 	// QoSDowngrades counts what the broker granted below what the plan
 	// asked: clients granted a lower QoS than asked on a subscription (in
 	// the subscribe phase), and QoS 2 publishes acknowledged with PUBACK,
@@ -158,6 +162,8 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.Errors += o.Errors
 	m.Disconnects += o.Disconnects
 	m.Reconnects += o.Reconnects
+	m.ChurnDisconnects += o.ChurnDisconnects
+	m.ChurnReconnects += o.ChurnReconnects
 	m.ClientsLost += o.ClientsLost
 	m.QoSDowngrades += o.QoSDowngrades
 	m.ConnectAttempts += o.ConnectAttempts

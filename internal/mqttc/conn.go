@@ -189,7 +189,9 @@ type Conn struct {
 	readerDone chan struct{}
 	closeOnce  sync.Once
 	closing    atomic.Bool
-	closeErr   error
+	// leaving is set by Leave: the reader stops at its next read that fails.
+	leaving  atomic.Bool
+	closeErr error
 }
 
 // newConn is a connection on nc, not started.
@@ -404,6 +406,10 @@ func (c *Conn) readLoop() {
 		}
 		b0, body, err := c.readPacket()
 		if err != nil {
+			if c.leaving.Load() {
+				c.leave() // see Leave: what was buffered is handled
+				return
+			}
 			c.close(err)
 			return
 		}
