@@ -117,6 +117,7 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeChurn(&b, prog)
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tlength\tconnects/s\tpublishes/s\tdeliveries/s\tout bytes/s\tin bytes/s\tmessages\tdeliveries\t")
