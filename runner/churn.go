@@ -113,3 +113,16 @@ func (r *run) runChurn(ctx context.Context, c *client, start int64) {
 		}
 	}
 }
+
+// churnResends explains, for a cross-check of the broker's sent count, the
+// one way churn makes it larger than what the clients received: what the
+// broker wrote to a subscriber as it left, and the subscriber never read,
+// the broker sends again on the kept session, and counts twice.
+func (r *run) churnResends() string {
+	for _, gp := range r.prog.Groups {
+		if gp.Churn != nil && gp.Subscribes {
+			return " (with churn: what the broker wrote to a subscriber as it left, unread, it sends again on the kept session and counts twice)"
+		}
+	}
+	return ""
+}

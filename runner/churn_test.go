@@ -12,6 +12,7 @@ import (
 
 	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
+	"github.com/mqplan/mqplan/internal/wait"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
 )
@@ -51,8 +52,11 @@ func (h *sessionTruth) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets
 	return pk, nil
 }
 
-// sum adds the counts of the client ids containing match.
-func sum(m map[string]int, match string) int {
+// sum adds the counts of m's client ids containing match (m is one of
+// h's maps: read under its lock, the broker may still be writing).
+func (h *sessionTruth) sum(m map[string]int, match string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	n := 0
 	for id, v := range m {
 		if strings.Contains(id, match) {
@@ -147,17 +151,22 @@ func TestChurnEmbedded(t *testing.T) {
 			churned := "churn-pub"
 			if tc.subChurn {
 				churned = "churn-sub"
-				if got := sum(sess.resumed, churned); int64(got) != m.ChurnReconnects {
+				if got := sess.sum(sess.resumed, churned); int64(got) != m.ChurnReconnects {
 					t.Errorf("the broker resumed %d kept sessions, want one per return (%d)", got, m.ChurnReconnects)
 				}
 			}
-			if got := sum(sess.sessions, churned); int64(got) != 3+m.ChurnReconnects {
+			if got := sess.sum(sess.sessions, churned); int64(got) != 3+m.ChurnReconnects {
 				t.Errorf("the broker established %d sessions for %s, want %d", got, churned, 3+m.ChurnReconnects)
 			}
 			// Every planned leave is a DISCONNECT the broker read during
-			// publishing, plus the run's own at its end.
-			if got := sum(sess.disconnects, churned); int64(got) != m.ChurnDisconnects+3 {
-				t.Errorf("the broker read %d DISCONNECTs from %s, want %d", got, churned, m.ChurnDisconnects+3)
+			// publishing, plus the run's own at its end (which the broker
+			// may still be reading when the run returns).
+			want := int(m.ChurnDisconnects) + 3
+			wait.Until(t, fmt.Sprintf("the broker to read %d DISCONNECTs from %s", want, churned), func() bool {
+				return sess.sum(sess.disconnects, churned) >= want
+			})
+			if got := sess.sum(sess.disconnects, churned); got != want {
+				t.Errorf("the broker read %d DISCONNECTs from %s, want %d", got, churned, want)
 			}
 		})
 	}

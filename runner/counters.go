@@ -577,7 +577,7 @@ func (r *run) crossCheck(st *stats.Stats) {
 		// The monitor may close before reading the broker's last $SYS
 		// update: at most that many of the broker's sends are unseen.
 		if d := b.MessagesSent - (deliveredAll + mon); d < 0 || d > batch {
-			r.note(fmt.Sprintf("the embedded broker counted %d PUBLISH sent, but mqplan's clients received %d deliveries (duplicates included) and the $SYS monitor %d messages", b.MessagesSent, deliveredAll, mon))
+			r.note(fmt.Sprintf("the embedded broker counted %d PUBLISH sent, but mqplan's clients received %d deliveries (duplicates included) and the $SYS monitor %d messages", b.MessagesSent, deliveredAll, mon) + r.churnResends())
 		}
 	}
 }
