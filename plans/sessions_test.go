@@ -149,6 +149,7 @@ func TestChurnPlanErrors(t *testing.T) {
 		{name: "shared subscription", groups: "  - {name: a, lifetime: 1s, clean_start: false, session_expiry: 1h, subscribe: {topic: $share/s/t, qos: 1}}\n", want: "a shared subscription in a churning group is not supported yet"},
 		{name: "reconnect", groups: "  - {name: a, lifetime: 1s, reconnect: {after: 1s}}\n", want: "with reconnect is not supported yet"},
 		{name: "publish count", groups: "  - {name: a, lifetime: 1s, publish: {topic: t, every: 1s, count: 3}}\n", want: "with publish.count is not supported yet"},
+		{name: "responders", groups: "  - {name: a, lifetime: 1s, respond: {topic: c/%i, qos: 1}}\n  - {name: b, publish: {topic: c/1, every: 1s, qos: 1, response_topic: r/%i}}\n", want: "with request/response (respond or publish.response_topic) is not supported yet"},
 		{name: "typo suggests the key", groups: "  - {name: a, lifetim: 1s}\n", want: `did you mean "lifetime"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
