@@ -40,6 +40,9 @@ type Program struct {
 	Warmup, Ramp, Steady, Drain time.Duration
 	// MaxPayload is the largest payload any publisher sends.
 	MaxPayload int
+	// Stages parallels Plan.Stages: each stage's window and exact load
+	// (nil without stages).
+	Stages []StagePlan
 }
 
 // GroupProgram is one group after compilation.
@@ -264,8 +267,15 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		if g.ConnectRate > 0 {
 			gp.ConnectSpan = time.Duration(float64(g.Count-1) / g.ConnectRate * float64(time.Second))
 		}
+		var prof *Profile
 		if g.Publish != nil {
 			gp.Interval = g.Publish.Interval(g.Count)
+			if len(p.Stages) > 0 {
+				var err error
+				if prof, gp.Interval, err = stageProfile(p.Stages, p.Warmup, g.Count); err != nil {
+					return nil, Errors{{Pos: p.Stages[0].Pos, Path: "stages", Msg: err.Error()}}
+				}
+			}
 			gp.PayloadSize = g.Publish.Size
 			prog.MaxPayload = max(prog.MaxPayload, g.Publish.Size)
 		}
@@ -336,6 +346,9 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 						Count:    pub.Count,
 					},
 				})
+				if prof != nil {
+					pubSlab[len(pubSlab)-1].Schedule = prof.Schedule(float64(j)/float64(g.Count), pub.Count)
+				}
 				c.Publish = &pubSlab[len(pubSlab)-1]
 			}
 			prog.Clients = append(prog.Clients, c)
@@ -365,6 +378,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		return nil, errs
 	}
 	prog.Phases = planPhases(prog)
+	prog.Stages = planStages(prog)
 	return prog, nil
 }
 

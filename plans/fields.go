@@ -18,6 +18,7 @@ const (
 	fieldSecret                          // a password: text never printed
 	fieldTemplate                        // a %c/%u/%i template (client id, user name, topic)
 	fieldGroupName                       // letters, digits, _ and -
+	fieldStageName                       // letters, digits, _ and -, not only digits
 	fieldBrokerURL                       // embedded or scheme://host:port
 	fieldBool                            // true or false
 	fieldInt                             // a whole number in [min, max]
@@ -30,7 +31,7 @@ const (
 	fieldSection                         // a mapping of fields; null is an empty one
 	fieldURLList                         // broker.urls: a non-empty list of broker URLs
 	fieldAddressList                     // broker.source_addresses: a list of IP addresses
-	fieldGroupList                       // groups: a non-empty list of group mappings
+	fieldGroupList                       // groups, stages: a non-empty list of mappings
 	fieldSubscribe                       // a filter, a subscription mapping, or a list of either
 	fieldExprList                        // thresholds: a list of expressions
 )
@@ -159,14 +160,28 @@ var publishSection = &planSection{
 		{name: "topic", kind: fieldTemplate, required: true, doc: "The topic: %c client id, %u user name, %i sequence number, %% a literal %."},
 		{name: "qos", kind: fieldQoS, doc: "0, 1 or 2 (default 0)."},
 		{name: "size", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, doc: "Payload bytes (B, KB=1000, KiB=1024, MB, MiB, GB, GiB; default 256); at least 16, the measurement header."},
-		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every or rate, exactly one."},
-		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every or rate, exactly one."},
+		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every or rate, exactly one (neither when the plan has stages, which give the rate)."},
+		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every or rate, exactly one (neither when the plan has stages, which give the rate)."},
 		{name: "retain", kind: fieldBool, doc: "Publish retained."},
 		{name: "count", kind: fieldInt, min: 0, max: math.MaxInt32, doc: "Stop each client after this many messages; 0 means no limit."},
 		{name: "response_topic", kind: fieldTemplate, doc: "MQTT 5: every message is a request carrying this response topic (the client subscribes to it) and correlation data; responder groups answer there, measured as rtt.*. %c, %u and %i expand per client."},
 		{name: "response_timeout", kind: fieldDuration, positive: true, doc: "With response_topic: an answer later than this after the request's intended send time counts in rtt.timeouts (default 5s)."},
 	},
-	oneOf: []string{"every", "rate"},
+	// Exactly one without stages, neither with them: the schema, which
+	// sees one section at a time, can only say "not both".
+	notBoth: [][2]string{{"every", "rate"}},
+}
+
+var stageSection = &planSection{
+	name: "stage",
+	doc:  "One stage of the publish rate: over its duration the rate moves linearly from the previous stage's target (the first from 0) to this one's.",
+	fields: []planField{
+		{name: "name", kind: fieldStageName, doc: "The stage's name in explain: letters, digits, _ and -, not only digits (default: its index, from 0)."},
+		{name: "duration", kind: fieldDuration, required: true, max: int64(maxTimeline), doc: "How long the stage lasts; 0s jumps to its target."},
+		{name: "rate", kind: fieldRate, doc: "The target for each publishing group, its messages per second together (0/s stops). Set rate or every, exactly one."},
+		{name: "every", kind: fieldDuration, positive: true, max: int64(maxTimeline), doc: "The target as each client's interval. Set rate or every, exactly one."},
+	},
+	oneOf: []string{"rate", "every"},
 }
 
 var respondSection = &planSection{
@@ -217,8 +232,9 @@ var planSectionTop = &planSection{
 		{name: "broker", kind: fieldSection, sec: brokerSection, doc: brokerSection.doc},
 		{name: "groups", kind: fieldGroupList, sec: groupSection, required: true, doc: "The topology: who connects, subscribes and publishes. At least one group."},
 		{name: "warmup", kind: fieldDuration, doc: "Publishing, not measured (default 0s)."},
-		{name: "ramp", kind: fieldDuration, doc: "The publish rate grows linearly from 0 to its target (default 0s)."},
-		{name: "duration", kind: fieldDuration, positive: true, doc: "The measured steady phase; required unless every publishing group has a publish.count."},
+		{name: "ramp", kind: fieldDuration, doc: "The publish rate grows linearly from 0 to its target (default 0s). Not with stages."},
+		{name: "duration", kind: fieldDuration, positive: true, doc: "The measured steady phase; required unless every publishing group has a publish.count, or the plan has stages."},
+		{name: "stages", kind: fieldGroupList, sec: stageSection, doc: "The publish rate over time, k6-style: a list of {name, duration, rate or every}, each reached linearly from the previous; together the measured phase. The rate applies to every publishing group, which then gives no rate or every. Not with ramp or duration."},
 		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
 	},
@@ -236,4 +252,5 @@ var (
 	subKeys       = subscriptionSection.keys()
 	publishKeys   = publishSection.keys()
 	respondKeys   = respondSection.keys()
+	stageKeys     = stageSection.keys()
 )

@@ -127,7 +127,7 @@ func checkWork(p *Plan) Errors {
 				thousands(g.Count), thousands(per), thousands(text), thousands(maxPlanText))})
 		}
 	}
-	return errs
+	return append(errs, checkStageWork(p)...)
 }
 
 // thousands formats n with commas, for limits a reader must compare.

@@ -144,6 +144,9 @@ type loader struct {
 	ids        []idDecl
 	// checkFiles is LoadOptions.CheckFiles.
 	checkFiles bool
+	// staged is set when the plan has stages:, which give the publish
+	// rate instead of the groups (stages.go).
+	staged bool
 }
 
 func (l *loader) load(sets []string) *Plan {

@@ -484,17 +484,26 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 		}
 	}
 	p.Broker = l.broker(top)
+	stagesEntry, staged := top.get("stages")
+	l.staged = staged
 	groups, publishKnown := l.groups(top, p.Broker)
 	p.Groups = groups
 	top.duration("warmup", &p.Warmup, durationOpts{})
 	top.duration("ramp", &p.Ramp, durationOpts{})
 	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
 	top.duration("drain", &p.Drain, durationOpts{})
+	if staged {
+		l.decodeStages(top, p, stagesEntry)
+		hasDuration = true
+	}
 	p.Thresholds = l.thresholds(top)
 	l.errs = append(l.errs, checkRequests(p)...)
 	l.errs = append(l.errs, checkTimeline(p, func(key string) Pos {
 		if e, ok := top.get(key); ok {
 			return l.pos(e.val)
+		}
+		if key == "duration" && staged {
+			return l.pos(stagesEntry.val)
 		}
 		return l.pos(root)
 	})...)
@@ -1018,6 +1027,13 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	ee, hasEvery := s.get("every")
 	re, hasRate := s.get("rate")
 	switch {
+	case l.staged && (hasEvery || hasRate):
+		w := ee
+		if !hasEvery {
+			w = re
+		}
+		l.errorf(w.key, w.path, "the plan's stages give the publish rate: leave every and rate out of the group's publish")
+	case l.staged:
 	case hasEvery && hasRate:
 		w := laterEntry(ee, re)
 		l.errorf(w.key, w.path, "set either every or rate, not both: every is one client's interval, rate is the whole group's messages per second")

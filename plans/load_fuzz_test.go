@@ -52,6 +52,7 @@ func FuzzLoad(f *testing.F) {
 		"broker.urls=[mqtt://a, ws://b]\nthresholds[0]=p99 < 1s",
 		"groups.nope.x=1\n=\ngroups[9].count=1\nx[1][2]=[",
 		"groups[0].respond={topic: cmd/%i, qos: 1}\ngroups[1].publish.response_topic=resp/%c\ngroups[1].publish.response_timeout=1s",
+		"stages=[{duration: 1s, rate: 5/s}, {duration: 0s, every: 1s}]\ngroups.pub.publish.every=",
 	} {
 		f.Add(minimal, sets)
 	}
@@ -121,7 +122,12 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 			}
 		}
 		if pub := g.Publish; pub != nil {
-			if pub.QoS > 2 || pub.Size < HeaderSize || (pub.Every > 0) == (pub.Rate > 0) || pub.Count < 0 {
+			// Exactly one of every and rate, or neither when stages give the rate.
+			rated := (pub.Every > 0) != (pub.Rate > 0)
+			if len(p.Stages) > 0 {
+				rated = pub.Every == 0 && pub.Rate == 0
+			}
+			if pub.QoS > 2 || pub.Size < HeaderSize || !rated || pub.Count < 0 {
 				t.Errorf("bad publish in %s: %+v", g.Name, pub)
 			}
 			counted = counted && pub.Count > 0
@@ -129,5 +135,17 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 	}
 	if p.Duration == 0 && !counted {
 		t.Error("no duration, and a publisher without a count")
+	}
+	if len(p.Stages) > 0 {
+		positive := false
+		for _, st := range p.Stages {
+			if st.Duration < 0 || st.Rate < 0 || st.Every < 0 || (st.Rate > 0 && st.Every > 0) || st.Name == "" {
+				t.Errorf("bad stage: %+v", st)
+			}
+			positive = positive || st.Rate > 0 || st.Every > 0
+		}
+		if !positive || len(p.Stages) > maxStages || p.Ramp != 0 || p.Duration != StagesTotal(p.Stages) || p.Duration <= 0 {
+			t.Errorf("bad stages: %d of them, ramp %v, duration %v", len(p.Stages), p.Ramp, p.Duration)
+		}
 	}
 }

@@ -528,6 +528,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "timeline_overflow", file: "timeline_overflow.yaml"},
 		{name: "timeline_counts", file: "timeline_counts.yaml"},
 		{name: "too_much_work", file: "too_much_work.yaml"},
+		{name: "bad_stages", file: "bad_stages.yaml"},
+		{name: "stages_zero", file: "stages_zero.yaml"},
+		{name: "stages_too_many", file: filepath.Join(validDir, "stages.yaml"), sets: []string{"stages=" + tooManyStages()}},
 		{
 			name: "bad_set_paths",
 			file: filepath.Join(validDir, "minimal.yaml"),

@@ -121,6 +121,10 @@ type Plan struct {
 	// every publisher has a count and Duration is the time the slowest
 	// needs to send its messages.
 	Duration time.Duration `json:"duration"`
+	// Stages, when the plan has them, are the publish rate over time
+	// (stages.go): they replace Ramp (which is then 0), and Duration is
+	// their total.
+	Stages []Stage `json:"stages,omitempty"`
 	// Drain bounds the wait for deliveries after publishing stops.
 	Drain time.Duration `json:"drain"`
 	// Thresholds are the pass conditions, each an expression.

@@ -29,10 +29,11 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs
+	root["allOf"] = append(asList(root["allOf"]), stagedPublishSchema())
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -177,6 +178,10 @@ func fieldSchema(f planField) map[string]any {
 		return map[string]any{"description": f.doc, "type": []any{"string", "number", "boolean", "null"}, "pattern": noControlPattern}
 	case fieldGroupName:
 		return map[string]any{"description": f.doc, "type": []any{"string", "integer", "boolean"}, "pattern": textPattern(groupPattern)}
+	case fieldStageName:
+		// A number is an index, never a name: no integer, and a string
+		// needs one character that is not a digit.
+		return map[string]any{"description": f.doc, "type": []any{"string", "boolean"}, "pattern": textPattern(`[A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*`)}
 	case fieldBrokerURL:
 		return map[string]any{"description": f.doc + " Schemes: " + brokerurl.Names() + ".", "type": "string", "pattern": textPattern(urlPattern())}
 	case fieldBool:
@@ -280,4 +285,29 @@ func sectionSchema(s *planSection) map[string]any {
 		out["allOf"] = all
 	}
 	return out
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// stagedPublishSchema says across sections what publishSection alone
+// cannot: a publishing group gives every or rate exactly when the plan has
+// no stages (which give the rate instead).
+func stagedPublishSchema() map[string]any {
+	groupsWith := func(publish map[string]any) map[string]any {
+		return map[string]any{"properties": map[string]any{"groups": map[string]any{
+			"items": map[string]any{"properties": map[string]any{"publish": publish}}}}}
+	}
+	return map[string]any{
+		"if": map[string]any{"required": []any{"stages"}},
+		"then": map[string]any{"allOf": []any{
+			groupsWith(map[string]any{"not": map[string]any{"anyOf": []any{map[string]any{"required": []any{"every"}}, map[string]any{"required": []any{"rate"}}}}}),
+			// Stages replace ramp and duration.
+			map[string]any{"not": map[string]any{"anyOf": []any{map[string]any{"required": []any{"ramp"}}, map[string]any{"required": []any{"duration"}}}}},
+		}},
+		"else": groupsWith(map[string]any{
+			"oneOf": []any{map[string]any{"required": []any{"every"}}, map[string]any{"required": []any{"rate"}}}}),
+	}
 }

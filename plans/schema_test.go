@@ -149,6 +149,7 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"subscription": {subKeys, false},
 		"publish":      {publishKeys, false},
 		"respond":      {respondKeys, false},
+		"stage":        {stageKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {
 		m := mappings[name]
@@ -261,6 +262,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// Problems the schema finds: unknown keys, wrong types, values out of
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
+		"bad_stages",
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names",
 		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
@@ -290,6 +292,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 		"threshold_alternatives":         "the threshold language: an alternative of or that reads nothing of this run",
 		"threshold_sizes":                "the threshold language: size literals, their types, whole-run metrics under a scope",
 		"unset_var":                      "environment variables that are not set",
+		"stages_zero":                    "a rate of 0 in every stage, across the list",
 	}
 	files, err := filepath.Glob(invalidDir + "/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -477,6 +480,7 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`reads nothing of this run`, "the threshold language"},
 		{`^bad number|with the size|which is not a number of bytes|is not a whole number of bytes|is a whole-run figure`, "the threshold language's literals, types and scopes (a schema sees a string)"},
 		{`second one starts here`, "a second YAML document"},
+		{`every stage has rate 0`, "the rates of every stage, across the list"},
 		{`each would be away longer|with clean_start: true is not supported yet|in a churning group|set lifetime or churn with it`,
 			"churn's rules read other fields together (count with churn and away, clean_start, the qos of a subscription under a group's lifetime)"},
 	}

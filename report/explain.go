@@ -108,6 +108,10 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			per = fmt.Sprintf("%s msg/s", fmtFloat(rate))
 			total = fmt.Sprintf("%s msg/s", fmtFloat(rate*float64(gp.Count)))
 			exp = fmtFloat(gp.ExpectedPerMessage)
+			if len(p.Stages) > 0 {
+				per += " peak"
+				total += " peak"
+			}
 			if g.Publish.Count > 0 {
 				pub += fmt.Sprintf(" (%d each)", g.Publish.Count)
 			}
@@ -154,6 +158,9 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 		return err
 	}
 	if err := writeRequests(&b, prog); err != nil {
+		return err
+	}
+	if err := writeStages(&b, prog); err != nil {
 		return err
 	}
 	n := ComputeNeeds(prog)

@@ -1,10 +1,12 @@
 package report
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mqplan/mqplan/internal/golden"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -82,4 +84,23 @@ func TestExplainNeedsAndWarnings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExplainStages checks explain's stage table for a staged plan: each
+// stage's window, every publishing group's rate across it and its exact
+// messages and deliveries.
+func TestExplainStages(t *testing.T) {
+	p, err := plans.Load("../testdata/plans/valid/stages.yaml", plans.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := plans.Compile(p, plans.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteExplain(&b, prog, Limits{OpenFiles: 1024, EphemeralPorts: 28232}); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join(goldenDir, "explain-stages.txt"), []byte(b.String()))
 }

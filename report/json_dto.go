@@ -93,6 +93,7 @@ type jsonPlan struct {
 	Warmup      jsonDuration            `json:"warmup"`
 	Ramp        jsonDuration            `json:"ramp"`
 	Duration    jsonDuration            `json:"duration"`
+	Stages      []jsonPlanStage         `json:"stages,omitempty"`
 	Drain       jsonDuration            `json:"drain"`
 	Thresholds  []plans.ThresholdSource `json:"thresholds,omitempty"`
 }
@@ -153,6 +154,14 @@ type jsonPlanPublish struct {
 	ResponseTimeout jsonDuration   `json:"response_timeout,omitempty"`
 }
 
+// jsonPlanStage mirrors plans.Stage.
+type jsonPlanStage struct {
+	Name     string       `json:"name"`
+	Duration jsonDuration `json:"duration"`
+	Rate     float64      `json:"rate,omitempty"`
+	Every    jsonDuration `json:"every,omitempty"`
+}
+
 // planJSON converts the plan for the echo, with credentials in its broker
 // URLs hidden. Passwords need nothing: plans.Secret marshals masked.
 func planJSON(p *plans.Plan) *jsonPlan {
@@ -173,6 +182,9 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		Warmup: jsonDuration(p.Warmup), Ramp: jsonDuration(p.Ramp),
 		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain),
 		Thresholds: p.Thresholds,
+	}
+	for _, st := range p.Stages {
+		jp.Stages = append(jp.Stages, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every)})
 	}
 	for i, u := range p.Broker.URLs {
 		jp.Broker.URLs[i] = redactURL(u)

@@ -677,6 +677,9 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain),
 		Thresholds: jp.Thresholds,
 	}
+	for _, st := range jp.Stages {
+		p.Stages = append(p.Stages, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every)})
+	}
 	for _, g := range jp.Groups {
 		pg := plans.Group{
 			Name: g.Name, Count: g.Count, Start: g.Start,

@@ -300,6 +300,12 @@ func (c *resultCheck) plan(r *Result) {
 	c.duration("plan.ramp", pl.Ramp)
 	c.duration("plan.duration", pl.Duration)
 	c.duration("plan.drain", pl.Drain)
+	for i, st := range pl.Stages {
+		p := "plan.stages[" + strconv.Itoa(i) + "]"
+		c.duration(p+".duration", st.Duration)
+		c.figure(p+".rate", st.Rate)
+		c.duration(p+".every", st.Every)
+	}
 	c.duration("plan.broker.connect_timeout", pl.Broker.ConnectTimeout)
 	for i := range pl.Groups {
 		g := &pl.Groups[i]

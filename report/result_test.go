@@ -603,6 +603,7 @@ func TestJSONPlanMirrorsPlan(t *testing.T) {
 		{"reconnect", reflect.TypeFor[plans.Reconnect](), reflect.TypeFor[jsonPlanReconnect]()},
 		{"churn", reflect.TypeFor[plans.Churn](), reflect.TypeFor[jsonPlanChurn]()},
 		{"publish", reflect.TypeFor[plans.Publish](), reflect.TypeFor[jsonPlanPublish]()},
+		{"stage", reflect.TypeFor[plans.Stage](), reflect.TypeFor[jsonPlanStage]()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want, got []string

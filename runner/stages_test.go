@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/mqplan/mqplan/broker"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/plans"
+)
+
+// publishTruth is a broker hook that records every measured PUBLISH the
+// broker receives: its publisher, sequence and intended send time, as the
+// broker saw them on the wire.
+type publishTruth struct {
+	mqtt.HookBase
+	mu   sync.Mutex
+	seen map[msgKey]int64 // intended time, Unix ns
+}
+
+func (h *publishTruth) ID() string           { return "test-publish-truth" }
+func (h *publishTruth) Provides(b byte) bool { return b == mqtt.OnPublish }
+
+func (h *publishTruth) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if hd, ok := decodeHeader(pk.Payload); ok && hd.seq != 0 {
+		h.mu.Lock()
+		h.seen[msgKey{hd.pub, hd.seq}] = hd.intended
+		h.mu.Unlock()
+	}
+	return pk, nil
+}
+
+// TestRunStages runs a staged plan on the embedded broker and checks, from
+// the broker's side, that each stage received exactly the messages its
+// schedule counts (plans.StagePlan.Messages), each once, and that every
+// message's intended time is where the profile puts it: message k of a
+// client is intended At(k) − At(0) after its first.
+func TestRunStages(t *testing.T) {
+	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "stages.yaml"), plans.LoadOptions{
+		// Scaled down: the shape, not the load, is under test.
+		Sets: []string{"warmup=300ms", "drain=3s", "stages[1].duration=600ms", "stages[3].duration=800ms", "stages[0].duration=600ms"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := compile(t, p)
+	truth := &publishTruth{seen: map[msgKey]int64{}}
+	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
+	if st.Incomplete != "" || st.Interrupted {
+		t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
+	}
+	truth.mu.Lock()
+	defer truth.mu.Unlock()
+	perStage := make([]int64, len(prog.Stages))
+	var warmup int64
+	for key, intended := range truth.seen {
+		c := &prog.Clients[key.pub]
+		pub := c.Publish
+		k := int(key.seq) - 1
+		seg, ok := pub.Schedule.SegmentOf(k)
+		if !ok {
+			t.Fatalf("the broker received message %d of %s, which its schedule does not have", k, c)
+		}
+		if s := pub.Schedule.Profile.Segments()[seg].Stage; s >= 0 {
+			perStage[s]++
+		} else {
+			warmup++
+		}
+		first, ok := truth.seen[msgKey{key.pub, 1}]
+		if !ok {
+			t.Fatalf("the broker never received the first message of %s", c)
+		}
+		at, _ := pub.Schedule.At(k)
+		at0, _ := pub.Schedule.At(0)
+		if intended-first != int64(at-at0) {
+			t.Errorf("%s message %d intended %dns after its first, the schedule says %v", c, k, intended-first, at-at0)
+		}
+	}
+	if warmup != prog.Phases[phase.Warmup].Messages {
+		t.Errorf("warmup: the broker received %d, the schedule has %d", warmup, prog.Phases[phase.Warmup].Messages)
+	}
+	for i, sp := range prog.Stages {
+		if perStage[i] != sp.Messages {
+			t.Errorf("stage %d (%s): the broker received %d, the schedule counts %d", i, sp.Name, perStage[i], sp.Messages)
+		}
+	}
+	m := all(st)
+	if want := planned(prog); m.Sent != want || m.Received != want || int64(len(truth.seen)) != want {
+		t.Errorf("sent %d received %d broker %d, want %d", m.Sent, m.Received, len(truth.seen), want)
+	}
+	t.Logf("stages: %v (warmup %d)", perStage, warmup)
+}
