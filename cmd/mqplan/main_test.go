@@ -349,6 +349,14 @@ func TestShippedPlans(t *testing.T) {
 				name += " forced to MQTT 5 (request-response needs it)"
 				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms",
 					"--set", "groups.devices.protocol=5", "--set", "groups.backend.protocol=5"}
+			case f == "stages.yaml":
+				// Stages replace duration (which it may not set): each
+				// stage shortened to 1s, 4s in all, the rates as shipped.
+				name += " with 1s stages"
+				args = []string{"run", "--quiet", "--set", "drain=3s", "--set", "warmup=500ms"}
+				for _, i := range []int{0, 2, 4, 5} {
+					args = append(args, "--set", fmt.Sprintf("stages[%d].duration=1s", i))
+				}
 			default:
 				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms"}
 				if f == "1to1-qos1.yaml" {
