@@ -349,6 +349,10 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 				if prof != nil {
 					pubSlab[len(pubSlab)-1].Schedule = prof.Schedule(float64(j)/float64(g.Count), pub.Count)
 				}
+				if b := pub.Burst; b != nil {
+					sch := &pubSlab[len(pubSlab)-1].Schedule
+					sch.Burst, sch.BurstSize = b.Every, b.share(j, g.Count)
+				}
 				c.Publish = &pubSlab[len(pubSlab)-1]
 			}
 			prog.Clients = append(prog.Clients, c)

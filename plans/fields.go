@@ -160,8 +160,9 @@ var publishSection = &planSection{
 		{name: "topic", kind: fieldTemplate, required: true, doc: "The topic: %c client id, %u user name, %i sequence number, %% a literal %."},
 		{name: "qos", kind: fieldQoS, doc: "0, 1 or 2 (default 0)."},
 		{name: "size", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, doc: "Payload bytes (B, KB=1000, KiB=1024, MB, MiB, GB, GiB; default 256); at least 16, the measurement header."},
-		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every or rate, exactly one (neither when the plan has stages, which give the rate)."},
-		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every or rate, exactly one (neither when the plan has stages, which give the rate)."},
+		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
+		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
+		{name: "burst", kind: fieldSection, sec: burstSection, doc: burstSection.doc},
 		{name: "retain", kind: fieldBool, doc: "Publish retained."},
 		{name: "count", kind: fieldInt, min: 0, max: math.MaxInt32, doc: "Stop each client after this many messages; 0 means no limit."},
 		{name: "response_topic", kind: fieldTemplate, doc: "MQTT 5: every message is a request carrying this response topic (the client subscribes to it) and correlation data; responder groups answer there, measured as rtt.*. %c, %u and %i expand per client."},
@@ -169,7 +170,16 @@ var publishSection = &planSection{
 	},
 	// Exactly one without stages, neither with them: the schema, which
 	// sees one section at a time, can only say "not both".
-	notBoth: [][2]string{{"every", "rate"}},
+	notBoth: [][2]string{{"every", "rate"}, {"every", "burst"}, {"rate", "burst"}},
+}
+
+var burstSection = &planSection{
+	name: "burst",
+	doc:  "Instead of every or rate: the group's clients report together, messages at once every this long (spread over the clients round-robin, all intended at the burst's instant). Not with stages.",
+	fields: []planField{
+		{name: "every", kind: fieldDuration, positive: true, required: true, max: int64(maxTimeline), doc: "The time between two bursts; the first is at the start of warmup."},
+		{name: "messages", kind: fieldInt, min: 1, max: maxBurstMessages, required: true, doc: "The messages of one burst, the whole group together."},
+	},
 }
 
 var stageSection = &planSection{
@@ -253,4 +263,5 @@ var (
 	publishKeys   = publishSection.keys()
 	respondKeys   = respondSection.keys()
 	stageKeys     = stageSection.keys()
+	burstKeys     = burstSection.keys()
 )

@@ -1026,14 +1026,27 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	s.size("size", &pub.Size, HeaderSize, maxPayloadSize, " (the measurement header)")
 	ee, hasEvery := s.get("every")
 	re, hasRate := s.get("rate")
+	be, hasBurst := s.get("burst")
 	switch {
-	case l.staged && (hasEvery || hasRate):
+	case l.staged && (hasEvery || hasRate || hasBurst):
 		w := ee
-		if !hasEvery {
+		switch {
+		case hasRate:
+			w = re
+		case hasBurst:
+			w = be
+		}
+		l.errorf(w.key, w.path, "the plan's stages give the publish rate: leave every, rate and burst out of the group's publish")
+	case l.staged:
+	case hasBurst && (hasEvery || hasRate):
+		w := ee
+		if hasRate {
 			w = re
 		}
-		l.errorf(w.key, w.path, "the plan's stages give the publish rate: leave every and rate out of the group's publish")
-	case l.staged:
+		w = laterEntry(w, be)
+		l.errorf(w.key, w.path, "set one of every, rate and burst: a burst is instead of a steady rate")
+	case hasBurst:
+		pub.Burst = l.burst(be)
 	case hasEvery && hasRate:
 		w := laterEntry(ee, re)
 		l.errorf(w.key, w.path, "set either every or rate, not both: every is one client's interval, rate is the whole group's messages per second")
@@ -1042,7 +1055,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	case hasRate:
 		s.rate("rate", &pub.Rate, false)
 	default:
-		l.errorf(e.val, e.path, "missing \"every\" or \"rate\": say how often to publish, like every: 100ms (per client) or rate: 500/s (the whole group)")
+		l.errorf(e.val, e.path, "missing \"every\" or \"rate\": say how often to publish, like every: 100ms (per client) or rate: 500/s (the whole group) (or burst: {every: 10s, messages: 500})")
 	}
 	s.boolean("retain", &pub.Retain)
 	s.integer("count", &pub.Count, 0, math.MaxInt32)

@@ -123,9 +123,18 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 		}
 		if pub := g.Publish; pub != nil {
 			// Exactly one of every and rate, or neither when stages give the rate.
-			rated := (pub.Every > 0) != (pub.Rate > 0)
+			n := 0
+			for _, set := range []bool{pub.Every > 0, pub.Rate > 0, pub.Burst != nil} {
+				if set {
+					n++
+				}
+			}
+			rated := n == 1
 			if len(p.Stages) > 0 {
-				rated = pub.Every == 0 && pub.Rate == 0
+				rated = n == 0
+			}
+			if b := pub.Burst; b != nil && (b.Every <= 0 || b.Messages < 1 || b.Messages > maxBurstMessages) {
+				t.Errorf("bad burst in %s: %+v", g.Name, b)
 			}
 			if pub.QoS > 2 || pub.Size < HeaderSize || !rated || pub.Count < 0 {
 				t.Errorf("bad publish in %s: %+v", g.Name, pub)

@@ -530,6 +530,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "too_much_work", file: "too_much_work.yaml"},
 		{name: "bad_stages", file: "bad_stages.yaml"},
 		{name: "stages_zero", file: "stages_zero.yaml"},
+		{name: "bad_burst", file: "bad_burst.yaml"},
+		{name: "stages_burst", file: "stages_burst.yaml"},
 		{name: "stages_too_many", file: filepath.Join(validDir, "stages.yaml"), sets: []string{"stages=" + tooManyStages()}},
 		{
 			name: "bad_set_paths",

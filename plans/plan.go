@@ -290,6 +290,9 @@ type Publish struct {
 	// Rate is the whole group's messages per second, spread evenly over
 	// its clients.
 	Rate float64 `json:"rate,omitempty"`
+	// Burst, instead of Every and Rate, makes the group's clients report
+	// together (burst.go).
+	Burst *Burst `json:"burst,omitempty"`
 	// Retain sets the retain flag.
 	Retain bool `json:"retain"`
 	// Count, when non-zero, stops each client after this many messages.
@@ -310,6 +313,10 @@ type Publish struct {
 func (p *Publish) Interval(n int) time.Duration {
 	if p.Every > 0 {
 		return p.Every
+	}
+	if b := p.Burst; b != nil && b.Messages > 0 {
+		// The mean: n clients share Messages every Every.
+		return max(time.Duration(float64(b.Every)*float64(n)/float64(b.Messages)), 1)
 	}
 	if p.Rate <= 0 || n <= 0 {
 		return 0

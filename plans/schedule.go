@@ -52,6 +52,11 @@ type Schedule struct {
 	// Steady are ignored. It is shared by the clients of a group and never
 	// modified, so a Schedule stays a few words to copy.
 	Profile *Profile
+	// Burst, when positive, makes the schedule bursts (burst.go): BurstSize
+	// messages every Burst from the start of warmup, all intended at the
+	// burst's instant; Interval and Phase then only describe the mean rate.
+	Burst     time.Duration
+	BurstSize int
 }
 
 // Segment is one piece of a rate profile: for Duration the rate goes
@@ -326,6 +331,9 @@ func (s Schedule) At(k int) (time.Duration, bool) {
 	if k < 0 || s.Interval <= 0 || (s.Count > 0 && k >= s.Count) {
 		return 0, false
 	}
+	if s.Burst > 0 {
+		return s.burstAt(k)
+	}
 	t := s.inverse(float64(k) + s.Phase)
 	if t >= float64(s.End()) {
 		return 0, false
@@ -405,6 +413,9 @@ func (s Schedule) Messages(from, to time.Duration) int {
 func (s Schedule) countUntil(x time.Duration) int {
 	if x <= 0 {
 		return 0
+	}
+	if s.Burst > 0 {
+		return s.burstCountUntil(x)
 	}
 	n := s.firstAt(s.countBefore(x), func(k int) bool {
 		t := s.intended(k)
@@ -486,6 +497,9 @@ func (s Schedule) countBefore(t time.Duration) float64 {
 func (s Schedule) LastAt() time.Duration {
 	if s.Count <= 0 || s.Interval <= 0 {
 		return 0
+	}
+	if s.Burst > 0 {
+		return s.burstLastAt()
 	}
 	t := s.inverse(float64(s.Count-1) + s.Phase)
 	if t >= math.MaxInt64 { // a profile that stops sending before message Count-1

@@ -29,7 +29,7 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs
@@ -292,6 +292,8 @@ func asList(v any) []any {
 	return l
 }
 
+func required(key string) map[string]any { return map[string]any{"required": []any{key}} }
+
 // stagedPublishSchema says across sections what publishSection alone
 // cannot: a publishing group gives every or rate exactly when the plan has
 // no stages (which give the rate instead).
@@ -303,11 +305,11 @@ func stagedPublishSchema() map[string]any {
 	return map[string]any{
 		"if": map[string]any{"required": []any{"stages"}},
 		"then": map[string]any{"allOf": []any{
-			groupsWith(map[string]any{"not": map[string]any{"anyOf": []any{map[string]any{"required": []any{"every"}}, map[string]any{"required": []any{"rate"}}}}}),
+			groupsWith(map[string]any{"not": map[string]any{"anyOf": []any{required("every"), required("rate"), required("burst")}}}),
 			// Stages replace ramp and duration.
-			map[string]any{"not": map[string]any{"anyOf": []any{map[string]any{"required": []any{"ramp"}}, map[string]any{"required": []any{"duration"}}}}},
+			map[string]any{"not": map[string]any{"anyOf": []any{required("ramp"), required("duration")}}},
 		}},
 		"else": groupsWith(map[string]any{
-			"oneOf": []any{map[string]any{"required": []any{"every"}}, map[string]any{"required": []any{"rate"}}}}),
+			"oneOf": []any{required("every"), required("rate"), required("burst")}}),
 	}
 }

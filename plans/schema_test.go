@@ -150,6 +150,7 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"publish":      {publishKeys, false},
 		"respond":      {respondKeys, false},
 		"stage":        {stageKeys, false},
+		"burst":        {burstKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {
 		m := mappings[name]
@@ -262,7 +263,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// Problems the schema finds: unknown keys, wrong types, values out of
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
-		"bad_stages",
+		"bad_burst", "bad_stages", "stages_burst",
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names",
 		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
@@ -480,9 +481,9 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`reads nothing of this run`, "the threshold language"},
 		{`^bad number|with the size|which is not a number of bytes|is not a whole number of bytes|is a whole-run figure`, "the threshold language's literals, types and scopes (a schema sees a string)"},
 		{`second one starts here`, "a second YAML document"},
-		{`every stage has rate 0`, "the rates of every stage, across the list"},
 		{`each would be away longer|with clean_start: true is not supported yet|in a churning group|set lifetime or churn with it`,
 			"churn's rules read other fields together (count with churn and away, clean_start, the qos of a subscription under a group's lifetime)"},
+		{`every stage has rate 0`, "the rates of every stage, across the list"},
 	}
 	files, err := filepath.Glob(invalidDir + "/*.yaml")
 	if err != nil || len(files) == 0 {

@@ -112,6 +112,11 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 				per += " peak"
 				total += " peak"
 			}
+			if b := g.Publish.Burst; b != nil {
+				pub += fmt.Sprintf(" (bursts of %d every %s)", b.Messages, fmtDuration(b.Every))
+				per += " mean"
+				total += " mean"
+			}
 			if g.Publish.Count > 0 {
 				pub += fmt.Sprintf(" (%d each)", g.Publish.Count)
 			}

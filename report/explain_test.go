@@ -89,18 +89,24 @@ func TestExplainNeedsAndWarnings(t *testing.T) {
 // TestExplainStages checks explain's stage table for a staged plan: each
 // stage's window, every publishing group's rate across it and its exact
 // messages and deliveries.
+// The burst plan's golden shows its group's bursts and the whole bursts
+// each phase counts.
 func TestExplainStages(t *testing.T) {
-	p, err := plans.Load("../testdata/plans/valid/stages.yaml", plans.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"stages", "burst"} {
+		t.Run(name, func(t *testing.T) {
+			p, err := plans.Load("../testdata/plans/valid/"+name+".yaml", plans.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := plans.Compile(p, plans.CompileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := WriteExplain(&b, prog, Limits{OpenFiles: 1024, EphemeralPorts: 28232}); err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join(goldenDir, "explain-"+name+".txt"), []byte(b.String()))
+		})
 	}
-	prog, err := plans.Compile(p, plans.CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := WriteExplain(&b, prog, Limits{OpenFiles: 1024, EphemeralPorts: 28232}); err != nil {
-		t.Fatal(err)
-	}
-	golden.Check(t, filepath.Join(goldenDir, "explain-stages.txt"), []byte(b.String()))
 }

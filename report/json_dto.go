@@ -147,6 +147,7 @@ type jsonPlanPublish struct {
 	Size   int            `json:"size"`
 	Every  jsonDuration   `json:"every,omitempty"`
 	Rate   float64        `json:"rate,omitempty"`
+	Burst  *jsonPlanBurst `json:"burst,omitempty"`
 	Retain bool           `json:"retain"`
 	Count  int            `json:"count,omitempty"`
 	// ResponseTopic and ResponseTimeout make the messages requests.
@@ -160,6 +161,12 @@ type jsonPlanStage struct {
 	Duration jsonDuration `json:"duration"`
 	Rate     float64      `json:"rate,omitempty"`
 	Every    jsonDuration `json:"every,omitempty"`
+}
+
+// jsonPlanBurst mirrors plans.Burst.
+type jsonPlanBurst struct {
+	Every    jsonDuration `json:"every"`
+	Messages int          `json:"messages"`
 }
 
 // planJSON converts the plan for the echo, with credentials in its broker
@@ -215,6 +222,9 @@ func planJSON(p *plans.Plan) *jsonPlan {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
 				Every: jsonDuration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
 				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout)}
+			if b := pub.Burst; b != nil {
+				jg.Publish.Burst = &jsonPlanBurst{Every: jsonDuration(b.Every), Messages: b.Messages}
+			}
 		}
 		jg.Respond = g.Respond
 		jp.Groups[i] = jg

@@ -698,6 +698,9 @@ func (jp *jsonPlan) plan() *plans.Plan {
 			pg.Publish = &plans.Publish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
 				Every: time.Duration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
 				ResponseTopic: pub.ResponseTopic, ResponseTimeout: time.Duration(pub.ResponseTimeout)}
+			if b := pub.Burst; b != nil {
+				pg.Publish.Burst = &plans.Burst{Every: time.Duration(b.Every), Messages: b.Messages}
+			}
 		}
 		pg.Respond = g.Respond
 		p.Groups = append(p.Groups, pg)

@@ -327,6 +327,10 @@ func (c *resultCheck) plan(r *Result) {
 			c.duration(p+".publish.every", pub.Every)
 			c.figure(p+".publish.rate", pub.Rate)
 			c.count(p+".publish.count", int64(pub.Count))
+			if b := pub.Burst; b != nil {
+				c.duration(p+".publish.burst.every", b.Every)
+				c.count(p+".publish.burst.messages", int64(b.Messages))
+			}
 		}
 	}
 }

@@ -604,6 +604,7 @@ func TestJSONPlanMirrorsPlan(t *testing.T) {
 		{"churn", reflect.TypeFor[plans.Churn](), reflect.TypeFor[jsonPlanChurn]()},
 		{"publish", reflect.TypeFor[plans.Publish](), reflect.TypeFor[jsonPlanPublish]()},
 		{"stage", reflect.TypeFor[plans.Stage](), reflect.TypeFor[jsonPlanStage]()},
+		{"burst", reflect.TypeFor[plans.Burst](), reflect.TypeFor[jsonPlanBurst]()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want, got []string

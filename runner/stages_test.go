@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -92,4 +93,50 @@ func TestRunStages(t *testing.T) {
 		t.Errorf("sent %d received %d broker %d, want %d", m.Sent, m.Received, len(truth.seen), want)
 	}
 	t.Logf("stages: %v (warmup %d)", perStage, warmup)
+}
+
+// TestRunBurst runs a burst plan on the embedded broker and checks from the
+// broker's side that every burst carried exactly the group's messages, all
+// with the burst's one intended time (the first burst's plus b seconds),
+// and that mqplan's accounting is exact.
+func TestRunBurst(t *testing.T) {
+	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "burst.yaml"), plans.LoadOptions{Sets: []string{"duration=2s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := compile(t, p)
+	truth := &publishTruth{seen: map[msgKey]int64{}}
+	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
+	if st.Incomplete != "" || st.Interrupted {
+		t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
+	}
+	truth.mu.Lock()
+	defer truth.mu.Unlock()
+	first := int64(-1)
+	for _, at := range truth.seen {
+		if first < 0 || at < first {
+			first = at
+		}
+	}
+	perBurst := map[int64]int{}
+	for key, at := range truth.seen {
+		pub := prog.Clients[key.pub].Publish
+		k := int(key.seq) - 1
+		want, ok := pub.Schedule.At(k)
+		if !ok {
+			t.Fatalf("message %d of client %d is not in its schedule", k, key.pub)
+		}
+		if at-first != int64(want) {
+			t.Errorf("client %d message %d intended %v after the first burst, want %v", key.pub, k, time.Duration(at-first), want)
+		}
+		perBurst[int64(want/time.Second)]++
+	}
+	// warmup 500ms + 2s: bursts at 0, 1s and 2s.
+	if len(perBurst) != 3 || perBurst[0] != 200 || perBurst[1] != 200 || perBurst[2] != 200 {
+		t.Errorf("the broker received bursts %v, want 200 at each of 0, 1 and 2", perBurst)
+	}
+	m := all(st)
+	if want := planned(prog); want != 600 || m.Sent != want || m.Received != want || m.Lost != 0 {
+		t.Errorf("planned %d sent %d received %d lost %d, want 600, 600, 600, 0", want, m.Sent, m.Received, m.Lost)
+	}
 }
