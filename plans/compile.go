@@ -349,6 +349,10 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 				if prof != nil {
 					pubSlab[len(pubSlab)-1].Schedule = prof.Schedule(float64(j)/float64(g.Count), pub.Count)
 				}
+				if pub.Arrival == ArrivalPoisson {
+					sch := &pubSlab[len(pubSlab)-1].Schedule
+					sch.Poisson, sch.Arrivals = true, poissonArrivals{seed: uint64(p.Seed), client: uint64(c.Index)}
+				}
 				if b := pub.Burst; b != nil {
 					sch := &pubSlab[len(pubSlab)-1].Schedule
 					sch.Burst, sch.BurstSize = b.Every, b.share(j, g.Count)

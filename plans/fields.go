@@ -19,6 +19,7 @@ const (
 	fieldTemplate                        // a %c/%u/%i template (client id, user name, topic)
 	fieldGroupName                       // letters, digits, _ and -
 	fieldStageName                       // letters, digits, _ and -, not only digits
+	fieldArrival                         // uniform or poisson
 	fieldBrokerURL                       // embedded or scheme://host:port
 	fieldBool                            // true or false
 	fieldInt                             // a whole number in [min, max]
@@ -163,6 +164,7 @@ var publishSection = &planSection{
 		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
 		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
 		{name: "burst", kind: fieldSection, sec: burstSection, doc: burstSection.doc},
+		{name: "arrival", kind: fieldArrival, doc: "How messages spread at the rate: uniform (evenly, clients staggered; the default) or poisson (exponential gaps, seeded by the plan's seed). Not with burst."},
 		{name: "retain", kind: fieldBool, doc: "Publish retained."},
 		{name: "count", kind: fieldInt, min: 0, max: math.MaxInt32, doc: "Stop each client after this many messages; 0 means no limit."},
 		{name: "response_topic", kind: fieldTemplate, doc: "MQTT 5: every message is a request carrying this response topic (the client subscribes to it) and correlation data; responder groups answer there, measured as rtt.*. %c, %u and %i expand per client."},
@@ -170,7 +172,7 @@ var publishSection = &planSection{
 	},
 	// Exactly one without stages, neither with them: the schema, which
 	// sees one section at a time, can only say "not both".
-	notBoth: [][2]string{{"every", "rate"}, {"every", "burst"}, {"rate", "burst"}},
+	notBoth: [][2]string{{"every", "rate"}, {"every", "burst"}, {"rate", "burst"}, {"arrival", "burst"}},
 }
 
 var burstSection = &planSection{
@@ -245,6 +247,7 @@ var planSectionTop = &planSection{
 		{name: "ramp", kind: fieldDuration, doc: "The publish rate grows linearly from 0 to its target (default 0s). Not with stages."},
 		{name: "duration", kind: fieldDuration, positive: true, doc: "The measured steady phase; required unless every publishing group has a publish.count, or the plan has stages."},
 		{name: "stages", kind: fieldGroupList, sec: stageSection, doc: "The publish rate over time, k6-style: a list of {name, duration, rate or every}, each reached linearly from the previous; together the measured phase. The rate applies to every publishing group, which then gives no rate or every. Not with ramp or duration."},
+		{name: "seed", kind: fieldInt, min: 0, max: math.MaxInt64, doc: "The seed of poisson arrivals (default 1): the same seed sends at the same offsets."},
 		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
 	},

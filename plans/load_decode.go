@@ -492,6 +492,8 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	top.duration("ramp", &p.Ramp, durationOpts{})
 	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
 	top.duration("drain", &p.Drain, durationOpts{})
+	p.Seed = DefaultSeed
+	top.integer("seed", &p.Seed, 0, math.MaxInt64)
 	if staged {
 		l.decodeStages(top, p, stagesEntry)
 		hasDuration = true
@@ -1060,6 +1062,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	s.boolean("retain", &pub.Retain)
 	s.integer("count", &pub.Count, 0, math.MaxInt32)
 	l.requestFields(s, pub)
+	l.arrival(s, pub)
 	return pub, topic, hasTopic, true
 }
 

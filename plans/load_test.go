@@ -130,6 +130,7 @@ func TestLoadValid(t *testing.T) {
 					}},
 					Duration: 10 * time.Second,
 					Drain:    5 * time.Second,
+					Seed:     DefaultSeed,
 				})
 				if !p.Groups[0].ClientID.IsZero() {
 					t.Errorf("client_id: got %q, want the zero template (the compiler's run-unique default)", p.Groups[0].ClientID)
@@ -198,6 +199,7 @@ func TestLoadValid(t *testing.T) {
 					Ramp:     10 * time.Second,
 					Duration: 30 * time.Second,
 					Drain:    5 * time.Second,
+					Seed:     DefaultSeed,
 					Thresholds: []ThresholdSource{
 						{Expr: "p99 < 10ms and dup_rate < 0.001", Pos: at("spec.yaml", 55, 5)},
 						{Expr: "loss_rate == 0", Pos: at("spec.yaml", 56, 5)},
@@ -531,6 +533,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad_stages", file: "bad_stages.yaml"},
 		{name: "stages_zero", file: "stages_zero.yaml"},
 		{name: "bad_burst", file: "bad_burst.yaml"},
+		{name: "bad_arrival", file: "bad_arrival.yaml"},
 		{name: "stages_burst", file: "stages_burst.yaml"},
 		{name: "stages_too_many", file: filepath.Join(validDir, "stages.yaml"), sets: []string{"stages=" + tooManyStages()}},
 		{

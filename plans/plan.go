@@ -125,6 +125,9 @@ type Plan struct {
 	// (stages.go): they replace Ramp (which is then 0), and Duration is
 	// their total.
 	Stages []Stage `json:"stages,omitempty"`
+	// Seed keys poisson arrivals (with each client's index), so that a
+	// plan's random schedules are pure and repeat.
+	Seed int `json:"seed,omitempty"`
 	// Drain bounds the wait for deliveries after publishing stops.
 	Drain time.Duration `json:"drain"`
 	// Thresholds are the pass conditions, each an expression.
@@ -293,6 +296,9 @@ type Publish struct {
 	// Burst, instead of Every and Rate, makes the group's clients report
 	// together (burst.go).
 	Burst *Burst `json:"burst,omitempty"`
+	// Arrival is how messages spread at the rate: ArrivalUniform (also
+	// when empty, in a plan built in Go) or ArrivalPoisson (arrival.go).
+	Arrival string `json:"arrival,omitempty"`
 	// Retain sets the retain flag.
 	Retain bool `json:"retain"`
 	// Count, when non-zero, stops each client after this many messages.

@@ -5,8 +5,8 @@ import (
 	"math/bits"
 )
 
-// Poisson arrivals: groundwork for issue 10's `arrivals: poisson`, not yet
-// wired into compile or the runner.
+// Poisson arrivals: the process behind `publish.arrival: poisson`
+// (arrival.go wires it into Schedule: At, Messages and LastAt).
 //
 // A client's Poisson schedule is a unit-rate Poisson process in operational
 // time u = N(t) (N as in Schedule), mapped back through N⁻¹: arrival k at

@@ -57,6 +57,10 @@ type Schedule struct {
 	// burst's instant; Interval and Phase then only describe the mean rate.
 	Burst     time.Duration
 	BurstSize int
+	// Poisson, when set, makes the arrivals a Poisson process in
+	// operational time keyed by Arrivals (arrival.go); Phase is then unused.
+	Poisson  bool
+	Arrivals poissonArrivals
 }
 
 // Segment is one piece of a rate profile: for Duration the rate goes
@@ -334,7 +338,7 @@ func (s Schedule) At(k int) (time.Duration, bool) {
 	if s.Burst > 0 {
 		return s.burstAt(k)
 	}
-	t := s.inverse(float64(k) + s.Phase)
+	t := s.intended(k)
 	if t >= float64(s.End()) {
 		return 0, false
 	}
@@ -417,6 +421,9 @@ func (s Schedule) countUntil(x time.Duration) int {
 	if s.Burst > 0 {
 		return s.burstCountUntil(x)
 	}
+	if s.Poisson {
+		return s.poissonCountUntil(x)
+	}
 	n := s.firstAt(s.countBefore(x), func(k int) bool {
 		t := s.intended(k)
 		// A time past int64 (+Inf: a profile that stops sending) is after x;
@@ -438,7 +445,12 @@ func (s Schedule) total() int {
 }
 
 // intended is message k's intended offset in (unrounded) nanoseconds.
-func (s Schedule) intended(k int) float64 { return s.inverse(float64(k) + s.Phase) }
+func (s Schedule) intended(k int) float64 {
+	if s.Poisson {
+		return s.inverse(s.Arrivals.poissonAt(uint64(k)))
+	}
+	return s.inverse(float64(k) + s.Phase)
+}
 
 // maxScheduleMessages caps the estimates firstAt starts from, far beyond
 // any plan (the loader caps a timeline at a year and an interval at 1 ns,
@@ -501,7 +513,7 @@ func (s Schedule) LastAt() time.Duration {
 	if s.Burst > 0 {
 		return s.burstLastAt()
 	}
-	t := s.inverse(float64(s.Count-1) + s.Phase)
+	t := s.intended(s.Count - 1)
 	if t >= math.MaxInt64 { // a profile that stops sending before message Count-1
 		return math.MaxInt64
 	}

@@ -182,6 +182,8 @@ func fieldSchema(f planField) map[string]any {
 		// A number is an index, never a name: no integer, and a string
 		// needs one character that is not a digit.
 		return map[string]any{"description": f.doc, "type": []any{"string", "boolean"}, "pattern": textPattern(`[A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*`)}
+	case fieldArrival:
+		return map[string]any{"description": f.doc, "type": "string", "pattern": textPattern(ArrivalUniform + "|" + ArrivalPoisson)}
 	case fieldBrokerURL:
 		return map[string]any{"description": f.doc + " Schemes: " + brokerurl.Names() + ".", "type": "string", "pattern": textPattern(urlPattern())}
 	case fieldBool:

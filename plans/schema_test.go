@@ -263,7 +263,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// Problems the schema finds: unknown keys, wrong types, values out of
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
-		"bad_burst", "bad_stages", "stages_burst",
+		"bad_arrival", "bad_burst", "bad_stages", "stages_burst",
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names",
 		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",

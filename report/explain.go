@@ -112,6 +112,9 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 				per += " peak"
 				total += " peak"
 			}
+			if g.Publish.Arrival == plans.ArrivalPoisson {
+				pub += fmt.Sprintf(" (poisson, seed %d)", p.Seed)
+			}
 			if b := g.Publish.Burst; b != nil {
 				pub += fmt.Sprintf(" (bursts of %d every %s)", b.Messages, fmtDuration(b.Every))
 				per += " mean"

@@ -94,6 +94,7 @@ type jsonPlan struct {
 	Ramp        jsonDuration            `json:"ramp"`
 	Duration    jsonDuration            `json:"duration"`
 	Stages      []jsonPlanStage         `json:"stages,omitempty"`
+	Seed        int                     `json:"seed,omitempty"`
 	Drain       jsonDuration            `json:"drain"`
 	Thresholds  []plans.ThresholdSource `json:"thresholds,omitempty"`
 }
@@ -142,14 +143,15 @@ type jsonPlanChurn struct {
 }
 
 type jsonPlanPublish struct {
-	Topic  plans.Template `json:"topic"`
-	QoS    byte           `json:"qos"`
-	Size   int            `json:"size"`
-	Every  jsonDuration   `json:"every,omitempty"`
-	Rate   float64        `json:"rate,omitempty"`
-	Burst  *jsonPlanBurst `json:"burst,omitempty"`
-	Retain bool           `json:"retain"`
-	Count  int            `json:"count,omitempty"`
+	Topic   plans.Template `json:"topic"`
+	QoS     byte           `json:"qos"`
+	Size    int            `json:"size"`
+	Every   jsonDuration   `json:"every,omitempty"`
+	Rate    float64        `json:"rate,omitempty"`
+	Burst   *jsonPlanBurst `json:"burst,omitempty"`
+	Arrival string         `json:"arrival,omitempty"`
+	Retain  bool           `json:"retain"`
+	Count   int            `json:"count,omitempty"`
 	// ResponseTopic and ResponseTimeout make the messages requests.
 	ResponseTopic   plans.Template `json:"response_topic,omitzero"`
 	ResponseTimeout jsonDuration   `json:"response_timeout,omitempty"`
@@ -188,7 +190,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		Groups: make([]jsonPlanGroup, len(p.Groups)),
 		Warmup: jsonDuration(p.Warmup), Ramp: jsonDuration(p.Ramp),
 		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain),
-		Thresholds: p.Thresholds,
+		Thresholds: p.Thresholds, Seed: p.Seed,
 	}
 	for _, st := range p.Stages {
 		jp.Stages = append(jp.Stages, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every)})
@@ -220,7 +222,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		}
 		if pub := g.Publish; pub != nil {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
-				Every: jsonDuration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
+				Every: jsonDuration(pub.Every), Rate: pub.Rate, Arrival: pub.Arrival, Retain: pub.Retain, Count: pub.Count,
 				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout)}
 			if b := pub.Burst; b != nil {
 				jg.Publish.Burst = &jsonPlanBurst{Every: jsonDuration(b.Every), Messages: b.Messages}

@@ -675,7 +675,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		},
 		Warmup: time.Duration(jp.Warmup), Ramp: time.Duration(jp.Ramp),
 		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain),
-		Thresholds: jp.Thresholds,
+		Thresholds: jp.Thresholds, Seed: jp.Seed,
 	}
 	for _, st := range jp.Stages {
 		p.Stages = append(p.Stages, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every)})
@@ -696,7 +696,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		}
 		if pub := g.Publish; pub != nil {
 			pg.Publish = &plans.Publish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
-				Every: time.Duration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
+				Every: time.Duration(pub.Every), Rate: pub.Rate, Arrival: pub.Arrival, Retain: pub.Retain, Count: pub.Count,
 				ResponseTopic: pub.ResponseTopic, ResponseTimeout: time.Duration(pub.ResponseTimeout)}
 			if b := pub.Burst; b != nil {
 				pg.Publish.Burst = &plans.Burst{Every: time.Duration(b.Every), Messages: b.Messages}

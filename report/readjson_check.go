@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
 	"github.com/mqplan/mqplan/threshold"
 )
@@ -300,6 +301,7 @@ func (c *resultCheck) plan(r *Result) {
 	c.duration("plan.ramp", pl.Ramp)
 	c.duration("plan.duration", pl.Duration)
 	c.duration("plan.drain", pl.Drain)
+	c.count("plan.seed", int64(pl.Seed))
 	for i, st := range pl.Stages {
 		p := "plan.stages[" + strconv.Itoa(i) + "]"
 		c.duration(p+".duration", st.Duration)
@@ -330,6 +332,9 @@ func (c *resultCheck) plan(r *Result) {
 			if b := pub.Burst; b != nil {
 				c.duration(p+".publish.burst.every", b.Every)
 				c.count(p+".publish.burst.messages", int64(b.Messages))
+			}
+			if a := pub.Arrival; a != "" && a != plans.ArrivalUniform && a != plans.ArrivalPoisson {
+				c.fail(p+".publish.arrival", "%q is not an arrival (uniform or poisson)", a)
 			}
 		}
 	}

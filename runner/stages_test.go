@@ -140,3 +140,52 @@ func TestRunBurst(t *testing.T) {
 		t.Errorf("planned %d sent %d received %d lost %d, want 600, 600, 600, 0", want, m.Sent, m.Received, m.Lost)
 	}
 }
+
+// TestRunPoisson runs Poisson arrivals over stages on the embedded broker
+// and checks from the broker's side that it received exactly the messages
+// the schedules count, stage by stage, each at its scheduled intended time
+// relative to its client's first.
+func TestRunPoisson(t *testing.T) {
+	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "poisson.yaml"), plans.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := compile(t, p)
+	truth := &publishTruth{seen: map[msgKey]int64{}}
+	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
+	if st.Incomplete != "" || st.Interrupted {
+		t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
+	}
+	truth.mu.Lock()
+	defer truth.mu.Unlock()
+	perStage := make([]int64, len(prog.Stages))
+	for key, intended := range truth.seen {
+		pub := prog.Clients[key.pub].Publish
+		k := int(key.seq) - 1
+		seg, ok := pub.Schedule.SegmentOf(k)
+		if !ok {
+			t.Fatalf("message %d of client %d is not in its schedule", k, key.pub)
+		}
+		if s := pub.Schedule.Profile.Segments()[seg].Stage; s >= 0 {
+			perStage[s]++
+		}
+		first, ok := truth.seen[msgKey{key.pub, 1}]
+		if !ok {
+			t.Fatalf("the broker never received client %d's first message", key.pub)
+		}
+		at, _ := pub.Schedule.At(k)
+		at0, _ := pub.Schedule.At(0)
+		if intended-first != int64(at-at0) {
+			t.Errorf("client %d message %d intended %dns after its first, the schedule says %v", key.pub, k, intended-first, at-at0)
+		}
+	}
+	for i, sp := range prog.Stages {
+		if perStage[i] != sp.Messages {
+			t.Errorf("stage %s: the broker received %d, the schedule counts %d", sp.Name, perStage[i], sp.Messages)
+		}
+	}
+	m := all(st)
+	if want := planned(prog); m.Sent != want || m.Received != want || int64(len(truth.seen)) != want || m.Lost != 0 {
+		t.Errorf("sent %d received %d broker %d lost %d, want %d", m.Sent, m.Received, len(truth.seen), m.Lost, want)
+	}
+}
