@@ -12,6 +12,7 @@ import (
 
 	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
 )
 
@@ -447,6 +448,13 @@ func planGroups(r *Result) []htmlPlanGroup {
 				if g.Count > 0 {
 					rate += fmt.Sprintf(" (%s msg/s for the group)", fmtRate(float64(g.Count)/p.Every.Seconds()))
 				}
+			case p.Burst != nil:
+				rate = fmt.Sprintf("bursts of %d every %s for the group", p.Burst.Messages, fmtDuration(p.Burst.Every))
+			case len(r.Plan.Stages) > 0:
+				rate = fmt.Sprintf("the plan's %d stages", len(r.Plan.Stages))
+			}
+			if p.Arrival == plans.ArrivalPoisson {
+				rate += ", poisson arrivals"
 			}
 			hg.Publish = fmt.Sprintf("%s, QoS %d, %d B, %s", p.Topic.String(), p.QoS, p.Size, rate)
 			if p.Count > 0 {
