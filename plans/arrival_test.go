@@ -120,3 +120,34 @@ func TestPoissonCompile(t *testing.T) {
 		t.Errorf("default seed %d, want %d", p.Seed, DefaultSeed)
 	}
 }
+
+// TestScheduleAtDoesNotAllocate: the pacer calls At once per message, for
+// every kind of schedule.
+func TestScheduleAtDoesNotAllocate(t *testing.T) {
+	p, err := Load(filepath.Join(validDir, "poisson.yaml"), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := Compile(p, CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged := prog.Clients[len(prog.Clients)-1].Publish.Schedule
+	uniform := staged
+	uniform.Poisson = false
+	for _, tc := range []struct {
+		name string
+		s    Schedule
+	}{
+		{"poisson over stages", staged},
+		{"uniform over stages", uniform},
+		{"burst", Schedule{Interval: time.Millisecond, Burst: time.Second, BurstSize: 3, Steady: time.Hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := 0
+			if n := testing.AllocsPerRun(1000, func() { _, _ = tc.s.At(k); _, _ = tc.s.SegmentOf(k); k++ }); n != 0 {
+				t.Errorf("%g allocations per At and SegmentOf", n)
+			}
+		})
+	}
+}
