@@ -127,7 +127,8 @@ func checkWork(p *Plan) Errors {
 				thousands(g.Count), thousands(per), thousands(text), thousands(maxPlanText))})
 		}
 	}
-	return append(errs, checkStageWork(p)...)
+	errs = append(errs, checkStageWork(p)...)
+	return append(errs, checkPoissonWork(p)...)
 }
 
 // thousands formats n with commas, for limits a reader must compare.
