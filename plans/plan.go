@@ -10,10 +10,11 @@
 // A publisher's timetable is a Schedule: message k's intended time is a
 // pure function of k, over a piecewise-linear rate Profile (schedule.go),
 // so that it can be counted in any window without walking it. The
-// plan's warmup, ramp and steady phases are its three-segment case; longer
-// profiles and Poisson arrivals (poisson.go, a pure function of seed,
-// client and k) are groundwork for load shapes (issue 10), not yet reachable
-// from a plan.
+// plan's warmup, ramp and steady phases are its three-segment case; a
+// plan's stages: compile to longer profiles (stages.go). The load shapes
+// on top: Poisson arrivals (arrival.go over poisson.go, a pure function of
+// the plan's seed, the client and k) and bursts, a group's messages at one
+// instant every period (burst.go).
 //
 // MQTT 5 request/response (reqresp.go) is a responder group's respond:
 // and a requesting group's publish.response_topic; Compile counts the
