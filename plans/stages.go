@@ -271,7 +271,9 @@ func planStages(prog *Program) []StagePlan {
 			if pub == nil {
 				continue
 			}
-			n := int64(pub.Schedule.Messages(start, end))
+			// Sends, not Schedule.Messages: what a churning client's
+			// offline windows leave out is not sent, as the phases count.
+			n := int64(prog.Sends(&prog.Clients[ci], start, end))
 			sp.Messages = satAdd(sp.Messages, n)
 			sp.Deliveries = satAdd(sp.Deliveries, satMul(n, int64(pub.Expected)))
 		}

@@ -192,3 +192,48 @@ func TestStageWorkLimit(t *testing.T) {
 		t.Fatalf("Compile = %v, want the stage work limit", err)
 	}
 }
+
+// TestStagesWithChurn checks that the stages count a churning group's
+// sends as the phases do (its offline windows send nothing), so that the
+// stages still add up to the steady phase exactly.
+func TestStagesWithChurn(t *testing.T) {
+	const plan = `
+groups:
+  - name: ingest
+    subscribe: {topic: "t/#", qos: 1}
+  - name: sensors
+    count: 20
+    lifetime: 4s
+    away: 500ms
+    publish: {topic: "t/%i", qos: 1, arrival: poisson}
+  - name: backend
+    count: 5
+    publish: {topic: "t/b/%i"}
+warmup: 1s
+stages: [{name: a, duration: 3s, rate: 40/s}, {name: b, duration: 2s, rate: 100/s}]
+`
+	p, err := LoadBytes("churn-stages.yaml", []byte(plan), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := Compile(p, CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum, deliveries, plain int64
+	for _, st := range prog.Stages {
+		sum += st.Messages
+		deliveries += st.Deliveries
+	}
+	for i := range prog.Clients {
+		if pub := prog.Clients[i].Publish; pub != nil {
+			plain += int64(pub.Schedule.Messages(prog.Warmup, prog.Warmup+prog.Steady))
+		}
+	}
+	if ph := prog.Phases[phase.Steady]; ph.Messages != sum || ph.Deliveries != deliveries {
+		t.Errorf("steady plans %d messages, %d deliveries; the stages %d, %d", ph.Messages, ph.Deliveries, sum, deliveries)
+	}
+	if sum >= plain {
+		t.Errorf("the stages count %d messages, the schedules without the offline windows %d: churn left nothing out", sum, plain)
+	}
+}
