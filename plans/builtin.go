@@ -33,21 +33,39 @@ var builtinChecks = [][]metric.Name{
 	{metric.Errors},
 }
 
-// builtinExpr is the expression of builtinChecks[i]: its metric == 0.
-func builtinExpr(i int) string { return string(builtinChecks[i][0]) + " == 0" }
+// builtinRequestChecks are the built-in checks of a plan that sends
+// requests (publish.response_topic), on the same terms: an answer that
+// never came, or came twice, must fail the run as a lost or duplicated
+// delivery does. They are not in builtinChecks because the metrics have
+// no value in a plan without requests (a check on them would fail for
+// want of samples).
+var builtinRequestChecks = [][]metric.Name{
+	{metric.RTTTimeouts, metric.Responses, metric.ResponsesLate},
+	{metric.ResponsesDuplicates},
+}
 
-// compiledBuiltins are the built-in checks compiled, once per process:
+// builtinExpr is the expression of checks[i]: its metric == 0.
+func builtinExpr(checks [][]metric.Name, i int) string { return string(checks[i][0]) + " == 0" }
+
+// compileBuiltins compiles a list of built-in checks, once per process:
 // they read only top-level metrics, so one compilation serves every plan.
 // An entry is nil if its check did not compile, which cannot happen for a
 // catalogue metric (TestBuiltinThresholdsJudge pins it).
-var compiledBuiltins = sync.OnceValue(func() []*threshold.Threshold {
-	env := threshold.NewEnv(threshold.Scopes{Phases: phase.Names()})
-	out := make([]*threshold.Threshold, len(builtinChecks))
-	for i := range builtinChecks {
-		out[i], _ = env.Compile(builtinExpr(i))
-	}
-	return out
-})
+func compileBuiltins(checks [][]metric.Name) func() []*threshold.Threshold {
+	return sync.OnceValue(func() []*threshold.Threshold {
+		env := threshold.NewEnv(threshold.Scopes{Phases: phase.Names()})
+		out := make([]*threshold.Threshold, len(checks))
+		for i := range checks {
+			out[i], _ = env.Compile(builtinExpr(checks, i))
+		}
+		return out
+	})
+}
+
+var (
+	compiledBuiltins        = compileBuiltins(builtinChecks)
+	compiledRequestBuiltins = compileBuiltins(builtinRequestChecks)
+)
 
 // BuiltinThresholds returns the built-in integrity checks that the plan's
 // own thresholds (user, as compiled) leave to mqplan: each check none of
@@ -55,6 +73,19 @@ var compiledBuiltins = sync.OnceValue(func() []*threshold.Threshold {
 // lost says nothing about this run's, so it leaves lost == 0 in place). They are marked Builtin so that
 // reports can say why a run failed without the plan asking.
 func BuiltinThresholds(user []*Threshold) []*Threshold {
+	return builtins(user, builtinChecks, compiledBuiltins())
+}
+
+// BuiltinRequestThresholds returns the built-in checks of a plan that
+// sends requests (rtt.timeouts == 0, responses_duplicates == 0) that its
+// own thresholds (user) leave to mqplan, as BuiltinThresholds does.
+func BuiltinRequestThresholds(user []*Threshold) []*Threshold {
+	return builtins(user, builtinRequestChecks, compiledRequestBuiltins())
+}
+
+// builtins returns the checks of the list none of whose metrics a user
+// threshold reads in this run.
+func builtins(user []*Threshold, checks [][]metric.Name, compiled []*threshold.Threshold) []*Threshold {
 	read := map[metric.Name]bool{}
 	for _, t := range user {
 		for _, ref := range t.Reads {
@@ -65,14 +96,14 @@ func BuiltinThresholds(user []*Threshold) []*Threshold {
 	}
 	var out []*Threshold
 checks:
-	for i, metrics := range builtinChecks {
+	for i, metrics := range checks {
 		for _, m := range metrics {
 			if read[m] {
 				continue checks
 			}
 		}
-		if t := compiledBuiltins()[i]; t != nil {
-			out = append(out, &Threshold{Threshold: t, Source: ThresholdSource{Expr: builtinExpr(i)}, Builtin: true})
+		if t := compiled[i]; t != nil {
+			out = append(out, &Threshold{Threshold: t, Source: ThresholdSource{Expr: builtinExpr(checks, i)}, Builtin: true})
 		}
 	}
 	return out

@@ -84,3 +84,74 @@ func TestBuiltinThresholdsJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinRequestThresholds: a plan that sends requests gets
+// rtt.timeouts == 0 and responses_duplicates == 0 as built-in checks
+// (unless its own thresholds read those metrics), so a run whose answers
+// never came cannot pass for want of a threshold; a plan without requests
+// does not get them (they would fail for want of samples).
+func TestBuiltinRequestThresholds(t *testing.T) {
+	const reqPlan = `
+broker: {url: embedded, protocol: 5}
+groups:
+  - name: dev
+    count: 1
+    respond: {topic: "cmd/%i"}
+  - name: be
+    count: 1
+    publish: {topic: "cmd/%i", every: 100ms, response_topic: "resp/%c"}
+duration: 2s
+drain: 1s
+`
+	const plainPlan = `
+broker: {url: embedded, protocol: 5}
+groups:
+  - name: sub
+    count: 1
+    subscribe: {topic: "t/#"}
+  - name: pub
+    count: 1
+    publish: {topic: "t/%i", every: 100ms}
+duration: 2s
+`
+	tests := []struct {
+		name, plan string
+		thresholds []string
+		want       []string // the request built-ins among the plan's thresholds
+	}{
+		{name: "requests, no thresholds", plan: reqPlan, want: []string{"rtt.timeouts == 0", "responses_duplicates == 0"}},
+		{name: "requests, unrelated thresholds", plan: reqPlan, thresholds: []string{"rtt.p99 < 1s"}, want: []string{"rtt.timeouts == 0", "responses_duplicates == 0"}},
+		{name: "own rtt.timeouts decides", plan: reqPlan, thresholds: []string{"rtt.timeouts < 5"}, want: []string{"responses_duplicates == 0"}},
+		{name: "own responses_late decides timeouts", plan: reqPlan, thresholds: []string{"groups.be.responses_late < 5"}, want: []string{"responses_duplicates == 0"}},
+		{name: "own responses_duplicates decides", plan: reqPlan, thresholds: []string{"responses_duplicates < 2"}, want: []string{"rtt.timeouts == 0"}},
+		{name: "no requests, none", plan: plainPlan, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := tt.plan
+			if len(tt.thresholds) > 0 {
+				src += "thresholds:\n"
+				for _, e := range tt.thresholds {
+					src += "  - " + e + "\n"
+				}
+			}
+			p, err := LoadBytes("r.yaml", []byte(src), LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := Compile(p, CompileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, th := range prog.Thresholds {
+				if th.Builtin && (th.Source.Expr == "rtt.timeouts == 0" || th.Source.Expr == "responses_duplicates == 0") {
+					got = append(got, th.Source.Expr)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("request built-ins %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

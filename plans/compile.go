@@ -213,7 +213,11 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	ths = append(ths, BuiltinThresholds(ths)...)
+	user := ths
+	ths = append(ths, BuiltinThresholds(user)...)
+	if sendsRequests(p) {
+		ths = append(ths, BuiltinRequestThresholds(user)...)
+	}
 	runID := opts.RunID
 	if runID == "" {
 		runID = "run"

@@ -129,10 +129,23 @@ func (k Knob) Sets(p *Plan, v float64) []string {
 	prefix := fmt.Sprintf("groups[%d].", k.Index)
 	switch {
 	case k.Count:
-		return []string{prefix + "count=" + strconv.FormatInt(int64(math.Floor(v)), 10)}
+		return []string{prefix + "count=" + strconv.FormatInt(toInt64(math.Floor(v)), 10)}
 	case g.Publish.Rate > 0:
 		return []string{prefix + "publish.rate=" + strconv.FormatFloat(v, 'f', -1, 64) + "/s"}
 	}
-	every := time.Duration(math.Round(float64(g.Count) * float64(time.Second) / v))
-	return []string{prefix + "publish.every=" + strconv.FormatInt(int64(max(every, 1)), 10) + "ns"}
+	every := toInt64(math.Round(float64(g.Count) * float64(time.Second) / v))
+	return []string{prefix + "publish.every=" + strconv.FormatInt(max(every, 1), 10) + "ns"}
+}
+
+// toInt64 converts f, saturating at the int64 range: Go's conversion of a
+// float beyond it is implementation-defined (math.MinInt64 on amd64), which
+// turned a tiny rate into every=1ns and a huge count into a negative one.
+func toInt64(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64: // 2^63 as a float64
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
 }

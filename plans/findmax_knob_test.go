@@ -83,3 +83,38 @@ func TestKnob(t *testing.T) {
 		})
 	}
 }
+
+// TestKnobSetsOutOfRange: a value whose interval or client count does not
+// fit in an int64 must not wrap around. A tiny rate on a group written
+// with every gave every=1ns (the conversion's overflow clamped to 1ns), so
+// find-max's lowest trial published as fast as it could; a huge count
+// gave a negative one.
+func TestKnobSetsOutOfRange(t *testing.T) {
+	p, err := LoadBytes("k.yaml", []byte(knobPlan), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, knob string
+		set        float64
+		sets       string
+	}{
+		{name: "tiny rate on every", knob: "groups.pub.rate", set: 1e-9, sets: "groups[1].publish.every=9223372036854775807ns"},
+		{name: "tinier rate on every", knob: "groups.pub.rate", set: 1e-300, sets: "groups[1].publish.every=9223372036854775807ns"},
+		{name: "rate just in range", knob: "groups.pub.rate", set: 10, sets: "groups[1].publish.every=1000000000ns"},
+		{name: "huge count", knob: "groups.sub.count", set: 1e30, sets: "groups[0].count=9223372036854775807"},
+		{name: "count at float int64 edge", knob: "groups.sub.count", set: 9.3e18, sets: "groups[0].count=9223372036854775807"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := ParseKnob(tt.knob, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sets := k.Sets(p, tt.set)
+			if len(sets) != 1 || sets[0] != tt.sets {
+				t.Fatalf("sets %q, want %q", sets, tt.sets)
+			}
+		})
+	}
+}

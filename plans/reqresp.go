@@ -155,6 +155,16 @@ func checkRequests(p *Plan) Errors {
 	return errs
 }
 
+// sendsRequests says whether a group of p sends requests.
+func sendsRequests(p *Plan) bool {
+	for i := range p.Groups {
+		if pub := p.Groups[i].Publish; pub != nil && !pub.ResponseTopic.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 // subscribes says whether the group's clients subscribe: ordinary
 // subscriptions, a responder's command topic or a requester's response
 // topic. Such groups connect first, and every SUBACK is in before the

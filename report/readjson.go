@@ -69,6 +69,9 @@ func readJSON(r io.Reader, limit int64) (*Result, error) {
 	// The version is judged before any other problem, so that a
 	// document of another version is named as such rather than failing
 	// on a key whose shape changed.
+	if s.version == nil && !s.hasVerdict && s.findMaxKeys == 2 {
+		return nil, errors.New(`an mqplan find-max search (knob and trials), not a run's result: mqplan report and compare read results of mqplan run; the search's table and HTML come from find-max --out table=FILE --out html=FILE`)
+	}
 	if s.version == nil || !s.hasVerdict {
 		return nil, errors.New(`not an mqplan result: no "version" or "verdict" key (write one with mqplan run --out json=FILE)`)
 	}
@@ -114,6 +117,9 @@ type jsonStream struct {
 	src *countingReader
 	dec *json.Decoder
 	// version is the raw "version" value, nil until it is read;
+	// findMaxKeys counts the keys only a find-max search's JSON has
+	// ("knob", "trials"), to name such a file when it is refused.
+	findMaxKeys int
 	// hasVerdict says "verdict" was there.
 	version    json.RawMessage
 	hasVerdict bool
@@ -236,6 +242,8 @@ func (s *jsonStream) scan(d *jsonDoc) ([]stats.Second, error) {
 			continue
 		case "verdict":
 			s.hasVerdict = true
+		case "knob", "trials":
+			s.findMaxKeys++
 		}
 		if f := fieldFor(fields, key); f != nil {
 			s.into(raw, line, f, key)

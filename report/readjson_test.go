@@ -170,6 +170,8 @@ func TestReadJSONRefuses(t *testing.T) {
 		{name: "not JSON", doc: "mqplan 1to1 | PASS\n", want: "not an mqplan result: line 1: invalid character"},
 		{name: "a list", doc: "[1, 2]", want: "not an mqplan result: line 1: json: cannot unmarshal array"},
 		{name: "another JSON document", doc: `{"name": "x", "version": "1.2.3"}`, want: `not an mqplan result: no "version" or "verdict" key`},
+		{name: "a find-max search", doc: `{"plan": "p", "knob": "groups.pub.rate", "status": "confirmed", "trials": []}`, want: `an mqplan find-max search (knob and trials), not a run's result`},
+		{name: "a knob alone is not a search", doc: `{"knob": "x"}`, want: `not an mqplan result: no "version" or "verdict" key`},
 		{name: "version not a number", doc: `{"version": "1", "verdict": "PASS"}`, want: `not an mqplan result: "version" is "\"1\"", not a number`},
 		{name: "version an object", doc: "{\"verdict\": \"PASS\", \"version\": {\n\"major\": 1, \"minor\": 2, \"note\": \"a long note to be cut\"}}",
 			want: `not an mqplan result: "version" is "{\n\"major\": 1, \"minor\": 2, \"note\": \"a lon...", not a number`},

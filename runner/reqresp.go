@@ -90,7 +90,13 @@ func (r *run) answer(c *client, payload, corr []byte) {
 		return
 	}
 	// The intended time must be the schedule's for that sequence: the
-	// correlation data came back as sent, or the answer is corrupt.
+	// correlation data came back as sent, or the answer is corrupt. A
+	// sequence the schedule has no message for is corrupt too (sentAs
+	// would give it offset 0, the first message's intended time).
+	if _, in := pc.Publish.Schedule.At(int(h.seq) - 1); !in {
+		r.rec.recordCorrupt(pc.Index, r.current(), pc.Group)
+		return
+	}
 	ph, intended := r.sentAs(pc.Publish, mqttc.Token(h.seq))
 	if intended != h.intended {
 		r.rec.recordCorrupt(pc.Index, ph, pc.Group)
@@ -101,6 +107,13 @@ func (r *run) answer(c *client, payload, corr []byte) {
 		r.rec.recordForeign(pc.Index, ph, pc.Group)
 		return
 	}
+	// The rest of the answer is what the responder wrote: its group's
+	// size, zero after its number. An answer cut, grown or changed on
+	// its way is corrupt, as a changed delivery is, not an answer.
+	if len(payload) != r.prog.Plan.Groups[r.prog.Clients[from].Group].Respond.Size || !zeros(payload[4:]) {
+		r.rec.recordCorrupt(pc.Index, ph, pc.Group)
+		return
+	}
 	st := q.answers[from]
 	if st == nil {
 		st = &stream{}
@@ -109,6 +122,16 @@ func (r *run) answer(c *client, payload, corr []byte) {
 	rtt := time.Duration(now - (h.intended - r.epochWall))
 	kind := st.observe(h.seq)
 	r.rec.recordAnswer(pc.Index, ph, pc.Group, kind == deliveryDuplicate, rtt, pc.Publish.ResponseTimeout)
+}
+
+// zeros reports whether b holds only zero bytes.
+func zeros(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // publishRequest sends message k of a requester, its header as

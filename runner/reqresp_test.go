@@ -286,7 +286,7 @@ func TestRequestPathsDoNotAllocate(t *testing.T) {
 
 	t.Run("answer matched", func(t *testing.T) {
 		corr := make([]byte, plans.HeaderSize)
-		payload := make([]byte, 16)
+		payload := make([]byte, prog.Plan.Groups[0].Respond.Size) // as the responder writes it
 		binary.BigEndian.PutUint32(payload, uint32(dev.plan.Index))
 		seq := uint32(0)
 		n := testing.AllocsPerRun(500, func() {
@@ -306,4 +306,62 @@ func TestRequestPathsDoNotAllocate(t *testing.T) {
 			t.Errorf("answers %d on time, %d late, %d duplicates, %d corrupt, %d foreign; want %d", q.Responses, q.Late, q.Duplicates, got.Corrupted, got.Foreign, seq)
 		}
 	})
+}
+
+// tamperAnswers is a broker hook that changes every answer (a PUBLISH with
+// correlation data and no response topic) before the broker routes it.
+type tamperAnswers struct {
+	mqtt.HookBase
+	edit func(pk *packets.Packet)
+}
+
+func (h *tamperAnswers) ID() string           { return "test-tamper-answers" }
+func (h *tamperAnswers) Provides(b byte) bool { return b == mqtt.OnPublish }
+
+func (h *tamperAnswers) OnPublish(_ *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.Properties.ResponseTopic == "" && len(pk.Properties.CorrelationData) > 0 {
+		pk.Payload = append([]byte(nil), pk.Payload...)
+		pk.Properties.CorrelationData = append([]byte(nil), pk.Properties.CorrelationData...)
+		h.edit(&pk)
+	}
+	return pk, nil
+}
+
+// TestRequestResponseTampered: an answer the broker changed on its way is
+// never counted as an answer: not its correlation data (the request's
+// header), not its payload (the responder's number and zero padding, of
+// the responder group's size). Each such answer is a timeout, and a
+// changed payload or header is corrupted. Before, an answer cut to its
+// first 4 bytes or with its padding changed counted as on time.
+func TestRequestResponseTampered(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(pk *packets.Packet)
+		corrupt bool // counted as corrupted (else foreign)
+	}{
+		{name: "payload cut to the responder number", edit: func(pk *packets.Packet) { pk.Payload = pk.Payload[:4] }, corrupt: true},
+		{name: "payload padding changed", edit: func(pk *packets.Packet) { pk.Payload[len(pk.Payload)-1] ^= 0xff }, corrupt: true},
+		{name: "payload grown", edit: func(pk *packets.Packet) { pk.Payload = append(pk.Payload, 0) }, corrupt: true},
+		{name: "sequence changed", edit: func(pk *packets.Packet) { pk.Properties.CorrelationData[6] ^= 1 }, corrupt: true},
+		{name: "intended time changed", edit: func(pk *packets.Packet) { pk.Properties.CorrelationData[15] ^= 1 }, corrupt: true},
+		{name: "correlation cut", edit: func(pk *packets.Packet) { pk.Properties.CorrelationData = pk.Properties.CorrelationData[:8] }},
+		{name: "requester changed", edit: func(pk *packets.Packet) { pk.Properties.CorrelationData[3] ^= 0x40 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog := compile(t, reqRespPlan(2, 300*time.Millisecond, time.Second))
+			st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{&tamperAnswers{edit: tt.edit}}}, Options{})
+			q := groupTotal(st, 1).ReqResp
+			m := groupTotal(st, 1)
+			if q.Expected == 0 || q.Responses != 0 || q.Late != 0 || q.Duplicates != 0 || q.Timeouts != q.Expected {
+				t.Errorf("expected %d: responses %d late %d duplicates %d timeouts %d", q.Expected, q.Responses, q.Late, q.Duplicates, q.Timeouts)
+			}
+			if tt.corrupt && m.Corrupted != q.Expected {
+				t.Errorf("corrupted %d, want every answer (%d)", m.Corrupted, q.Expected)
+			}
+			if !tt.corrupt && m.Foreign != q.Expected {
+				t.Errorf("foreign %d, want every answer (%d)", m.Foreign, q.Expected)
+			}
+		})
+	}
 }

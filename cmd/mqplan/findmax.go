@@ -170,6 +170,13 @@ the best bracket found so far is reported).`)
 	if err != nil {
 		return invalid(err)
 	}
+	for _, s := range pf.sets {
+		// Each trial's duration is find-max's: a --set duration would be
+		// overridden without a word.
+		if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "duration" {
+			return invalid(fmt.Errorf("--set %s: find-max sets each trial's duration; use --trial-duration and --confirm-duration", strings.TrimSpace(s)))
+		}
+	}
 	sets := append([]string(nil), pf.sets...)
 	if pf.broker != "" {
 		sets = append(sets, "broker.url="+pf.broker)

@@ -149,6 +149,8 @@ func TestFindMaxInvalid(t *testing.T) {
 		{"start above max", []string{"--from", "500", "--max", "100"}, "outside"},
 		{"max beyond the plan's limits", []string{"--knob", "groups.pub.count", "--max", "1e9"}, "--max 1000000000: the plan with groups.pub.count = 1000000000 is invalid"},
 		{"unknown format", []string{"--out", "md=x.md"}, "find-max writes json, table or html"},
+		{"--set duration is the trials'", []string{"--set", "duration=30s"}, "--set duration=30s: find-max sets each trial's duration"},
+		{"--set duration with spaces", []string{"--set", " duration =30s"}, "find-max sets each trial's duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
