@@ -286,6 +286,13 @@ type Publish struct {
 	// Rate is the whole group's messages per second, spread evenly over
 	// its clients.
 	Rate float64 `json:"rate,omitempty"`
+	// Max (rate: max) replaces Every and Rate with a closed loop: each
+	// client publishes its next message as soon as its window allows
+	// (see closedloop.go). Every and Rate are then zero.
+	Max bool `json:"max,omitempty"`
+	// Inflight is the closed loop's window per client: the QoS 1/2
+	// publishes awaiting their acknowledgement (0 with an open loop).
+	Inflight int `json:"inflight,omitempty"`
 	// Retain sets the retain flag.
 	Retain bool `json:"retain"`
 	// Count, when non-zero, stops each client after this many messages.

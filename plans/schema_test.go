@@ -262,7 +262,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names",
-		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "bad_subscription_options", "bad_thresholds",
+		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "closed_loop", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
 		"every_and_rate", "groups_empty", "groups_not_list", "neither_every_nor_rate",
 		"not_mapping", "qos3", "thresholds_not_list", "unknown_keys", "url_and_urls",
@@ -279,6 +279,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 		"bad_env_syntax":                 "${...} syntax: the schema lets any ${ through",
 		"bad_templates":                  "template placeholders (%c, %u, %i) and which a field allows",
 		"client_id_collisions":           "client ids colliding across groups",
+		"closed_loop_no_duration":        "duration required when a group publishes with rate: max",
 		"duplicate_group_names":          "group names unique across the list",
 		"duration_missing":               "duration required unless every publishing group has a count",
 		"duration_missing_no_publishers": "duration required unless every publishing group has a count",
@@ -474,6 +475,7 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 			"bounds of values written with units (65535s, 257MiB, 1e10/s, 0/s): a pattern cannot compare magnitudes"},
 		{`longer than the limit|more than the limit|reaches .* more than the limit`, "the timeline's and the plan's budgets, summed across fields"},
 		{`missing "duration"`, "duration required unless every publishing group has a count"},
+		{`inflight is the window of the closed loop|inflight counts QoS 1/2`, "inflight against publish.rate and publish.qos: a value rule across fields, which the catalogue's presence rules (notBoth, oneOf, anyOf) cannot state"},
 		{`reads nothing of this run`, "the threshold language"},
 		{`^bad number|with the size|which is not a number of bytes|is not a whole number of bytes|is a whole-run figure`, "the threshold language's literals, types and scopes (a schema sees a string)"},
 		{`second one starts here`, "a second YAML document"},

@@ -141,13 +141,16 @@ type jsonPlanChurn struct {
 }
 
 type jsonPlanPublish struct {
-	Topic  plans.Template `json:"topic"`
-	QoS    byte           `json:"qos"`
-	Size   int            `json:"size"`
-	Every  jsonDuration   `json:"every,omitempty"`
-	Rate   float64        `json:"rate,omitempty"`
-	Retain bool           `json:"retain"`
-	Count  int            `json:"count,omitempty"`
+	Topic plans.Template `json:"topic"`
+	QoS   byte           `json:"qos"`
+	Size  int            `json:"size"`
+	Every jsonDuration   `json:"every,omitempty"`
+	Rate  float64        `json:"rate,omitempty"`
+	// Max and Inflight: the closed loop (publish.rate: max).
+	Max      bool `json:"max,omitempty"`
+	Inflight int  `json:"inflight,omitempty"`
+	Retain   bool `json:"retain"`
+	Count    int  `json:"count,omitempty"`
 	// ResponseTopic and ResponseTimeout make the messages requests.
 	ResponseTopic   plans.Template `json:"response_topic,omitzero"`
 	ResponseTimeout jsonDuration   `json:"response_timeout,omitempty"`
@@ -201,7 +204,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		}
 		if pub := g.Publish; pub != nil {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
-				Every: jsonDuration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
+				Every: jsonDuration(pub.Every), Rate: pub.Rate, Max: pub.Max, Inflight: pub.Inflight, Retain: pub.Retain, Count: pub.Count,
 				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout)}
 		}
 		jg.Respond = g.Respond

@@ -693,7 +693,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		}
 		if pub := g.Publish; pub != nil {
 			pg.Publish = &plans.Publish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
-				Every: time.Duration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
+				Every: time.Duration(pub.Every), Rate: pub.Rate, Max: pub.Max, Inflight: pub.Inflight, Retain: pub.Retain, Count: pub.Count,
 				ResponseTopic: pub.ResponseTopic, ResponseTimeout: time.Duration(pub.ResponseTimeout)}
 		}
 		pg.Respond = g.Respond

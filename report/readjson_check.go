@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
 	"github.com/mqplan/mqplan/threshold"
 )
@@ -321,6 +322,9 @@ func (c *resultCheck) plan(r *Result) {
 			c.duration(p+".publish.every", pub.Every)
 			c.figure(p+".publish.rate", pub.Rate)
 			c.count(p+".publish.count", int64(pub.Count))
+			if pub.Inflight < 0 || pub.Inflight > plans.MaxInflight || pub.Inflight > 0 && !pub.Max {
+				c.fail(p+".publish.inflight", "%d is not a closed loop's window (1 to %d, with max)", pub.Inflight, plans.MaxInflight)
+			}
 		}
 	}
 }
