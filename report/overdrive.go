@@ -47,7 +47,12 @@ func overdriveWarning(p *plans.Plan, st *stats.Stats) string {
 	if p == nil || steady == nil || st.Interrupted {
 		return ""
 	}
-	length := steady.End - steady.Start
+	// The schedule's steady phase: the plan's duration (the measured
+	// phase runs a little longer, by the grace a late publisher gets).
+	length := p.Duration
+	if length <= 0 {
+		length = steady.End - steady.Start // sized by counts
+	}
 	if length <= 0 {
 		return ""
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/mqplan/mqplan/internal/mqttc"
@@ -117,4 +118,28 @@ func (r *run) publishMax(ctx context.Context, c *client, start int64) {
 		rec.phase = ph
 		r.rec.recordSend(pc.Index, &rec)
 	}
+}
+
+// closedLoopEnd returns the context that bounds publishing's phase clock:
+// when every publisher is in the closed loop, publishing ends once they
+// have all returned (each sent its publish.count, or lost its connection
+// for good) instead of at the planned end of steady, since a closed loop
+// owes no messages to a timetable; with an open-loop publisher the
+// timetable runs its course, so that what falls due counts as unsent.
+// publishers is the WaitGroup of the publish goroutines (and the pacer).
+func closedLoopEnd(ctx context.Context, pubs []*client, publishers *sync.WaitGroup) (context.Context, context.CancelFunc) {
+	if len(pubs) == 0 {
+		return ctx, func() {}
+	}
+	for _, c := range pubs {
+		if !c.plan.Publish.Max {
+			return ctx, func() {}
+		}
+	}
+	phaseCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		publishers.Wait()
+		cancel()
+	}()
+	return phaseCtx, cancel
 }

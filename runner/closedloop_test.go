@@ -151,7 +151,7 @@ func copyPackets(dst io.Writer, src io.Reader, seen func(b0 byte)) error {
 // maxPlan is e2ePlan with its publishers in the closed loop.
 func maxPlan(n int, qos byte, inflight int, steady time.Duration) *plans.Plan {
 	p := e2ePlan(n, qos, steady)
-	p.Warmup = 0
+	p.Warmup, p.Drain = 0, 2*time.Second
 	pub := p.Groups[1].Publish
 	pub.Every, pub.Max, pub.Inflight = 0, true, inflight
 	return p
@@ -159,7 +159,11 @@ func maxPlan(n int, qos byte, inflight int, steady time.Duration) *plans.Plan {
 
 // checkClosedLoop checks a closed-loop run's accounting: something was
 // sent, every message delivered exactly once, acknowledged at QoS 1/2,
-// no lag recorded (there is no schedule) and a latency per delivery.
+// no lag recorded (there is no schedule) and a latency per delivery. At
+// QoS 0 nothing holds the loop back but the socket: as fast as possible
+// outruns the broker, which drops what its queues cannot hold and still
+// has messages unread when drain ends, so only the accounting identity is
+// checked (lost = expected - received, nothing duplicated or corrupted).
 func checkClosedLoop(t *testing.T, st *stats.Stats, qos byte) stats.Metrics {
 	t.Helper()
 	if st.Incomplete != "" {
@@ -169,7 +173,12 @@ func checkClosedLoop(t *testing.T, st *stats.Stats, qos byte) stats.Metrics {
 	if m.Sent == 0 {
 		t.Fatal("the closed loop sent nothing")
 	}
-	if m.Expected != m.Sent || m.Received != m.Sent || m.Lost != 0 || m.Duplicates != 0 || m.Unsent != 0 || m.Corrupted != 0 || m.OutOfOrder != 0 {
+	if qos == 0 {
+		if m.Expected != m.Sent || m.Lost != m.Expected-m.Received || m.Duplicates != 0 || m.Unsent != 0 || m.Corrupted != 0 {
+			t.Errorf("sent %d expected %d received %d lost %d dup %d unsent %d corrupt %d: want lost = expected - received, and nothing else",
+				m.Sent, m.Expected, m.Received, m.Lost, m.Duplicates, m.Unsent, m.Corrupted)
+		}
+	} else if m.Expected != m.Sent || m.Received != m.Sent || m.Lost != 0 || m.Duplicates != 0 || m.Unsent != 0 || m.Corrupted != 0 || m.OutOfOrder != 0 {
 		t.Errorf("sent %d expected %d received %d lost %d dup %d unsent %d corrupt %d ooo %d: want every message delivered once",
 			m.Sent, m.Expected, m.Received, m.Lost, m.Duplicates, m.Unsent, m.Corrupted, m.OutOfOrder)
 	}
@@ -216,11 +225,17 @@ func TestClosedLoopEmbedded(t *testing.T) {
 			proxy := startWindowProxy(t, b.Addr(), time.Millisecond)
 			st, _ := runAt(t, prog, proxy.URL())
 			m := checkClosedLoop(t, st, tc.qos)
-			if in, out := count.in.Load(), count.out.Load(); in != m.Sent || out != m.Received {
-				t.Errorf("broker read %d PUBLISH and wrote %d; mqplan sent %d and received %d", in, out, m.Sent, m.Received)
-			}
+			in, out := count.in.Load(), count.out.Load()
 			if tc.qos == 0 {
+				// The broker read no more than was sent, and wrote no
+				// fewer than were received.
+				if in > m.Sent || out < m.Received {
+					t.Errorf("broker read %d PUBLISH and wrote %d; mqplan sent %d and received %d", in, out, m.Sent, m.Received)
+				}
 				return
+			}
+			if in != m.Sent || out != m.Received {
+				t.Errorf("broker read %d PUBLISH and wrote %d; mqplan sent %d and received %d", in, out, m.Sent, m.Received)
 			}
 			proxy.mu.Lock()
 			defer proxy.mu.Unlock()
@@ -246,4 +261,21 @@ func TestClosedLoopMosquitto(t *testing.T) {
 	prog := compile(t, maxPlan(2, 1, 16, 600*time.Millisecond))
 	st, _ := runAt(t, prog, url)
 	checkClosedLoop(t, st, 1)
+}
+
+// TestClosedLoopCountEndsEarly: a closed loop with publish.count ends
+// publishing when every publisher has sent its count, not at the end of a
+// long steady phase, and sends exactly its counts.
+func TestClosedLoopCountEndsEarly(t *testing.T) {
+	p := maxPlan(2, 1, 4, time.Hour)
+	p.Groups[1].Publish.Count = 500
+	prog := compile(t, p)
+	began := time.Now()
+	st, _ := runWith(t, prog, broker.Options{}, Options{})
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the run took %s: it waited for the planned end of steady", took)
+	}
+	if m := checkClosedLoop(t, st, 1); m.Sent != 1000 {
+		t.Errorf("sent %d, want 1000 (500 per publisher)", m.Sent)
+	}
 }

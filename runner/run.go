@@ -1027,8 +1027,10 @@ func (r *run) publishPhases(ctx context.Context) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	phaseCtx, endPhases := closedLoopEnd(ctx, pubs, &wg)
+	defer endPhases()
 	for _, b := range bounds {
-		if !r.sleepUntil(ctx, timer, time.Duration(start)+b.at) {
+		if !r.sleepUntil(phaseCtx, timer, time.Duration(start)+b.at) {
 			break
 		}
 		r.setPhase(b.phase)
