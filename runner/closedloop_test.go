@@ -2,8 +2,11 @@ package runner
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	"github.com/mqplan/mqplan/internal/mqttc"
+	"github.com/mqplan/mqplan/internal/wait"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/stats"
@@ -277,5 +281,57 @@ func TestClosedLoopCountEndsEarly(t *testing.T) {
 	}
 	if m := checkClosedLoop(t, st, 1); m.Sent != 1000 {
 		t.Errorf("sent %d, want 1000 (500 per publisher)", m.Sent)
+	}
+}
+
+// TestClosedLoopDoesNotAllocate runs the real closed loop (publishMax)
+// over loopback TCP against a fakeBroker that acknowledges everything,
+// for 500 and then 5,500 messages, and counts the heap allocations of the
+// whole process in between: the difference, 5,000 messages' worth, must
+// be no more than a few (the runtime's own), never one per message.
+func TestClosedLoopDoesNotAllocate(t *testing.T) {
+	for _, qos := range []byte{0, 1, 2} {
+		t.Run(fmt.Sprintf("qos%d", qos), func(t *testing.T) {
+			p := maxPlan(1, qos, 8, time.Hour)
+			if qos == 0 {
+				p.Groups[1].Publish.Inflight = 0
+			}
+			prog := compile(t, p)
+			r := &run{prog: prog, rec: newRecorder(len(prog.Groups), prog.Drain), pattern: padPattern(prog.MaxPayload), epoch: time.Now()}
+			pc := &prog.Clients[1]
+			c := &client{plan: pc, wake: make(chan struct{}, 1)}
+			cn, bn := hotTransports[1].pair(t)
+			_ = bn.SetDeadline(time.Now().Add(wait.Timeout))
+			go fakeBroker(bn, make(chan [4]byte, 1))
+			mc := mqttc.NewConn(cn, mqttc.Version5, r.now, mqttc.Handlers{Acked: func(a mqttc.Ack) {
+				ph, _ := r.sentAs(pc.Publish, a.Token)
+				r.rec.recordAck(pc.Index, ph, pc.Group, a.Latency, a.Reason.Failed())
+				ackedWake(c)
+			}})
+			t.Cleanup(mc.Close)
+			c.live.Store(mc)
+			c.ready.Store(true)
+			start := r.now()
+			r.pubStart.Store(start)
+			publish := func(n int) {
+				pc.Publish.Schedule.Count = n
+				r.publishMax(context.Background(), c, start)
+				if c.next != n-1 {
+					t.Fatalf("stopped at message %d of %d", c.next+1, n)
+				}
+				wait.Until(t, "every publish acknowledged", func() bool { return mc.Pending() == 0 })
+			}
+			publish(500)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			publish(5500)
+			runtime.ReadMemStats(&after)
+			if n := after.Mallocs - before.Mallocs; n > 50 {
+				t.Errorf("%d allocations for 5,000 messages", n)
+			}
+			if m := all(&stats.Stats{Phases: r.rec.merge()}); m.Sent != 6000 || (qos > 0 && m.Acked != 6000) {
+				t.Errorf("sent %d acked %d, want 6000", m.Sent, m.Acked)
+			}
+		})
 	}
 }
