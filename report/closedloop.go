@@ -78,3 +78,12 @@ func explainClosedNote(b *strings.Builder, prog *plans.Program) {
 		"expected deliveries stay exact, sent × deliveries/msg per publisher; latency is service latency, from each message's actual send time\n",
 		plural(len(names), "group"), strings.Join(names, ", "), pluralWord(len(names), "publishes", "publish"), pluralWord(len(names), "its", "their"), fmtDuration(time.Duration(span)))
 }
+
+// closedLoopRate describes a closed-loop group's publishing where a report
+// describes a schedule's rate.
+func closedLoopRate(p *plans.Publish) string {
+	if p.Inflight > 0 {
+		return fmt.Sprintf("as fast as possible (rate: max, inflight %d per client)", p.Inflight)
+	}
+	return "as fast as possible (rate: max, each write after the previous one)"
+}

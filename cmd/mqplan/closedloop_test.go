@@ -98,6 +98,9 @@ func TestClosedLoopRun(t *testing.T) {
 					t.Errorf("the %s warns of overdrive on a closed loop", name)
 				}
 			}
+			if !strings.Contains(html, "as fast as possible (rate: max, inflight 32 per client)") {
+				t.Error("the HTML page's plan does not describe the closed loop")
+			}
 			if strings.Contains(r.stdout, "the broker counted") || strings.Contains(r.stdout, "the embedded broker counted") {
 				t.Errorf("the broker's counters disagree with mqplan's:\n%s", r.stdout)
 			}
