@@ -38,6 +38,9 @@ const (
 	// selfLimitShare is how close to all its CPUs mqplan's busiest second
 	// must come for mqplan, not the broker, to look like the limit.
 	selfLimitShare = 0.9
+	// selfBusyShare is how close it must come for either side to be the
+	// possible limit.
+	selfBusyShare = 0.75
 )
 
 // overdriveWarning returns the overdrive warning for a run, "" when its
@@ -110,29 +113,45 @@ func lagTrend(st *stats.Stats, open []bool) (first, last time.Duration, seconds 
 }
 
 // limitOf says whether mqplan itself looks like the limit: its busiest
-// steady second used nearly all the CPUs it could use.
+// steady second used nearly all the CPUs it could use (selfLimitShare),
+// or a good part of them (selfBusyShare: then either may be), adding the
+// broker process's busiest second when broker.metrics sampled it.
 func limitOf(st *stats.Stats) string {
 	cpu, sampled := 0.0, false
+	bcpu, bsampled := 0.0, false
 	for i := range st.Timeline {
 		s := &st.Timeline[i]
-		if s.Phase == phase.Steady && s.Self.Sampled {
+		if s.Phase != phase.Steady {
+			continue
+		}
+		if s.Self.Sampled {
 			cpu, sampled = max(cpu, s.Self.CPU), true
 		}
+		if s.Broker.Sampled {
+			bcpu, bsampled = max(bcpu, s.Broker.CPU), true
+		}
 	}
+	broker := ""
+	if bsampled {
+		broker = fmt.Sprintf("; the broker's process used at most %s%% CPU in a steady second (100%% is one core)", fmtFloat(bcpu))
+	}
+	cpus := fmt.Sprintf("%d %s", st.Procs, plural(st.Procs, "CPU"))
 	if st.Broker != nil {
 		// The embedded broker shares mqplan's process: its CPU is both's.
 		if !sampled || st.Procs <= 0 {
 			return "the embedded broker runs in mqplan's own process, whose CPU was not sampled"
 		}
-		return fmt.Sprintf("the embedded broker runs in mqplan's own process, which used at most %s%% CPU of the %d CPUs it could use (--procs): broker and generator share them, so run a broker of its own to tell which is the limit", fmtFloat(cpu), st.Procs)
+		return fmt.Sprintf("the embedded broker runs in mqplan's own process, which used at most %s%% CPU of the %s it could use (--procs): broker and generator share them, so run a broker of its own to tell which is the limit", fmtFloat(cpu), cpus)
 	}
-	switch {
+	switch share := cpu / 100 / float64(st.Procs); {
 	case !sampled || st.Procs <= 0:
-		return "mqplan's own CPU was not sampled, so which of the two was the limit is not known"
-	case cpu >= selfLimitShare*100*float64(st.Procs):
-		return fmt.Sprintf("mqplan itself looks like the limit: it used %s%% CPU at its busiest steady second, %s of the %d CPUs it could use (--procs): give it more CPUs or spread the load over several mqplan processes", fmtFloat(cpu), fmtPercent(cpu/100/float64(st.Procs)), st.Procs)
+		return "mqplan's own CPU was not sampled, so which of the two was the limit is not known" + broker
+	case share >= selfLimitShare:
+		return fmt.Sprintf("mqplan itself looks like the limit: it used %s%% CPU at its busiest steady second, %s of the %s it could use (--procs): give it more CPUs or spread the load over several mqplan processes", fmtFloat(cpu), fmtPercent(share), cpus) + broker
+	case share >= selfBusyShare:
+		return fmt.Sprintf("mqplan was near its ceiling too (%s%% CPU at its busiest steady second, %s of the %s it could use, --procs), so either may be the limit: give mqplan more CPUs to tell", fmtFloat(cpu), fmtPercent(share), cpus) + broker
 	default:
-		return fmt.Sprintf("the broker looks like the limit: mqplan used at most %s%% CPU of the %d CPUs it could use (--procs)", fmtFloat(cpu), st.Procs)
+		return fmt.Sprintf("the broker looks like the limit: mqplan used at most %s%% CPU of the %s it could use (--procs)", fmtFloat(cpu), cpus) + broker
 	}
 }
 

@@ -18,6 +18,7 @@ type overdriveRun struct {
 	lagMax       time.Duration
 	perSecond    []time.Duration
 	selfCPU      float64 // percent of one core, each second; 0: not sampled
+	brokerCPU    float64 // the same for the broker's process
 	procs        int
 	embedded     bool
 	interrupted  bool
@@ -41,6 +42,9 @@ func (o overdriveRun) stats() *stats.Stats {
 			Groups: []stats.GroupSecond{{Group: "pub", LagMax: lag}}}
 		if o.selfCPU > 0 {
 			s.Self = stats.ProcSample{Sampled: true, CPU: o.selfCPU}
+		}
+		if o.brokerCPU > 0 {
+			s.Broker = stats.ProcSample{Sampled: true, CPU: o.brokerCPU}
 		}
 		st.Timeline = append(st.Timeline, s)
 	}
@@ -68,6 +72,8 @@ func TestOverdriveWarning(t *testing.T) {
 			want: []string{"the schedule was not held: the broker (or mqplan) is saturated at 60000 msg/s", "asked for 100000 msg/s", "40% of those messages were never sent (80,000)", "grew to 900ms", "the broker looks like the limit: mqplan used at most 60% CPU of the 2 CPUs"}},
 		{name: "saturated_mqplan", plan: open, run: overdriveRun{sent: 120000, unsent: 80000, lagMax: 900 * time.Millisecond, perSecond: growing, selfCPU: 195, procs: 2},
 			want: []string{"saturated at 60000 msg/s", "mqplan itself looks like the limit: it used 195% CPU", "97.5% of the 2 CPUs"}},
+		{name: "mqplan_near_its_ceiling", plan: open, run: overdriveRun{sent: 120000, unsent: 80000, lagMax: 900 * time.Millisecond, perSecond: growing, selfCPU: 88, procs: 1, brokerCPU: 99.5},
+			want: []string{"mqplan was near its ceiling too (88% CPU at its busiest steady second, 88% of the 1 CPU it could use, --procs), so either may be the limit", "the broker's process used at most 99.5% CPU in a steady second"}},
 		{name: "cpu_not_sampled", plan: open, run: overdriveRun{sent: 120000, unsent: 80000, lagMax: 900 * time.Millisecond, perSecond: growing, procs: 2},
 			want: []string{"saturated at 60000 msg/s", "mqplan's own CPU was not sampled"}},
 		{name: "embedded", plan: open, run: overdriveRun{sent: 120000, unsent: 80000, lagMax: 900 * time.Millisecond, perSecond: growing, selfCPU: 190, procs: 2, embedded: true},
