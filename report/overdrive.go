@@ -150,6 +150,9 @@ func limitOf(st *stats.Stats) string {
 		return fmt.Sprintf("mqplan itself looks like the limit: it used %s%% CPU at its busiest steady second, %s of the %s it could use (--procs): give it more CPUs or spread the load over several mqplan processes", fmtFloat(cpu), fmtPercent(share), cpus) + broker
 	case share >= selfBusyShare:
 		return fmt.Sprintf("mqplan was near its ceiling too (%s%% CPU at its busiest steady second, %s of the %s it could use, --procs), so either may be the limit: give mqplan more CPUs to tell", fmtFloat(cpu), fmtPercent(share), cpus) + broker
+	case bsampled && bcpu < 100*selfBusyShare:
+		// Neither process was busy: what held them back is elsewhere.
+		return fmt.Sprintf("neither process was near its CPU ceiling (mqplan at most %s%% of the %s it could use, --procs, the broker's process at most %s%%, 100%% being one core): the machine's CPUs (shared with other processes?), the network or the broker's own limits (queues, in-flight windows) look like the limit", fmtFloat(cpu), cpus, fmtFloat(bcpu))
 	default:
 		return fmt.Sprintf("the broker looks like the limit: mqplan used at most %s%% CPU of the %s it could use (--procs)", fmtFloat(cpu), cpus) + broker
 	}
