@@ -41,7 +41,9 @@ func (l *loader) rateMax(e keyEntry, pub *Publish) bool {
 }
 
 // inflight reads publish.inflight and checks it against the rest of the
-// publish section: it is the closed loop's window, and QoS 0 has none.
+// publish section: it is the closed loop's window, and QoS 0 has none. It
+// refuses rate: max with request/response (publish.response_topic, read
+// before it) as not supported yet.
 func (l *loader) inflight(s *keySection, pub *Publish) {
 	e, present := s.get("inflight")
 	if present {
@@ -56,6 +58,9 @@ func (l *loader) inflight(s *keySection, pub *Publish) {
 		pub.Inflight = 0
 	case pub.Max && pub.QoS > 0 && pub.Inflight == 0:
 		pub.Inflight = defInflight
+	}
+	if re, ok := s.get("rate"); ok && pub.Max && !pub.ResponseTopic.IsZero() {
+		l.errorf(re.val, re.path, "max with response_topic is not supported yet: a request's round trip and its timeout are measured from its intended send time, which a closed loop does not have; give a rate")
 	}
 }
 
