@@ -94,6 +94,10 @@ func (l *loader) arrival(s *keySection, pub *Publish) {
 			l.errorf(e.val, e.path, "not with burst: a burst's messages share one intended time")
 			return
 		}
+		if pub.Max {
+			l.errorf(e.val, e.path, "not with rate: max: a closed loop sends when its window allows, on no schedule to spread")
+			return
+		}
 		pub.Arrival = v
 	default:
 		if hint := suggestKey(v, []string{ArrivalUniform, ArrivalPoisson}); hint != "" {

@@ -64,6 +64,10 @@ type GroupProgram struct {
 	Interval time.Duration
 	// PayloadSize is the publish size (0 for non-publishers).
 	PayloadSize int
+	// Max and Inflight are the group's closed loop (publish.rate: max),
+	// as in ClientPublish: its messages are not known before the run.
+	Max      bool
+	Inflight int
 	// ExpectedPerMessage is the deliveries one message of this group
 	// implies, averaged over the group's clients (exact per client in
 	// Client.Publish).
@@ -126,6 +130,12 @@ type ClientPublish struct {
 	Size     int
 	Retain   bool
 	Schedule Schedule
+	// Max is the closed loop (publish.rate: max): Schedule is then empty
+	// (its Interval 0), and the client publishes as fast as Inflight, its
+	// window of QoS 1/2 publishes awaiting their acknowledgement (0 with
+	// QoS 0), allows, until the end of steady or Schedule.Count.
+	Max      bool
+	Inflight int
 	// Expected is the number of deliveries each message implies: one per
 	// subscribing client whose filters match (a client with several
 	// matching filters gets one copy) and one per matching $share group.
@@ -281,6 +291,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 				}
 			}
 			gp.PayloadSize = g.Publish.Size
+			gp.Max, gp.Inflight = g.Publish.Max, g.Publish.Inflight
 			prog.MaxPayload = max(prog.MaxPayload, g.Publish.Size)
 		}
 		for j := 0; j < g.Count; j++ {
@@ -341,6 +352,8 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 					Retain:          pub.Retain,
 					ResponseTopic:   expandResponseTopic(pub, vars),
 					ResponseTimeout: responseTimeout(pub, p.Drain),
+					Max:             pub.Max,
+					Inflight:        pub.Inflight,
 					Schedule: Schedule{
 						Interval: gp.Interval,
 						Phase:    float64(j) / float64(g.Count),

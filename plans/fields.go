@@ -35,6 +35,7 @@ const (
 	fieldGroupList                       // groups, stages: a non-empty list of mappings
 	fieldSubscribe                       // a filter, a subscription mapping, or a list of either
 	fieldExprList                        // thresholds: a list of expressions
+	fieldPublishRate                     // publish.rate: a rate, or max (closed loop)
 )
 
 // planField is one key of a mapping in a plan file.
@@ -162,13 +163,14 @@ var publishSection = &planSection{
 		{name: "qos", kind: fieldQoS, doc: "0, 1 or 2 (default 0)."},
 		{name: "size", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, doc: "Payload bytes (B, KB=1000, KiB=1024, MB, MiB, GB, GiB; default 256); at least 16, the measurement header."},
 		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
-		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
+		{name: "rate", kind: fieldPublishRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms), or max: each client publishes as soon as its inflight window allows (a closed loop; needs duration). Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
 		{name: "burst", kind: fieldSection, sec: burstSection, doc: burstSection.doc},
 		{name: "arrival", kind: fieldArrival, doc: "How messages spread at the rate: uniform (evenly, clients staggered; the default) or poisson (exponential gaps, seeded by the plan's seed). Not with burst."},
 		{name: "retain", kind: fieldBool, doc: "Publish retained."},
 		{name: "count", kind: fieldInt, min: 0, max: math.MaxInt32, doc: "Stop each client after this many messages; 0 means no limit."},
 		{name: "response_topic", kind: fieldTemplate, doc: "MQTT 5: every message is a request carrying this response topic (the client subscribes to it) and correlation data; responder groups answer there, measured as rtt.*. %c, %u and %i expand per client."},
 		{name: "response_timeout", kind: fieldDuration, positive: true, doc: "With response_topic: an answer later than this after the request's intended send time counts in rtt.timeouts (default 5s)."},
+		{name: "inflight", kind: fieldInt, min: 1, max: MaxInflight, doc: "With rate: max and QoS 1/2: the unacknowledged publishes one client keeps in flight (default 1, as emqtt-bench); the broker's Receive Maximum may lower it."},
 	},
 	// Exactly one without stages, neither with them: the schema, which
 	// sees one section at a time, can only say "not both".

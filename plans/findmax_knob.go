@@ -84,6 +84,8 @@ func checkKnob(k Knob, p *Plan) (Knob, error) {
 	switch {
 	case g.Publish == nil:
 		return Knob{}, fmt.Errorf("%s: group %q does not publish, so it has no rate", k, g.Name)
+	case g.Publish.Max:
+		return Knob{}, fmt.Errorf("%s: group %q publishes with rate: max (a closed loop, as fast as its window allows), so it has no rate to search: search groups.%s.count, or give it a rate", k, g.Name, g.Name)
 	case g.Publish.Count > 0:
 		return Knob{}, fmt.Errorf("%s: group %q stops after publish.count %d messages a client, so a higher rate would end its load sooner rather than raise it: drop the count (--set groups.%s.publish.count=0)", k, g.Name, g.Publish.Count, g.Name)
 	}

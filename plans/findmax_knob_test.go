@@ -20,6 +20,9 @@ groups:
   - name: counted
     count: 2
     publish: {topic: "c/%i", every: 1s, count: 5}
+  - name: maxed
+    count: 2
+    publish: {topic: "m/%i", qos: 1, rate: max}
 duration: 5s
 `
 
@@ -40,10 +43,12 @@ func TestKnob(t *testing.T) {
 		{name: "rate written as rate", knob: "groups.rated.rate", want: "groups.rated.rate", value: 50, set: 12.5, sets: "groups[2].publish.rate=12.5/s"},
 		{name: "count", knob: "groups.sub.count", want: "groups.sub.count", value: 10, set: 17.9, sets: "groups[0].count=17"},
 		{name: "clients is count", knob: "groups.pub.clients", want: "groups.pub.count", value: 10, set: 3, sets: "groups[1].count=3"},
-		{name: "unknown group", knob: "groups.pbu.rate", want: `no group named "pbu" (groups: sub, pub, rated, counted); did you mean "pub"?`, wantErr: true},
+		{name: "unknown group", knob: "groups.pbu.rate", want: `no group named "pbu" (groups: sub, pub, rated, counted, maxed); did you mean "pub"?`, wantErr: true},
 		{name: "unknown property", knob: "groups.pub.rat", want: "did you mean groups.pub.rate?", wantErr: true},
 		{name: "not a group path", knob: "duration", want: "want groups.<name>.rate or groups.<name>.count", wantErr: true},
 		{name: "subscriber has no rate", knob: "groups.sub.rate", want: `group "sub" does not publish`, wantErr: true},
+		{name: "closed loop has no rate", knob: "groups.maxed.rate", want: `group "maxed" publishes with rate: max`, wantErr: true},
+		{name: "closed loop's count is a knob", knob: "groups.maxed.count", want: "groups.maxed.count", value: 2, set: 5, sets: "groups[4].count=5"},
 		{name: "publish count refused", knob: "groups.counted.rate", want: "publish.count 5", wantErr: true},
 	}
 	for _, tt := range tests {

@@ -511,7 +511,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	})...)
 	l.errs = append(l.errs, checkChurn(p)...)
 
-	if !hasDuration && publishKnown {
+	if !hasDuration && publishKnown && !l.closedLoopDuration(root, p) {
 		publishers, counted := 0, 0
 		for _, g := range p.Groups {
 			if g.Publish != nil {
@@ -1055,7 +1055,9 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	case hasEvery:
 		s.duration("every", &pub.Every, durationOpts{positive: true})
 	case hasRate:
-		s.rate("rate", &pub.Rate, false)
+		if !l.rateMax(re, pub) {
+			s.rate("rate", &pub.Rate, false)
+		}
 	default:
 		l.errorf(e.val, e.path, "missing \"every\" or \"rate\": say how often to publish, like every: 100ms (per client) or rate: 500/s (the whole group) (or burst: {every: 10s, messages: 500})")
 	}
@@ -1063,6 +1065,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	s.integer("count", &pub.Count, 0, math.MaxInt32)
 	l.requestFields(s, pub)
 	l.arrival(s, pub)
+	l.inflight(s, pub)
 	return pub, topic, hasTopic, true
 }
 

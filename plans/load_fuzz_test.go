@@ -48,6 +48,7 @@ func FuzzLoad(f *testing.F) {
 	for _, sets := range []string{
 		"duration=1s\ngroups.pub.count=3",
 		"groups[0].publish={topic: x, rate: 5/s}",
+		"groups[0].publish={topic: x, qos: 1, rate: max, inflight: 3}",
 		"groups.pub.subscribe[0]=a/#\ngroups.pub.subscribe[1]={topic: b}",
 		"broker.urls=[mqtt://a, ws://b]\nthresholds[0]=p99 < 1s",
 		"groups.nope.x=1\n=\ngroups[9].count=1\nx[1][2]=[",
@@ -122,9 +123,9 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 			}
 		}
 		if pub := g.Publish; pub != nil {
-			// Exactly one of every and rate, or neither when stages give the rate.
+			// Exactly one of every, rate, burst and max, or neither when stages give the rate.
 			n := 0
-			for _, set := range []bool{pub.Every > 0, pub.Rate > 0, pub.Burst != nil} {
+			for _, set := range []bool{pub.Every > 0, pub.Rate > 0, pub.Burst != nil, pub.Max} {
 				if set {
 					n++
 				}
@@ -138,6 +139,14 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 			}
 			if pub.QoS > 2 || pub.Size < HeaderSize || !rated || pub.Count < 0 {
 				t.Errorf("bad publish in %s: %+v", g.Name, pub)
+			}
+			// The closed loop's window: 1 to MaxInflight at QoS 1/2, none
+			// at QoS 0 or in the open loop.
+			if want := pub.Max && pub.QoS > 0; (pub.Inflight > 0) != want || pub.Inflight > MaxInflight {
+				t.Errorf("bad inflight in %s: %+v", g.Name, pub)
+			}
+			if pub.Max && p.Duration == 0 {
+				t.Errorf("%s: rate: max without a duration", g.Name)
 			}
 			counted = counted && pub.Count > 0
 		}

@@ -300,6 +300,13 @@ type Publish struct {
 	// Arrival is how messages spread at the rate: ArrivalUniform (also
 	// when empty, in a plan built in Go) or ArrivalPoisson (arrival.go).
 	Arrival string `json:"arrival,omitempty"`
+	// Max (rate: max) replaces Every and Rate with a closed loop: each
+	// client publishes its next message as soon as its window allows
+	// (see closedloop.go). Every and Rate are then zero.
+	Max bool `json:"max,omitempty"`
+	// Inflight is the closed loop's window per client: the QoS 1/2
+	// publishes awaiting their acknowledgement (0 with an open loop).
+	Inflight int `json:"inflight,omitempty"`
 	// Retain sets the retain flag.
 	Retain bool `json:"retain"`
 	// Count, when non-zero, stops each client after this many messages.

@@ -212,6 +212,10 @@ func fieldSchema(f planField) map[string]any {
 			s["anyOf"] = []any{map[string]any{"const": 0}, map[string]any{"minimum": minPlanRate}}
 		}
 		return s
+	case fieldPublishRate:
+		r := fieldSchema(planField{kind: fieldRate, positive: f.positive})
+		delete(r, "description")
+		return map[string]any{"description": f.doc, "anyOf": []any{r, map[string]any{"const": RateMax}}}
 	case fieldSize:
 		return map[string]any{"description": f.doc, "type": []any{"integer", "string"}, "minimum": f.min, "maximum": f.max, "pattern": textPattern(sizePattern)}
 	case fieldSection:

@@ -266,6 +266,9 @@ func checkChurn(p *Plan) Errors {
 		if g.Respond != nil || g.Publish != nil && !g.Publish.ResponseTopic.IsZero() {
 			bad(key, "with request/response (respond or publish.response_topic) is not supported yet: the answers to a client that is away would need their own accounting; drop lifetime/churn from this group")
 		}
+		if g.Publish.ClosedLoop() {
+			bad(key, "with publish.rate: max is not supported yet: a churning publisher's sends follow its sessions' schedule, which a closed loop does not have; give the group a rate")
+		}
 		if g.Publish != nil && g.Publish.Count > 0 {
 			bad(key, "with publish.count is not supported yet: a churning publisher skips the messages due while it is away; drop count and give duration")
 		}

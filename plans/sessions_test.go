@@ -150,6 +150,7 @@ func TestChurnPlanErrors(t *testing.T) {
 		{name: "reconnect", groups: "  - {name: a, lifetime: 1s, reconnect: {after: 1s}}\n", want: "with reconnect is not supported yet"},
 		{name: "publish count", groups: "  - {name: a, lifetime: 1s, publish: {topic: t, every: 1s, count: 3}}\n", want: "with publish.count is not supported yet"},
 		{name: "responders", groups: "  - {name: a, lifetime: 1s, respond: {topic: c/%i, qos: 1}}\n  - {name: b, publish: {topic: c/1, every: 1s, qos: 1, response_topic: r/%i}}\n", want: "with request/response (respond or publish.response_topic) is not supported yet"},
+		{name: "closed loop", groups: "  - {name: a, lifetime: 1s, publish: {topic: t, qos: 1, rate: max}}\n", want: "with publish.rate: max is not supported yet"},
 		{name: "typo suggests the key", groups: "  - {name: a, lifetim: 1s}\n", want: `did you mean "lifetime"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

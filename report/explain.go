@@ -102,6 +102,9 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			subs = fmt.Sprintf("respond %s q%d", g.Respond.Topic, g.Respond.QoS)
 		}
 		pub, per, total, exp := "-", "-", "-", "-"
+		if g.Publish != nil && gp.Max {
+			pub, per, total, exp = explainClosedGroup(g.Publish, gp)
+		}
 		if g.Publish != nil && gp.Interval > 0 {
 			pub = fmt.Sprintf("%s q%d %dB", g.Publish.Topic, g.Publish.QoS, g.Publish.Size)
 			rate := float64(time.Second) / float64(gp.Interval)
@@ -158,13 +161,16 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			}
 			return fmt.Sprint(n)
 		}
+		cells := [...]string{dash(ph.Messages, true), dash(ph.Deliveries, true), dash(ph.Bytes, true), dash(ph.DeliveredBytes, true),
+			dash(ph.Messages, false), dash(ph.Deliveries, false)}
+		closedPhaseCells(prog, ph, &cells)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", ph.Phase, length, connects,
-			dash(ph.Messages, true), dash(ph.Deliveries, true), dash(ph.Bytes, true), dash(ph.DeliveredBytes, true),
-			dash(ph.Messages, false), dash(ph.Deliveries, false))
+			cells[0], cells[1], cells[2], cells[3], cells[4], cells[5])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	explainClosedNote(&b, prog)
 	if err := writeRequests(&b, prog); err != nil {
 		return err
 	}

@@ -441,6 +441,8 @@ func planGroups(r *Result) []htmlPlanGroup {
 		if p := g.Publish; p != nil {
 			var rate string
 			switch {
+			case p.Max:
+				rate = closedLoopRate(p)
 			case p.Rate > 0:
 				rate = fmtRate(p.Rate) + " msg/s for the group"
 			case p.Every > 0:

@@ -150,8 +150,11 @@ type jsonPlanPublish struct {
 	Rate    float64        `json:"rate,omitempty"`
 	Burst   *jsonPlanBurst `json:"burst,omitempty"`
 	Arrival string         `json:"arrival,omitempty"`
-	Retain  bool           `json:"retain"`
-	Count   int            `json:"count,omitempty"`
+	// Max and Inflight: the closed loop (publish.rate: max).
+	Max      bool `json:"max,omitempty"`
+	Inflight int  `json:"inflight,omitempty"`
+	Retain   bool `json:"retain"`
+	Count    int  `json:"count,omitempty"`
 	// ResponseTopic and ResponseTimeout make the messages requests.
 	ResponseTopic   plans.Template `json:"response_topic,omitzero"`
 	ResponseTimeout jsonDuration   `json:"response_timeout,omitempty"`
@@ -222,7 +225,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		}
 		if pub := g.Publish; pub != nil {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
-				Every: jsonDuration(pub.Every), Rate: pub.Rate, Arrival: pub.Arrival, Retain: pub.Retain, Count: pub.Count,
+				Every: jsonDuration(pub.Every), Rate: pub.Rate, Arrival: pub.Arrival, Max: pub.Max, Inflight: pub.Inflight, Retain: pub.Retain, Count: pub.Count,
 				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout)}
 			if b := pub.Burst; b != nil {
 				jg.Publish.Burst = &jsonPlanBurst{Every: jsonDuration(b.Every), Messages: b.Messages}

@@ -336,6 +336,9 @@ func (c *resultCheck) plan(r *Result) {
 			if a := pub.Arrival; a != "" && a != plans.ArrivalUniform && a != plans.ArrivalPoisson {
 				c.fail(p+".publish.arrival", "%q is not an arrival (uniform or poisson)", a)
 			}
+			if pub.Inflight < 0 || pub.Inflight > plans.MaxInflight || pub.Inflight > 0 && !pub.Max {
+				c.fail(p+".publish.inflight", "%d is not a closed loop's window (1 to %d, with max)", pub.Inflight, plans.MaxInflight)
+			}
 		}
 	}
 }

@@ -250,6 +250,11 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 		})
 	}
 	r.Warnings = warnings(r, st)
+	if od := overdriveWarning(p, st); od != "" {
+		// First: the figures below it read differently once it is known.
+		r.Warnings = append([]string{od}, r.Warnings...)
+	}
+	r.Warnings = append(r.Warnings, closedLoopNotes(p, st)...)
 	if base != nil && base.Result != nil {
 		// Last: the comparison's notes read this run's verdict and
 		// warnings.

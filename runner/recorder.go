@@ -167,6 +167,9 @@ type sendRecord struct {
 	lag        time.Duration
 	// intended is the message's intended send time, ns since the epoch.
 	intended int64
+	// closed: a closed-loop send (publish.rate: max), which has no
+	// schedule to lag behind: it leaves the lag figures alone.
+	closed bool
 }
 
 // recordSend counts one PUBLISH written.
@@ -184,15 +187,17 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 			st.addDue(g, b, int64(n), 0)
 		}
 	}
-	lag := micros(s.lag)
-	record(&m.Lag, lag, &m.OverRange)
-	if s.lag > stats.LateThreshold {
-		m.Late++
-	}
 	sec := &st.sec[s.group]
 	sec.sent++
-	if lag > sec.lagMax {
-		sec.lagMax = lag
+	if !s.closed {
+		lag := micros(s.lag)
+		record(&m.Lag, lag, &m.OverRange)
+		if s.lag > stats.LateThreshold {
+			m.Late++
+		}
+		if lag > sec.lagMax {
+			sec.lagMax = lag
+		}
 	}
 	st.mu.Unlock()
 }

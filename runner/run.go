@@ -14,6 +14,7 @@ import (
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -311,6 +312,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	st.ErrorSamples = r.errorSamples()
 	st.InFlightAtEnd = r.inflightAtEnd
 	st.DrainQuiet = r.drainQuiet
+	st.Procs = runtime.GOMAXPROCS(0)
 	if broker != nil {
 		bs := broker.Stats()
 		st.Broker = &bs
@@ -570,6 +572,10 @@ func (r *run) connect(ctx context.Context, c *client, t mqttc.Target) {
 		SourceAddr:    pc.SourceAddr,
 		Version:       byte(g.Protocol),
 	}
+	if pub := pc.Publish; pub != nil && pub.Max {
+		opts.Inflight = pub.Inflight
+		c.wake = make(chan struct{}, 1)
+	}
 	if pw := pc.Password.Reveal(); pw != "" {
 		opts.Password = []byte(pw)
 	}
@@ -580,6 +586,9 @@ func (r *run) connect(ctx context.Context, c *client, t mqttc.Target) {
 		Acked: func(a mqttc.Ack) {
 			ph, _ := r.sentAs(pc.Publish, a.Token)
 			r.rec.recordAck(pc.Index, ph, group, a.Latency, a.Reason.Failed())
+			if pc.Publish != nil && pc.Publish.Max {
+				ackedWake(c)
+			}
 			if a.QoS == 2 && a.AckQoS == 1 {
 				r.groups[group].pubDowngraded.Add(1)
 				r.rec.recordEvent(pc.Index, ph, group, evQoSDowngrade, 0)
@@ -966,7 +975,9 @@ func (r *run) publishPhases(ctx context.Context) {
 			c.quit.Store(1)
 			continue
 		}
-		c.wake = make(chan struct{}, 1)
+		if c.wake == nil { // a closed-loop publisher has had one since it connected
+			c.wake = make(chan struct{}, 1)
+		}
 		pubs = append(pubs, c)
 	}
 	pace, err := newPacer(pubs, start, r.now)
@@ -986,6 +997,10 @@ func (r *run) publishPhases(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			defer c.publishing.Store(false)
+			if c.plan.Publish.Max {
+				r.publishMax(pubCtx, c, start)
+				return
+			}
 			r.publish(pubCtx, c, start)
 		}()
 	}
@@ -1012,8 +1027,10 @@ func (r *run) publishPhases(ctx context.Context) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	phaseCtx, endPhases := closedLoopEnd(ctx, pubs, &wg)
+	defer endPhases()
 	for _, b := range bounds {
-		if !r.sleepUntil(ctx, timer, time.Duration(start)+b.at) {
+		if !r.sleepUntil(phaseCtx, timer, time.Duration(start)+b.at) {
 			break
 		}
 		r.setPhase(b.phase)
@@ -1353,6 +1370,9 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 // message, and the connection carries a fixed-size record whatever the
 // runner needs to know.
 func (r *run) sentAs(pub *plans.ClientPublish, tok mqttc.Token) (ph phase.Phase, intended int64) {
+	if pub.Max {
+		return r.sentAsMax(tok)
+	}
 	off, _ := pub.Schedule.At(int(tok) - 1)
 	return r.prog.PhaseOf(off), r.epochWall + r.pubStart.Load() + int64(off)
 }

@@ -167,6 +167,11 @@ type Stats struct {
 	// downgrades, no shared subscriptions, a copy per overlapping
 	// subscription), for the report's warnings.
 	Notices []string
+	// Procs is how many CPUs mqplan's Go runtime could use during the run
+	// (GOMAXPROCS; 0 when unknown), so that a report can tell whether
+	// mqplan's own CPU (Second.Self) was at its ceiling, in which case
+	// mqplan rather than the broker may have been the limit.
+	Procs int
 }
 
 // Phase returns phase p's figures, or nil when the run recorded no

@@ -61,6 +61,11 @@ type Options struct {
 	// Version is the MQTT protocol level: Version31, Version311 or
 	// Version5 (0 means 5).
 	Version byte
+	// Inflight, when above 0, caps the in-flight window (the QoS 1/2
+	// publishes awaiting their acknowledgement) below the default of 256
+	// and the broker's Receive Maximum: a closed-loop publisher's window,
+	// which Publish then enforces by waiting for a free slot.
+	Inflight int
 }
 
 // Will is the message the broker publishes for a client that goes away
@@ -234,6 +239,9 @@ func Dial(ctx context.Context, t Target, o Options, now func() int64, h Handlers
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Time{})
+	if o.Inflight > 0 && o.Inflight < cap(c.window) {
+		c.initWindow(o.Inflight)
+	}
 	c.start()
 	return c, nil
 }

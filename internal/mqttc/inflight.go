@@ -222,3 +222,7 @@ func (c *Conn) TakeUnacked(into []Token) []Token {
 // Pending is the number of QoS 1/2 publishes awaiting their
 // acknowledgement.
 func (c *Conn) Pending() int { return int(c.pending.Load()) }
+
+// Window is the most QoS 1/2 publishes the connection keeps in flight:
+// 256, the broker's Receive Maximum or Options.Inflight, whichever is least.
+func (c *Conn) Window() int { return cap(c.window) }

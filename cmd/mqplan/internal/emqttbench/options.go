@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mqplan/mqplan/internal/suggest"
+	"github.com/mqplan/mqplan/plans"
 	"strconv"
 	"strings"
 	"time"
@@ -39,7 +40,9 @@ type Options struct {
 	startNumber int
 	interval    int // ms between two connections
 	connRate    int // connections per second; 0 means use interval
-	msgInterval int // ms between one client's messages
+	msgInterval int // ms between one client's messages; 0: as fast as possible (rate: max)
+	inflight    int // -F: the closed loop's window of QoS 1/2 publishes
+	hasInflight bool
 	username    string
 	password    string
 	hasPassword bool
@@ -146,15 +149,13 @@ var options = []*option{
 		help: "connections per second; 0 means use --interval",
 		set:  func(o *Options, v string) error { return intIn(v, &o.connRate, 0, 1_000_000) }},
 	{short: 'I', long: "interval_of_msg", arg: "MS", def: "1000", kinds: "p",
-		help: "milliseconds between two messages of one client",
+		help: "milliseconds between two messages of one client; 0: as fast as possible (publish.rate: max, each client's next message as soon as its -F window allows)",
+		set:  func(o *Options, v string) error { return intIn(v, &o.msgInterval, 0, 3_600_000) }},
+	{short: 'F', long: "inflight", arg: "N", def: "1", kinds: "p",
+		help: fmt.Sprintf("with -I 0: the QoS 1/2 publishes one client keeps awaiting their acknowledgement (1 to %d; ignored at QoS 0, as emqtt-bench does)", plans.MaxInflight),
 		set: func(o *Options, v string) error {
-			if err := intIn(v, &o.msgInterval, 0, 3_600_000); err != nil {
-				return err
-			}
-			if o.msgInterval == 0 {
-				return errors.New("0 (publish as fast as possible) is not supported: mqplan publishes on a fixed schedule and measures against it; give an interval such as 1")
-			}
-			return nil
+			o.hasInflight = true
+			return intIn(v, &o.inflight, 1, plans.MaxInflight)
 		}},
 	{short: 'u', long: "username", arg: "NAME", kinds: "csp",
 		help: "user name for CONNECT (taken literally, no placeholders)",
@@ -261,7 +262,6 @@ var unsupported = []struct {
 	{'m', "message", "mqplan's payloads carry its measurement header (publisher, sequence, send time) and checked padding; set the size with -s"},
 	{0, "payload-hdrs", "mqplan always measures latency, loss, duplicates and order from its own header"},
 	{'Q', "qoe", "mqplan always reports connect and subscribe latency (connect.*, subscribe.* in the report and thresholds)"},
-	{'F', "inflight", "the in-flight window is mqplan's own and not configurable"},
 	{0, "max-random-wait", "mqplan staggers publishers evenly over the interval instead"},
 	{0, "min-random-wait", "mqplan staggers publishers evenly over the interval instead"},
 	{0, "num-retry-connect", "a plan's groups[].reconnect reconnects dropped clients; failed connects are reported, not retried"},
@@ -284,6 +284,7 @@ func defaults(kind Kind) *Options {
 		startNumber: 0,
 		interval:    10,
 		msgInterval: 1000,
+		inflight:    1,
 		size:        256,
 		keepalive:   300,
 		clean:       true,

@@ -45,6 +45,10 @@ func TestParse(t *testing.T) {
 				o.certFile, o.keyFile, o.ssl, o.caFile, o.ifaddrs = "c.pem", "k.pem", true, "ca.pem", []string{"10.0.0.1", "10.0.0.2"}
 				o.prefix, o.duration, o.hasDuration, o.thresholds = "px", 90*time.Second, true, []string{"p99 < 5ms", "loss_rate == 0"}
 			}},
+		{name: "-I 0 and -F: the closed loop", kind: Pub, args: []string{"-t", "t", "-I", "0", "-F", "32", "-q", "1"},
+			want: func(o *Options) { o.msgInterval, o.inflight, o.hasInflight, o.qos = 0, 32, true, 1 }},
+		{name: "--inflight= long form", kind: Pub, args: []string{"-t", "t", "-I0", "--inflight=256"},
+			want: func(o *Options) { o.msgInterval, o.inflight, o.hasInflight = 0, 256, true }},
 		{name: "a boolean alone is true", kind: Pub, args: []string{"-t", "t", "-r", "--ws", "-S"},
 			want: func(o *Options) { o.retain, o.ws, o.ssl = true, true, true }},
 		{name: "a boolean takes an explicit value that follows", kind: Sub, args: []string{"-t", "t", "-C", "false"},

@@ -64,6 +64,14 @@ func (o *Options) Compile(runID string) (*Plan, error) {
 		p.Notes = append(p.Notes, fmt.Sprintf("-L %d is a limit over all %d clients; a plan's limit is per client, so each sends %d (%d in all)",
 			o.limit, o.count, n, n*o.count))
 	}
+	if o.hasInflight && o.msgInterval > 0 {
+		// emqtt-bench's -F sizes the window of every publisher; mqplan's
+		// open loop publishes on its schedule with its own window.
+		p.Notes = append(p.Notes, fmt.Sprintf("-F %d is the window of the closed loop (-I 0): with -I %d mqplan publishes on its schedule, with its own in-flight window (up to 256), so -F has no effect", o.inflight, o.msgInterval))
+	}
+	if o.hasInflight && o.msgInterval == 0 && o.qos == 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("-F %d counts QoS 1/2 publishes: at QoS 0 it has no effect, as in emqtt-bench (each client writes its next message as soon as the previous write returned)", o.inflight))
+	}
 	if o.printPlan && o.hasPassword {
 		p.PrintNotes = append(p.PrintNotes, "the password is not written in the plan; it reads it from the environment variable "+PasswordVar)
 	}
@@ -157,7 +165,14 @@ func (o *Options) planYAML() (string, error) {
 		w("      topic: %s\n", yamlQuote(envEscape(topicTemplate(o.topics[0]))))
 		w("      qos: %d\n", o.qos)
 		w("      size: %d\n", o.size)
-		w("      every: %dms\n", o.msgInterval)
+		if o.msgInterval == 0 {
+			w("      rate: max\n")
+			if o.qos > 0 {
+				w("      inflight: %d\n", o.inflight)
+			}
+		} else {
+			w("      every: %dms\n", o.msgInterval)
+		}
 		w("      retain: %t\n", o.retain)
 		if n := o.perClientLimit(); n > 0 {
 			w("      count: %d\n", n)
@@ -166,7 +181,7 @@ func (o *Options) planYAML() (string, error) {
 	switch {
 	case o.hasDuration:
 		w("duration: %s\n", shortDuration(o.duration))
-	case o.kind == Pub && o.limit > 0:
+	case o.kind == Pub && o.limit > 0 && o.msgInterval > 0:
 		// No duration: the run ends when every client has sent its count.
 	default:
 		w("duration: %s\n", shortDuration(defaultDuration))
@@ -312,6 +327,8 @@ var planPaths = []struct {
 	{regexp.MustCompile(`^groups\[0\]\.publish\.qos$`), "-q/--qos"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.size$`), "-s/--size"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.every$`), "-I/--interval_of_msg"},
+	{regexp.MustCompile(`^groups\[0\]\.publish\.rate$`), "-I/--interval_of_msg"},
+	{regexp.MustCompile(`^groups\[0\]\.publish\.inflight$`), "-F/--inflight"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.count$`), "-L/--limit"},
 	{regexp.MustCompile(`^duration$`), "--duration"},
 }
