@@ -479,7 +479,7 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 			"bounds of values written with units (65535s, 257MiB, 1e10/s, 0/s): a pattern cannot compare magnitudes"},
 		{`longer than the limit|more than the limit|reaches .* more than the limit`, "the timeline's and the plan's budgets, summed across fields"},
 		{`missing "duration"`, "duration required unless every publishing group has a count"},
-		{`inflight is the window of the closed loop|inflight counts QoS 1/2|max with response_topic is not supported yet`, "inflight against publish.rate and publish.qos, rate: max against response_topic: value rules across fields, which the catalogue's presence rules (notBoth, oneOf, anyOf) cannot state"},
+		{`inflight is the window of the closed loop|inflight counts QoS 1/2|max with response_topic is not supported yet|not with rate: max: a closed loop`, "inflight against publish.rate and publish.qos, rate: max against response_topic and arrival: value rules across fields, which the catalogue's presence rules (notBoth, oneOf, anyOf) cannot state"},
 		{`reads nothing of this run`, "the threshold language"},
 		{`^bad number|with the size|which is not a number of bytes|is not a whole number of bytes|is a whole-run figure`, "the threshold language's literals, types and scopes (a schema sees a string)"},
 		{`second one starts here`, "a second YAML document"},
