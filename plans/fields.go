@@ -33,6 +33,9 @@ const (
 	fieldGroupList                       // groups: a non-empty list of group mappings
 	fieldSubscribe                       // a filter, a subscription mapping, or a list of either
 	fieldExprList                        // thresholds: a list of expressions
+	fieldPayload                         // publish.payload: a payload template (payload.go)
+	fieldHeader                          // publish.header: prefix, property or field
+	fieldSizeDist                        // publish.size: a size, {min, max} or a list of {size, weight}
 )
 
 // planField is one key of a mapping in a plan file.
@@ -158,7 +161,9 @@ var publishSection = &planSection{
 	fields: []planField{
 		{name: "topic", kind: fieldTemplate, required: true, doc: "The topic: %c client id, %u user name, %i sequence number, %% a literal %."},
 		{name: "qos", kind: fieldQoS, doc: "0, 1 or 2 (default 0)."},
-		{name: "size", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, doc: "Payload bytes (B, KB=1000, KiB=1024, MB, MiB, GB, GiB; default 256); at least 16, the measurement header."},
+		{name: "size", kind: fieldSizeDist, min: HeaderSize, max: maxPayloadSize, doc: "Payload bytes (B, KB=1000, KiB=1024, MB, MiB, GB, GiB; default 256); at least 16, the measurement header. {min, max} draws a uniform size per message, a list of {size, weight} a weighted one (seeded: the receiver knows each message's size). Not with payload."},
+		{name: "payload", kind: fieldPayload, doc: "A payload template that real consumers parse, like JSON: %c %u %i, %s sequence, %t send time (Unix ms), %T (RFC 3339), %h the header, %{int:LO:HI}, %{float:LO:HI:D}, %{choice:A|B}, %{hex:N}; rendered per message, checked byte for byte on receipt."},
+		{name: "header", kind: fieldHeader, doc: "Where the measurement header goes: prefix (16 binary bytes first; the default), property (an MQTT 5 user property, so the payload is the template alone) or field (the template's %h; the default when it has one)."},
 		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every or rate, exactly one."},
 		{name: "rate", kind: fieldRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms). Set every or rate, exactly one."},
 		{name: "retain", kind: fieldBool, doc: "Publish retained."},
@@ -176,6 +181,24 @@ var respondSection = &planSection{
 		{name: "topic", kind: fieldTemplate, required: true, doc: "The command topic filter each client subscribes to; %c, %u and %i expand per client (cmd/%i pairs requester i with responder i)."},
 		{name: "qos", kind: fieldQoS, doc: "The QoS of the command subscription: 0, 1 or 2 (default 0). Answers go at QoS 0."},
 		{name: "size", kind: fieldSize, min: answerMinSize, max: maxPayloadSize, doc: "Answer payload bytes: the responder's number, then padding (default 16, at least 4)."},
+	},
+}
+
+var sizeRangeSection = &planSection{
+	name: "size_range",
+	doc:  "A uniform payload size per message, from min to max bytes.",
+	fields: []planField{
+		{name: "min", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, required: true, doc: "The smallest size, at least 16 bytes."},
+		{name: "max", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, required: true, doc: "The largest size, at least min."},
+	},
+}
+
+var sizeChoiceSection = &planSection{
+	name: "size_choice",
+	doc:  "One size of a weighted list: drawn with probability weight/(sum of weights).",
+	fields: []planField{
+		{name: "size", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, required: true, doc: "The payload size, at least 16 bytes."},
+		{name: "weight", kind: fieldInt, min: 1, max: maxSizeWeight, doc: "The relative weight (default 1)."},
 	},
 }
 
@@ -220,6 +243,7 @@ var planSectionTop = &planSection{
 		{name: "ramp", kind: fieldDuration, doc: "The publish rate grows linearly from 0 to its target (default 0s)."},
 		{name: "duration", kind: fieldDuration, positive: true, doc: "The measured steady phase; required unless every publishing group has a publish.count."},
 		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
+		{name: "seed", kind: fieldInt, min: 0, max: maxSeed, doc: "Seeds the random values of payload templates and sizes (default 0): a run is repeatable, and the receiver regenerates each payload to check it."},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
 	},
 }
@@ -236,4 +260,6 @@ var (
 	subKeys       = subscriptionSection.keys()
 	publishKeys   = publishSection.keys()
 	respondKeys   = respondSection.keys()
+	sizeRangeKeys = sizeRangeSection.keys()
+	sizeKeys      = sizeChoiceSection.keys()
 )

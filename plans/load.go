@@ -144,6 +144,9 @@ type loader struct {
 	ids        []idDecl
 	// checkFiles is LoadOptions.CheckFiles.
 	checkFiles bool
+	// payloadUse is where the last publish: section wrote its payload
+	// fields, for checkPayload.
+	payloadUse payloadUse
 }
 
 func (l *loader) load(sets []string) *Plan {

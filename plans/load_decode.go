@@ -490,6 +490,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	top.duration("ramp", &p.Ramp, durationOpts{})
 	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
 	top.duration("drain", &p.Drain, durationOpts{})
+	l.seed(top, p)
 	p.Thresholds = l.thresholds(top)
 	l.errs = append(l.errs, checkRequests(p)...)
 	l.errs = append(l.errs, checkTimeline(p, func(key string) Pos {
@@ -826,6 +827,7 @@ func (l *loader) groups(top *keySection, b Broker) (groups []Group, publishKnown
 		}
 		groups = append(groups, g)
 	}
+	l.checkHeaderProtocols(groups, e.val.Content, e.path)
 	l.checkClientIDs(groups)
 	return groups, publishKnown
 }
@@ -931,6 +933,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 		if hasTopic {
 			refs = append(refs, r)
 		}
+		l.checkPayload(&g, l.payloadUse)
 	}
 	refs = append(refs, l.requestResponse(s, &g)...)
 	l.checkTemplates(g, refs, userUse)
@@ -1014,7 +1017,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 		l.errorf(e.val, e.path, "missing \"topic\": say which topic to publish to")
 	}
 	s.qos("qos", &pub.QoS)
-	s.size("size", &pub.Size, HeaderSize, maxPayloadSize, " (the measurement header)")
+	l.payloadUse = l.publishPayload(s, pub)
 	ee, hasEvery := s.get("every")
 	re, hasRate := s.get("rate")
 	switch {

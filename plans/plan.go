@@ -125,6 +125,10 @@ type Plan struct {
 	Drain time.Duration `json:"drain"`
 	// Thresholds are the pass conditions, each an expression.
 	Thresholds []ThresholdSource `json:"thresholds,omitempty"`
+	// Seed keys the random values of payload templates and size
+	// distributions, so that a run repeats and a receiver regenerates
+	// each payload (default 0).
+	Seed uint64 `json:"seed,omitempty"`
 
 	// compiled are the thresholds as Load compiled them, which
 	// CompileThresholds hands out again rather than compiling twice.
@@ -278,8 +282,17 @@ type Publish struct {
 	// Topic is the topic template (no wildcards).
 	Topic Template `json:"topic"`
 	QoS   byte     `json:"qos"`
-	// Size is the payload size in bytes, at least HeaderSize.
+	// Size is the payload size in bytes, at least HeaderSize; with
+	// Sizes, the largest size; with Payload, unused (0 is not set).
 	Size int `json:"size"`
+	// Sizes, when set, draws a binary payload's size per message.
+	Sizes *SizeDist `json:"sizes,omitempty"`
+	// Payload, when set, is the template the payload is rendered from
+	// instead of binary padding.
+	Payload *PayloadTemplate `json:"payload,omitempty"`
+	// Header is where the measurement header goes: HeaderPrefix,
+	// HeaderProperty or HeaderField.
+	Header string `json:"header,omitempty"`
 	// Every is the interval between one client's messages (per client).
 	// Exactly one of Every and Rate is set.
 	Every time.Duration `json:"every,omitempty"`

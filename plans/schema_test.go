@@ -149,6 +149,8 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"subscription": {subKeys, false},
 		"publish":      {publishKeys, false},
 		"respond":      {respondKeys, false},
+		"size_range":   {sizeRangeKeys, false},
+		"size_choice":  {sizeKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {
 		m := mappings[name]

@@ -95,6 +95,7 @@ type jsonPlan struct {
 	Duration    jsonDuration            `json:"duration"`
 	Drain       jsonDuration            `json:"drain"`
 	Thresholds  []plans.ThresholdSource `json:"thresholds,omitempty"`
+	Seed        uint64                  `json:"seed,omitempty"`
 }
 
 type jsonPlanBroker struct {
@@ -141,13 +142,19 @@ type jsonPlanChurn struct {
 }
 
 type jsonPlanPublish struct {
-	Topic  plans.Template `json:"topic"`
-	QoS    byte           `json:"qos"`
-	Size   int            `json:"size"`
-	Every  jsonDuration   `json:"every,omitempty"`
-	Rate   float64        `json:"rate,omitempty"`
-	Retain bool           `json:"retain"`
-	Count  int            `json:"count,omitempty"`
+	Topic plans.Template `json:"topic"`
+	QoS   byte           `json:"qos"`
+	Size  int            `json:"size"`
+	// Sizes, Payload and Header echo a drawn publish.size,
+	// publish.payload and publish.header (absent for a fixed binary
+	// payload).
+	Sizes   *plans.SizeDist        `json:"sizes,omitempty"`
+	Payload *plans.PayloadTemplate `json:"payload,omitempty"`
+	Header  string                 `json:"header,omitempty"`
+	Every   jsonDuration           `json:"every,omitempty"`
+	Rate    float64                `json:"rate,omitempty"`
+	Retain  bool                   `json:"retain"`
+	Count   int                    `json:"count,omitempty"`
 	// ResponseTopic and ResponseTimeout make the messages requests.
 	ResponseTopic   plans.Template `json:"response_topic,omitzero"`
 	ResponseTimeout jsonDuration   `json:"response_timeout,omitempty"`
@@ -173,6 +180,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		Warmup: jsonDuration(p.Warmup), Ramp: jsonDuration(p.Ramp),
 		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain),
 		Thresholds: p.Thresholds,
+		Seed:       p.Seed,
 	}
 	for i, u := range p.Broker.URLs {
 		jp.Broker.URLs[i] = redactURL(u)
@@ -202,7 +210,8 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		if pub := g.Publish; pub != nil {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
 				Every: jsonDuration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
-				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout)}
+				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout),
+				Payload: pub.Payload, Header: pub.Header, Sizes: pub.Sizes}
 		}
 		jg.Respond = g.Respond
 		jp.Groups[i] = jg

@@ -676,6 +676,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		Warmup: time.Duration(jp.Warmup), Ramp: time.Duration(jp.Ramp),
 		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain),
 		Thresholds: jp.Thresholds,
+		Seed:       jp.Seed,
 	}
 	for _, g := range jp.Groups {
 		pg := plans.Group{
@@ -694,7 +695,8 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		if pub := g.Publish; pub != nil {
 			pg.Publish = &plans.Publish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
 				Every: time.Duration(pub.Every), Rate: pub.Rate, Retain: pub.Retain, Count: pub.Count,
-				ResponseTopic: pub.ResponseTopic, ResponseTimeout: time.Duration(pub.ResponseTimeout)}
+				ResponseTopic: pub.ResponseTopic, ResponseTimeout: time.Duration(pub.ResponseTimeout),
+				Payload: pub.Payload, Header: pub.Header, Sizes: pub.Sizes}
 		}
 		pg.Respond = g.Respond
 		p.Groups = append(p.Groups, pg)
