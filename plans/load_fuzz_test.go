@@ -121,8 +121,14 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 			}
 		}
 		if pub := g.Publish; pub != nil {
-			if pub.QoS > 2 || pub.Size < HeaderSize || (pub.Every > 0) == (pub.Rate > 0) || pub.Count < 0 {
+			if pub.QoS > 2 || (pub.Size < HeaderSize) != (pub.Payload != nil) || (pub.Every > 0) == (pub.Rate > 0) || pub.Count < 0 {
 				t.Errorf("bad publish in %s: %+v", g.Name, pub)
+			}
+			if d := pub.Sizes; d != nil && (pub.Payload != nil || len(d.Choices) == 0 && (d.Min < HeaderSize || d.Min > d.Max)) {
+				t.Errorf("bad size distribution in %s: %+v", g.Name, d)
+			}
+			if pub.Payload != nil && pub.Header != HeaderPrefix && pub.Header != HeaderProperty && pub.Header != HeaderField {
+				t.Errorf("a template without its header's place in %s: %q", g.Name, pub.Header)
 			}
 			counted = counted && pub.Count > 0
 		}

@@ -226,8 +226,7 @@ func (p payloadPart) maxLen() int {
 	case 'I':
 		return max(len(strconv.FormatInt(p.lo, 10)), len(strconv.FormatInt(p.hi, 10)))
 	case 'F':
-		// sign, digits, point, and a leading 0 when |v| < 1.
-		return max(len(strconv.FormatInt(p.lo, 10)), len(strconv.FormatInt(p.hi, 10))) + 2
+		return max(scaledLen(p.lo, p.dec), scaledLen(p.hi, p.dec))
 	case 'C':
 		n := 0
 		for _, c := range p.choices {
@@ -425,6 +424,24 @@ func (t *PayloadTemplate) AppendRender(dst []byte, v TemplateVars, k PayloadKey)
 		}
 	}
 	return dst
+}
+
+// scaledLen is the length of appendScaled's output for v: its sign, the
+// integer part (at least one digit), and the point and decimals. It grows
+// with |v|, so a range's ends bound every value between them.
+func scaledLen(v int64, dec int) int {
+	n := 0
+	if v < 0 {
+		n, v = 1, -v
+	}
+	for range dec {
+		v /= 10
+	}
+	n += len(strconv.FormatInt(v, 10))
+	if dec > 0 {
+		n += 1 + dec
+	}
+	return n
 }
 
 // appendScaled appends v/10^dec with exactly dec decimals.
