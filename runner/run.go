@@ -256,6 +256,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	if r.listenOnly = prog.Publishers() == 0; r.listenOnly {
 		// Room for the padding of other processes' payloads up to 1 MiB.
 		r.pattern = padPattern(1 << 20)
+		// Another process's messages may carry their header in a user
+		// property (mqplan pub -m with MQTT 5).
+		r.checks.property = true
 	}
 	r.groups = make([]groupGrants, len(prog.Groups))
 	r.groupConns = make([]groupConns, len(prog.Groups))
@@ -1419,10 +1422,13 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 		return
 	}
 	if !ok || h.seq == 0 || int(h.pub) >= len(clients) || clients[h.pub].Publish == nil || r.listenOnly || h.intended < r.epochWall {
-		if ok && h.seq != 0 && r.listenOnly && paddingOK(payload, r.pattern, h, len(payload)) {
+		if ok && h.seq != 0 && r.listenOnly && (place == placeProperty || paddingOK(payload, r.pattern, h, len(payload))) {
 			// Another process's message (mqplan pub): there is nothing to
 			// expect, so only deliveries, duplicates, order and latency
-			// (from its wall-clock intended time) are measured.
+			// (from its wall-clock intended time) are measured. A payload
+			// whose header is in a user property is another process's
+			// text (mqplan pub -m), which this one does not know: its
+			// content is not checked.
 			d.phase, d.group, d.pubGroup = r.current(), pc.Group, pc.Group
 			d.kind = r.observe(c, h, d.phase)
 			d.scheduled = false
