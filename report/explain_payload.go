@@ -24,6 +24,19 @@ func payloadSize(prog *plans.Program, gp plans.GroupProgram) string {
 	return fmt.Sprintf("%dB", pub.Size)
 }
 
+// planPayloadSize describes a plan's publish payload as the HTML page
+// shows it: its fixed size, its drawn sizes, or its template.
+func planPayloadSize(p *plans.Publish) string {
+	switch {
+	case p.Payload != nil:
+		return "a payload template (header: " + p.Header + ")"
+	case p.Sizes != nil:
+		lo, hi, mean := p.Sizes.Bounds()
+		return fmt.Sprintf("%d-%d B (mean %.0f B)", lo, hi, mean)
+	}
+	return fmt.Sprintf("%d B", p.Size)
+}
+
 // explainPayloads lists each templated group's template, where its header
 // goes, and its first client's first message as rendered (sent at the
 // Unix epoch: the run stamps real send times).

@@ -448,7 +448,7 @@ func planGroups(r *Result) []htmlPlanGroup {
 					rate += fmt.Sprintf(" (%s msg/s for the group)", fmtRate(float64(g.Count)/p.Every.Seconds()))
 				}
 			}
-			hg.Publish = fmt.Sprintf("%s, QoS %d, %d B, %s", p.Topic.String(), p.QoS, p.Size, rate)
+			hg.Publish = fmt.Sprintf("%s, QoS %d, %s, %s", p.Topic.String(), p.QoS, planPayloadSize(p), rate)
 			if p.Count > 0 {
 				hg.Publish += fmt.Sprintf(", %d per client", p.Count)
 			}
