@@ -134,7 +134,13 @@ func (p *payloadChecks) findHeader(props, payload []byte) (header, headerPlace) 
 			if pub, seq, at, ok := plans.ParseHeaderHex(payload[f.at : f.at+plans.HeaderHexLen]); ok {
 				return header{pub, seq, at}, placeField
 			}
-			return header{}, placeBroken
+			// A %h at offset 0 has no text to recognise its payloads
+			// by; a binary header never starts with a hex digit (its
+			// first byte is a publisher number's high byte, 0), so a
+			// payload that does is a broken field.
+			if len(f.prefix) > 0 || payload[0] != 0 {
+				return header{}, placeBroken
+			}
 		}
 	}
 	if h, ok := decodeHeader(payload); ok {
