@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/plans"
@@ -114,6 +115,9 @@ func newPayloadChecks(prog *plans.Program) payloadChecks {
 			}
 		}
 	}
+	// The longest text first: a payload whose template's text another
+	// one's begins with is read at its own %h.
+	slices.SortStableFunc(pc.fields, func(a, b fieldHeader) int { return len(b.prefix) - len(a.prefix) })
 	return pc
 }
 
@@ -129,6 +133,7 @@ func (p *payloadChecks) findHeader(props, payload []byte) (header, headerPlace) 
 			return header{}, placeBroken
 		}
 	}
+	claimed := false
 	for _, f := range p.fields {
 		if len(payload) >= f.at+plans.HeaderHexLen && bytes.HasPrefix(payload, f.prefix) {
 			if pub, seq, at, ok := plans.ParseHeaderHex(payload[f.at : f.at+plans.HeaderHexLen]); ok {
@@ -138,10 +143,11 @@ func (p *payloadChecks) findHeader(props, payload []byte) (header, headerPlace) 
 			// by; a binary header never starts with a hex digit (its
 			// first byte is a publisher number's high byte, 0), so a
 			// payload that does is a broken field.
-			if len(f.prefix) > 0 || payload[0] != 0 {
-				return header{}, placeBroken
-			}
+			claimed = claimed || len(f.prefix) > 0 || payload[0] != 0
 		}
+	}
+	if claimed {
+		return header{}, placeBroken
 	}
 	if h, ok := decodeHeader(payload); ok {
 		return h, placePrefix

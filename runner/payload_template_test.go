@@ -192,7 +192,8 @@ func TestPayloadRenderAndCheckDoNotAllocate(t *testing.T) {
 // TestMixedHeaderPlacements: one subscriber hears publishers that put the
 // header in every place at once (binary prefix, template prefix, a %h
 // field at offset 0, a user property): each delivery's header is found
-// where its publisher put it, and all are received intact.
+// where its publisher put it (a field's text that begins another's
+// included), and all are received intact.
 func TestMixedHeaderPlacements(t *testing.T) {
 	src := `
 groups:
@@ -206,6 +207,10 @@ groups:
     publish: {topic: mx/f, qos: 1, every: 5ms, count: 10, payload: '%h,%s'}
   - name: property
     publish: {topic: mx/u, qos: 1, every: 5ms, count: 10, header: property, payload: '%s'}
+  - name: field-a
+    publish: {topic: mx/a, qos: 1, every: 5ms, count: 10, payload: 'a%h'}
+  - name: field-ab
+    publish: {topic: mx/ab, qos: 1, every: 5ms, count: 10, payload: 'ab%h%{hex:4}'}
 drain: 1s
 `
 	p, err := plans.LoadBytes("mixed.yaml", []byte(src), plans.LoadOptions{})
@@ -214,8 +219,8 @@ drain: 1s
 	}
 	st, _ := runWith(t, compile(t, p), broker.Options{}, Options{})
 	m := all(st)
-	if st.Incomplete != "" || m.Sent != 40 || m.Received != 40 || m.Corrupted != 0 || m.Foreign != 0 || m.Lost != 0 {
-		t.Fatalf("incomplete %q sent %d received %d corrupted %d foreign %d lost %d; want 40 sent and received (errors %v)",
+	if st.Incomplete != "" || m.Sent != 60 || m.Received != 60 || m.Corrupted != 0 || m.Foreign != 0 || m.Lost != 0 {
+		t.Fatalf("incomplete %q sent %d received %d corrupted %d foreign %d lost %d; want 60 sent and received (errors %v)",
 			st.Incomplete, m.Sent, m.Received, m.Corrupted, m.Foreign, m.Lost, st.ErrorSamples)
 	}
 }
