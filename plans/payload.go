@@ -41,8 +41,10 @@ type PayloadTemplate struct {
 	raw   string
 	parts []payloadPart
 	// fixedLen is the length of the literal text; maxVar bounds the rest
-	// bar %c and %u, which depend on the client.
+	// bar %c and %u, which depend on the client; ids and users count them,
+	// so that MaxLen costs the same whatever the template.
 	fixedLen, maxVar int
+	ids, users       int
 	// headerAt is the byte offset of %h, which only literal text may
 	// precede so that the receiver finds it; -1 without %h.
 	headerAt int
@@ -149,6 +151,12 @@ func ParsePayloadTemplate(s string) (*PayloadTemplate, error) {
 		flush()
 		placeholders++
 		t.maxVar += p.maxLen()
+		switch p.verb {
+		case 'c':
+			t.ids++
+		case 'u':
+			t.users++
+		}
 		t.parts = append(t.parts, p)
 	}
 	flush()
@@ -283,31 +291,13 @@ func (t *PayloadTemplate) HeaderPrefix() string {
 
 // MaxLen bounds the length of a rendering for the client values v.
 func (t *PayloadTemplate) MaxLen(v TemplateVars) int {
-	n := t.fixedLen + t.maxVar
-	for _, p := range t.parts {
-		switch p.verb {
-		case 'c':
-			n += len(v.ClientID)
-		case 'u':
-			n += len(v.Username)
-		}
-	}
-	return n
+	return t.maxLenBound(len(v.ClientID), len(v.Username))
 }
 
 // maxLenBound is MaxLen for client ids and user names of at most
 // idLen and userLen bytes, for load-time checks.
 func (t *PayloadTemplate) maxLenBound(idLen, userLen int) int {
-	n := t.fixedLen + t.maxVar
-	for _, p := range t.parts {
-		switch p.verb {
-		case 'c':
-			n += idLen
-		case 'u':
-			n += userLen
-		}
-	}
-	return n
+	return t.fixedLen + t.maxVar + t.ids*idLen + t.users*userLen
 }
 
 // PayloadKey identifies one message for the values a template draws:
@@ -389,7 +379,8 @@ func below(x, n uint64) uint64 {
 // AppendRender appends the payload of message k of the client with values
 // v. It allocates nothing when dst has MaxLen(v) bytes of room.
 func (t *PayloadTemplate) AppendRender(dst []byte, v TemplateVars, k PayloadKey) []byte {
-	for _, p := range t.parts {
+	for i := range t.parts {
+		p := &t.parts[i]
 		switch p.verb {
 		case 0:
 			dst = append(dst, p.lit...)
@@ -397,29 +388,82 @@ func (t *PayloadTemplate) AppendRender(dst []byte, v TemplateVars, k PayloadKey)
 			dst = append(dst, v.ClientID...)
 		case 'u':
 			dst = append(dst, v.Username...)
-		case 'i':
-			dst = strconv.AppendInt(dst, int64(v.N), 10)
-		case 's':
-			dst = strconv.AppendUint(dst, uint64(k.Seq), 10)
-		case 't':
-			dst = strconv.AppendInt(dst, k.Intended/int64(time.Millisecond), 10)
-		case 'T':
-			dst = time.Unix(0, k.Intended).UTC().AppendFormat(dst, rfc3339Milli)
-		case 'h':
-			dst = AppendHeaderHex(dst, k)
-		case 'I':
-			dst = strconv.AppendInt(dst, p.lo+int64(below(draw(k, p.hole, 0), uint64(p.hi-p.lo)+1)), 10)
-		case 'F':
-			dst = appendScaled(dst, p.lo+int64(below(draw(k, p.hole, 0), uint64(p.hi-p.lo)+1)), p.dec)
 		case 'C':
-			dst = append(dst, p.choices[below(draw(k, p.hole, 0), uint64(len(p.choices)))]...)
-		case 'X':
-			for i := 0; i < int(p.hi); i += 16 {
-				x := draw(k, p.hole, uint64(i/16))
-				for j := i; j < min(i+16, int(p.hi)); j++ {
-					dst = append(dst, hexDigits[x>>60])
-					x <<= 4
-				}
+			dst = append(dst, p.choice(k)...)
+		default:
+			dst = p.appendValue(dst, v, k)
+		}
+	}
+	return dst
+}
+
+// Matches reports whether payload is exactly message k's rendering for
+// the client with values v, comparing it part by part: the receiver's
+// content check, which needs no buffer of the payload's size and
+// allocates nothing.
+func (t *PayloadTemplate) Matches(payload []byte, v TemplateVars, k PayloadKey) bool {
+	for i := range t.parts {
+		p := &t.parts[i]
+		var want string
+		switch p.verb {
+		case 0:
+			want = p.lit
+		case 'c':
+			want = v.ClientID
+		case 'u':
+			want = v.Username
+		case 'C':
+			want = p.choice(k)
+		default:
+			// Every other hole renders at most maxHoleLen bytes.
+			var buf [maxHoleLen]byte
+			b := p.appendValue(buf[:0], v, k)
+			if len(payload) < len(b) || string(payload[:len(b)]) != string(b) {
+				return false
+			}
+			payload = payload[len(b):]
+			continue
+		}
+		if len(payload) < len(want) || string(payload[:len(want)]) != want {
+			return false
+		}
+		payload = payload[len(want):]
+	}
+	return len(payload) == 0
+}
+
+// maxHoleLen bounds what appendValue renders: 64 hex digits at most.
+const maxHoleLen = maxHexDigits
+
+// choice is the text a %{choice} hole picks for message k.
+func (p *payloadPart) choice(k PayloadKey) string {
+	return p.choices[below(draw(k, p.hole, 0), uint64(len(p.choices)))]
+}
+
+// appendValue appends a hole that renders a value (not a literal, a
+// client's text or a choice).
+func (p *payloadPart) appendValue(dst []byte, v TemplateVars, k PayloadKey) []byte {
+	switch p.verb {
+	case 'i':
+		return strconv.AppendInt(dst, int64(v.N), 10)
+	case 's':
+		return strconv.AppendUint(dst, uint64(k.Seq), 10)
+	case 't':
+		return strconv.AppendInt(dst, k.Intended/int64(time.Millisecond), 10)
+	case 'T':
+		return time.Unix(0, k.Intended).UTC().AppendFormat(dst, rfc3339Milli)
+	case 'h':
+		return AppendHeaderHex(dst, k)
+	case 'I':
+		return strconv.AppendInt(dst, p.lo+int64(below(draw(k, p.hole, 0), uint64(p.hi-p.lo)+1)), 10)
+	case 'F':
+		return appendScaled(dst, p.lo+int64(below(draw(k, p.hole, 0), uint64(p.hi-p.lo)+1)), p.dec)
+	case 'X':
+		for i := 0; i < int(p.hi); i += 16 {
+			x := draw(k, p.hole, uint64(i/16))
+			for j := i; j < min(i+16, int(p.hi)); j++ {
+				dst = append(dst, hexDigits[x>>60])
+				x <<= 4
 			}
 		}
 	}

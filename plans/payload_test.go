@@ -153,8 +153,54 @@ func FuzzPayloadTemplate(f *testing.F) {
 		if len(out) > tp.MaxLen(v) {
 			t.Fatalf("%q renders %d bytes, MaxLen %d", s, len(out), tp.MaxLen(v))
 		}
+		if !tp.Matches(out, v, PayloadKey{Seed: 3, Pub: 1, Seq: seq, Intended: at}) {
+			t.Fatalf("%q: its rendering %q does not match itself", s, out)
+		}
 		if tp.HeaderAt() >= 0 && !strings.HasPrefix(string(out), tp.HeaderPrefix()) {
 			t.Fatalf("%q: rendering does not start with the header's prefix %q", s, tp.HeaderPrefix())
 		}
 	})
+}
+
+// TestPayloadTemplateMatches: Matches accepts exactly the rendering of
+// the message it is given, and refuses it with any one byte changed,
+// one byte more or one less, or for another message or client.
+func TestPayloadTemplateMatches(t *testing.T) {
+	tp, err := ParsePayloadTemplate(`{"h":"%h","id":"%c","u":"%u","n":%i,"s":%s,"t":%t,"T":"%T","i":%{int:-9:9},"f":%{float:0:1:3},"c":"%{choice:a|bb|}","x":"%{hex:40}"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := TemplateVars{ClientID: "dev-1", Username: "alice", N: 1}
+	k := PayloadKey{Seed: 5, Pub: 2, Seq: 9, Intended: 1_800_000_000_123_456_789}
+	good := tp.AppendRender(nil, v, k)
+	if !tp.Matches(good, v, k) {
+		t.Fatalf("its own rendering does not match: %s", good)
+	}
+	for i := range good {
+		bad := append([]byte(nil), good...)
+		bad[i] ^= 0x20
+		if tp.Matches(bad, v, k) {
+			t.Errorf("byte %d changed (%q) still matches", i, bad)
+		}
+	}
+	tests := []struct {
+		name    string
+		payload []byte
+		v       TemplateVars
+		k       PayloadKey
+	}{
+		{"one byte more", append(append([]byte(nil), good...), '}'), v, k},
+		{"one byte less", good[:len(good)-1], v, k},
+		{"empty", nil, v, k},
+		{"another sequence", good, v, PayloadKey{Seed: 5, Pub: 2, Seq: 10, Intended: k.Intended}},
+		{"another seed", good, v, PayloadKey{Seed: 6, Pub: 2, Seq: 9, Intended: k.Intended}},
+		{"another client", good, TemplateVars{ClientID: "dev-2", Username: "alice", N: 1}, k},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tp.Matches(tt.payload, tt.v, tt.k) {
+				t.Errorf("matches")
+			}
+		})
+	}
 }

@@ -70,9 +70,6 @@ type client struct {
 	lastPub    uint32
 	lastStream *stream
 	recv       recvRecord
-	// scratch is where a templated payload is rendered again to check a
-	// delivery, of the run's largest payload (nil without templates).
-	scratch []byte
 	// retainAsPublished: one of the client's subscriptions keeps the
 	// publisher's retain flag, so the flag does not tell a replayed
 	// retained message from a live delivery.

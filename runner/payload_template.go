@@ -11,10 +11,10 @@ import (
 // Templated payloads, size distributions and header placements
 // (plans/payload.go): the publisher renders each message into a reused
 // buffer; the receiver finds the header where the publisher put it
-// (prefix, MQTT 5 user property, or the template's %h field), renders the
-// same message again from (seed, publisher, sequence, intended time) into
-// its own reused buffer and compares byte for byte. Neither side
-// allocates per message.
+// (prefix, MQTT 5 user property, or the template's %h field) and compares
+// the delivery byte for byte with the same message rendered again from
+// (seed, publisher, sequence, intended time), part by part, without a
+// buffer (PayloadTemplate.Matches). Neither side allocates per message.
 
 // payloadWriter is one publisher's reused payload and property buffers.
 type payloadWriter struct {
@@ -82,9 +82,6 @@ type fieldHeader struct {
 // payloads, built once per run from the program.
 type payloadChecks struct {
 	seed uint64
-	// templated: some publisher renders a template or draws sizes, so
-	// receivers keep a scratch buffer of the run's largest payload.
-	templated bool
 	// property: some publisher carries its header in a user property.
 	property bool
 	fields   []fieldHeader
@@ -97,7 +94,6 @@ func newPayloadChecks(prog *plans.Program) payloadChecks {
 		if pub == nil {
 			continue
 		}
-		pc.templated = pc.templated || pub.Payload != nil
 		switch pub.Header {
 		case plans.HeaderProperty:
 			pc.property = true
@@ -165,8 +161,9 @@ func claimsRun(place headerPlace) bool {
 
 // contentOK checks a delivery against what its publisher sent: the
 // header where the publisher's group puts it, and every other byte.
-// scratch is the receiver's reused buffer, of the run's largest payload.
-func (p *payloadChecks) contentOK(scratch, pattern, payload []byte, h header, place headerPlace, from *plans.Client) bool {
+// A template is compared part by part (PayloadTemplate.Matches), so the
+// receiver needs no buffer of the payload's size.
+func (p *payloadChecks) contentOK(pattern, payload []byte, h header, place headerPlace, from *plans.Client) bool {
 	pub := from.Publish
 	k := plans.PayloadKey{Seed: p.seed, Pub: h.pub, Seq: h.seq, Intended: h.intended}
 	if pub.Payload == nil {
@@ -192,9 +189,6 @@ func (p *payloadChecks) contentOK(scratch, pattern, payload []byte, h header, pl
 	if place == placePrefix {
 		payload = payload[plans.HeaderSize:]
 	}
-	if len(payload) > cap(scratch) {
-		return false
-	}
 	v := plans.TemplateVars{ClientID: from.ID, Username: from.Username, N: from.N}
-	return bytes.Equal(payload, pub.Payload.AppendRender(scratch[:0], v, k))
+	return pub.Payload.Matches(payload, v, k)
 }

@@ -275,9 +275,6 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		c := &client{plan: pc, reconnected: make(chan struct{}, 1), req: newReqState(prog, pc)}
 		if len(pc.Subscriptions) > 0 {
 			c.streams = map[uint32]*stream{}
-			if r.checks.templated {
-				c.scratch = make([]byte, 0, prog.MaxPayload)
-			}
 			c.share = r.shareFor(pc)
 			if c.share != nil {
 				c.expects = map[uint32]bool{}
@@ -1448,7 +1445,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 	from := &clients[h.pub]
 	sent := h.intended - r.epochWall // monotonic ns since the epoch
 	ph := r.prog.PhaseOf(time.Duration(sent - r.pubStart.Load()))
-	if !r.checks.contentOK(c.scratch, r.pattern, payload, h, place, from) {
+	if !r.checks.contentOK(r.pattern, payload, h, place, from) {
 		r.rec.recordCorrupt(pc.Index, ph, pc.Group)
 		return
 	}
