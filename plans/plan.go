@@ -18,6 +18,11 @@
 // MQTT 5 request/response (reqresp.go) is a responder group's respond:
 // and a requesting group's publish.response_topic; Compile counts the
 // answers each request implies with the other expectations.
+//
+// A publisher's payloads are pure too: a template (payload.go) or a drawn
+// size (payload_size.go) is a function of the plan's seed, the publisher
+// and the message's sequence and intended time, so that a receiver renders
+// a message again to check it byte for byte.
 package plans
 
 import (
@@ -283,7 +288,8 @@ type Publish struct {
 	Topic Template `json:"topic"`
 	QoS   byte     `json:"qos"`
 	// Size is the payload size in bytes, at least HeaderSize; with
-	// Sizes, the largest size; with Payload, unused (0 is not set).
+	// Sizes, the largest of them; with Payload, 0 (the template's
+	// rendering is the payload).
 	Size int `json:"size"`
 	// Sizes, when set, draws a binary payload's size per message.
 	Sizes *SizeDist `json:"sizes,omitempty"`
