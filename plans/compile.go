@@ -125,10 +125,20 @@ type ClientSubscription struct {
 
 // ClientPublish is one client's publishing.
 type ClientPublish struct {
-	Topic    string
-	QoS      byte
-	Size     int
-	Retain   bool
+	Topic string
+	QoS   byte
+	// Size is the largest payload the client sends, the room its buffers
+	// need: the fixed size, the largest of Sizes, or the template's
+	// longest rendering for this client (with the header prefix).
+	Size   int
+	Retain bool
+	// Payload, Header and Sizes are the group's (Publish): the template
+	// rendered per message, where the header goes, the size drawn per
+	// message. MeanSize is the expected payload bytes of one message.
+	Payload  *PayloadTemplate
+	Header   string
+	Sizes    *SizeDist
+	MeanSize float64
 	Schedule Schedule
 	// Max is the closed loop (publish.rate: max): Schedule is then empty
 	// (its Interval 0), and the client publishes as fast as Inflight, its
@@ -345,15 +355,21 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 			}
 			if pub := g.Publish; pub != nil {
 				// pubSlab has room for every publisher: the pointer stays valid.
+				size, mean := publishSize(pub, vars)
+				prog.MaxPayload = max(prog.MaxPayload, size)
 				pubSlab = append(pubSlab, ClientPublish{
 					Topic:           pub.Topic.Expand(vars),
 					QoS:             pub.QoS,
-					Size:            pub.Size,
+					Size:            size,
 					Retain:          pub.Retain,
 					ResponseTopic:   expandResponseTopic(pub, vars),
 					ResponseTimeout: responseTimeout(pub, p.Drain),
 					Max:             pub.Max,
 					Inflight:        pub.Inflight,
+					Payload:         pub.Payload,
+					Header:          pub.Header,
+					Sizes:           pub.Sizes,
+					MeanSize:        mean,
 					Schedule: Schedule{
 						Interval: gp.Interval,
 						Phase:    float64(j) / float64(g.Count),
@@ -368,7 +384,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 				}
 				if pub.Arrival == ArrivalPoisson {
 					sch := &pubSlab[len(pubSlab)-1].Schedule
-					sch.Poisson, sch.Arrivals = true, poissonArrivals{seed: uint64(p.Seed), client: uint64(c.Index)}
+					sch.Poisson, sch.Arrivals = true, poissonArrivals{seed: p.Seed, client: uint64(c.Index)}
 				}
 				if b := pub.Burst; b != nil {
 					sch := &pubSlab[len(pubSlab)-1].Schedule
@@ -620,8 +636,8 @@ func planPhases(prog *Program) []PhasePlan {
 			pp := &phases[ph]
 			pp.Messages = satAdd(pp.Messages, n)
 			pp.Deliveries = satAdd(pp.Deliveries, d)
-			pp.Bytes = satAdd(pp.Bytes, satMul(n, int64(pub.Size)))
-			pp.DeliveredBytes = satAdd(pp.DeliveredBytes, satMul(d, int64(pub.Size)))
+			pp.Bytes = satAdd(pp.Bytes, meanBytes(n, pub.MeanSize))
+			pp.DeliveredBytes = satAdd(pp.DeliveredBytes, meanBytes(d, pub.MeanSize))
 			if pub.ResponseTopic != "" {
 				pp.Requests = satAdd(pp.Requests, n)
 				pp.Responses = satAdd(pp.Responses, satMul(n, int64(pub.ExpectedResponses)))

@@ -36,6 +36,9 @@ const (
 	fieldSubscribe                       // a filter, a subscription mapping, or a list of either
 	fieldExprList                        // thresholds: a list of expressions
 	fieldPublishRate                     // publish.rate: a rate, or max (closed loop)
+	fieldPayload                         // publish.payload: a payload template (payload.go)
+	fieldHeader                          // publish.header: prefix, property or field
+	fieldSizeDist                        // publish.size: a size, {min, max} or a list of {size, weight}
 )
 
 // planField is one key of a mapping in a plan file.
@@ -161,7 +164,9 @@ var publishSection = &planSection{
 	fields: []planField{
 		{name: "topic", kind: fieldTemplate, required: true, doc: "The topic: %c client id, %u user name, %i sequence number, %% a literal %."},
 		{name: "qos", kind: fieldQoS, doc: "0, 1 or 2 (default 0)."},
-		{name: "size", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, doc: "Payload bytes (B, KB=1000, KiB=1024, MB, MiB, GB, GiB; default 256); at least 16, the measurement header."},
+		{name: "size", kind: fieldSizeDist, min: HeaderSize, max: maxPayloadSize, doc: "Payload bytes (B, KB=1000, KiB=1024, MB, MiB, GB, GiB; default 256); at least 16, the measurement header. {min, max} draws a uniform size per message, a list of {size, weight} a weighted one (seeded: the receiver knows each message's size). Not with payload."},
+		{name: "payload", kind: fieldPayload, doc: "A payload template that real consumers parse, like JSON: %c %u %i, %s sequence, %t send time (Unix ms), %T (RFC 3339), %h the header, %{int:LO:HI}, %{float:LO:HI:D}, %{choice:A|B}, %{hex:N}; rendered per message, checked byte for byte on receipt."},
+		{name: "header", kind: fieldHeader, doc: "Where the measurement header goes: prefix (16 binary bytes first; the default), property (an MQTT 5 user property, so the payload is the template alone) or field (the template's %h; the default when it has one)."},
 		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
 		{name: "rate", kind: fieldPublishRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms), or max: each client publishes as soon as its inflight window allows (a closed loop; needs duration). Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
 		{name: "burst", kind: fieldSection, sec: burstSection, doc: burstSection.doc},
@@ -208,6 +213,24 @@ var respondSection = &planSection{
 	},
 }
 
+var sizeRangeSection = &planSection{
+	name: "size_range",
+	doc:  "A uniform payload size per message, from min to max bytes.",
+	fields: []planField{
+		{name: "min", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, required: true, doc: "The smallest size, at least 16 bytes."},
+		{name: "max", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, required: true, doc: "The largest size, at least min."},
+	},
+}
+
+var sizeChoiceSection = &planSection{
+	name: "size_choice",
+	doc:  "One size of a weighted list: drawn with probability weight/(sum of weights).",
+	fields: []planField{
+		{name: "size", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, required: true, doc: "The payload size, at least 16 bytes."},
+		{name: "weight", kind: fieldInt, min: 1, max: maxSizeWeight, doc: "The relative weight (default 1)."},
+	},
+}
+
 var groupSection = &planSection{
 	name: "group",
 	doc:  "A group of identical clients: how they connect, subscribe and publish.",
@@ -251,6 +274,7 @@ var planSectionTop = &planSection{
 		{name: "stages", kind: fieldGroupList, sec: stageSection, doc: "The publish rate over time, k6-style: a list of {name, duration, rate or every}, each reached linearly from the previous; together the measured phase. The rate applies to every publishing group, which then gives no rate or every. Not with ramp or duration."},
 		{name: "seed", kind: fieldInt, min: 0, max: math.MaxInt64, doc: "The seed of poisson arrivals (default 1): the same seed sends at the same offsets."},
 		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
+		{name: "seed", kind: fieldInt, min: 0, max: maxSeed, doc: "Seeds the random values of payload templates and sizes (default 0): a run is repeatable, and the receiver regenerates each payload to check it."},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
 	},
 }
@@ -269,4 +293,6 @@ var (
 	respondKeys   = respondSection.keys()
 	stageKeys     = stageSection.keys()
 	burstKeys     = burstSection.keys()
+	sizeRangeKeys = sizeRangeSection.keys()
+	sizeKeys      = sizeChoiceSection.keys()
 )

@@ -147,6 +147,9 @@ type loader struct {
 	// staged is set when the plan has stages:, which give the publish
 	// rate instead of the groups (stages.go).
 	staged bool
+	// payloadUse is where the last publish: section wrote its payload
+	// fields, for checkPayload.
+	payloadUse payloadUse
 }
 
 func (l *loader) load(sets []string) *Plan {

@@ -492,8 +492,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	top.duration("ramp", &p.Ramp, durationOpts{})
 	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
 	top.duration("drain", &p.Drain, durationOpts{})
-	p.Seed = DefaultSeed
-	top.integer("seed", &p.Seed, 0, math.MaxInt64)
+	l.seed(top, p)
 	if staged {
 		l.decodeStages(top, p, stagesEntry)
 		hasDuration = true
@@ -837,6 +836,7 @@ func (l *loader) groups(top *keySection, b Broker) (groups []Group, publishKnown
 		}
 		groups = append(groups, g)
 	}
+	l.checkHeaderProtocols(groups, e.val.Content, e.path)
 	l.checkClientIDs(groups)
 	return groups, publishKnown
 }
@@ -942,6 +942,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 		if hasTopic {
 			refs = append(refs, r)
 		}
+		l.checkPayload(&g, l.payloadUse)
 	}
 	refs = append(refs, l.requestResponse(s, &g)...)
 	l.checkTemplates(g, refs, userUse)
@@ -1025,7 +1026,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 		l.errorf(e.val, e.path, "missing \"topic\": say which topic to publish to")
 	}
 	s.qos("qos", &pub.QoS)
-	s.size("size", &pub.Size, HeaderSize, maxPayloadSize, " (the measurement header)")
+	l.payloadUse = l.publishPayload(s, pub)
 	ee, hasEvery := s.get("every")
 	re, hasRate := s.get("rate")
 	be, hasBurst := s.get("burst")

@@ -137,8 +137,14 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 			if b := pub.Burst; b != nil && (b.Every <= 0 || b.Messages < 1 || b.Messages > maxBurstMessages) {
 				t.Errorf("bad burst in %s: %+v", g.Name, b)
 			}
-			if pub.QoS > 2 || pub.Size < HeaderSize || !rated || pub.Count < 0 {
+			if pub.QoS > 2 || (pub.Size < HeaderSize) != (pub.Payload != nil) || !rated || pub.Count < 0 {
 				t.Errorf("bad publish in %s: %+v", g.Name, pub)
+			}
+			if d := pub.Sizes; d != nil && (pub.Payload != nil || len(d.Choices) == 0 && (d.Min < HeaderSize || d.Min > d.Max)) {
+				t.Errorf("bad size distribution in %s: %+v", g.Name, d)
+			}
+			if pub.Payload != nil && pub.Header != HeaderPrefix && pub.Header != HeaderProperty && pub.Header != HeaderField {
+				t.Errorf("a template without its header's place in %s: %q", g.Name, pub.Header)
 			}
 			// The closed loop's window: 1 to MaxInflight at QoS 1/2, none
 			// at QoS 0 or in the open loop.

@@ -513,6 +513,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "embedded_mixed", file: "embedded_mixed.yaml"},
 		{name: "bad_broker", file: "bad_broker.yaml"},
 		{name: "bad_groups", file: "bad_groups.yaml"},
+		{name: "bad_payload", file: "bad_payload.yaml"},
 		{name: "bad_names", file: "bad_names.yaml"},
 		{name: "groups_empty", file: "groups_empty.yaml"},
 		{name: "groups_not_list", file: "groups_not_list.yaml"},

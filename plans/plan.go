@@ -19,6 +19,11 @@
 // MQTT 5 request/response (reqresp.go) is a responder group's respond:
 // and a requesting group's publish.response_topic; Compile counts the
 // answers each request implies with the other expectations.
+//
+// A publisher's payloads are pure too: a template (payload.go) or a drawn
+// size (payload_size.go) is a function of the plan's seed, the publisher
+// and the message's sequence and intended time, so that a receiver renders
+// a message again to check it byte for byte.
 package plans
 
 import (
@@ -126,13 +131,15 @@ type Plan struct {
 	// (stages.go): they replace Ramp (which is then 0), and Duration is
 	// their total.
 	Stages []Stage `json:"stages,omitempty"`
-	// Seed keys poisson arrivals (with each client's index), so that a
-	// plan's random schedules are pure and repeat.
-	Seed int `json:"seed,omitempty"`
 	// Drain bounds the wait for deliveries after publishing stops.
 	Drain time.Duration `json:"drain"`
 	// Thresholds are the pass conditions, each an expression.
 	Thresholds []ThresholdSource `json:"thresholds,omitempty"`
+	// Seed keys poisson arrivals (with each client's index) and the
+	// random values of payload templates and size distributions, so that
+	// a plan's random schedules and payloads are pure, a run repeats and
+	// a receiver regenerates each payload (default DefaultSeed).
+	Seed uint64 `json:"seed,omitempty"`
 
 	// compiled are the thresholds as Load compiled them, which
 	// CompileThresholds hands out again rather than compiling twice.
@@ -286,8 +293,18 @@ type Publish struct {
 	// Topic is the topic template (no wildcards).
 	Topic Template `json:"topic"`
 	QoS   byte     `json:"qos"`
-	// Size is the payload size in bytes, at least HeaderSize.
+	// Size is the payload size in bytes, at least HeaderSize; with
+	// Sizes, the largest of them; with Payload, 0 (the template's
+	// rendering is the payload).
 	Size int `json:"size"`
+	// Sizes, when set, draws a binary payload's size per message.
+	Sizes *SizeDist `json:"sizes,omitempty"`
+	// Payload, when set, is the template the payload is rendered from
+	// instead of binary padding.
+	Payload *PayloadTemplate `json:"payload,omitempty"`
+	// Header is where the measurement header goes: HeaderPrefix,
+	// HeaderProperty or HeaderField.
+	Header string `json:"header,omitempty"`
 	// Every is the interval between one client's messages (per client).
 	// Exactly one of Every and Rate is set.
 	Every time.Duration `json:"every,omitempty"`

@@ -29,7 +29,7 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, sizeRangeSection, sizeChoiceSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs
@@ -220,6 +220,14 @@ func fieldSchema(f planField) map[string]any {
 		return map[string]any{"description": f.doc, "type": []any{"integer", "string"}, "minimum": f.min, "maximum": f.max, "pattern": textPattern(sizePattern)}
 	case fieldSection:
 		return map[string]any{"description": f.doc, "anyOf": []any{map[string]any{"type": "null"}, ref(f.sec)}}
+	case fieldPayload:
+		return map[string]any{"description": f.doc, "type": anyScalar}
+	case fieldHeader:
+		return map[string]any{"description": f.doc, "enum": []any{HeaderPrefix, HeaderProperty, HeaderField}}
+	case fieldSizeDist:
+		one := withoutDoc(fieldSchema(planField{kind: fieldSize, min: f.min, max: f.max}))
+		return map[string]any{"description": f.doc, "anyOf": []any{one, ref(sizeRangeSection),
+			map[string]any{"type": "array", "minItems": 1, "maxItems": maxSizeChoices, "items": ref(sizeChoiceSection)}}}
 	case fieldURLList:
 		url := withoutDoc(fieldSchema(planField{kind: fieldBrokerURL}))
 		return map[string]any{"description": f.doc, "type": "array", "minItems": 1, "items": url}

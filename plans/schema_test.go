@@ -151,6 +151,8 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"respond":      {respondKeys, false},
 		"stage":        {stageKeys, false},
 		"burst":        {burstKeys, false},
+		"size_range":   {sizeRangeKeys, false},
+		"size_choice":  {sizeKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {
 		m := mappings[name]
@@ -264,7 +266,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
 		"bad_arrival", "bad_burst", "bad_stages", "stages_burst",
-		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names",
+		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names", "bad_payload",
 		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "closed_loop", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
 		"every_and_rate", "groups_empty", "groups_not_list", "neither_every_nor_rate",
@@ -486,6 +488,8 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`each would be away longer|with clean_start: true is not supported yet|in a churning group|set lifetime or churn with it`,
 			"churn's rules read other fields together (count with churn and away, clean_start, the qos of a subscription under a group's lifetime)"},
 		{`every stage has rate 0`, "the rates of every stage, across the list"},
+		{`unknown placeholder|at offset|not supported yet with response_topic|%h places the header|header: field needs|header: property needs|needs a payload template|but a group publishes with header: property|size does not apply with a payload template|must not be below min`,
+			"payload templates: their placeholders, and the header's place against the template, the protocols and the size (across fields and groups)"},
 	}
 	files, err := filepath.Glob(invalidDir + "/*.yaml")
 	if err != nil || len(files) == 0 {

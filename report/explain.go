@@ -106,7 +106,7 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			pub, per, total, exp = explainClosedGroup(g.Publish, gp)
 		}
 		if g.Publish != nil && gp.Interval > 0 {
-			pub = fmt.Sprintf("%s q%d %dB", g.Publish.Topic, g.Publish.QoS, g.Publish.Size)
+			pub = fmt.Sprintf("%s q%d %s", g.Publish.Topic, g.Publish.QoS, payloadSize(prog, gp))
 			rate := float64(time.Second) / float64(gp.Interval)
 			per = fmt.Sprintf("%s msg/s", fmtFloat(rate))
 			total = fmt.Sprintf("%s msg/s", fmtFloat(rate*float64(gp.Count)))
@@ -133,6 +133,7 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 		return err
 	}
 	writeChurn(&b, prog)
+	explainPayloads(&b, prog)
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tlength\tconnects/s\tpublishes/s\tdeliveries/s\tout bytes/s\tin bytes/s\tmessages\tdeliveries\t")

@@ -458,7 +458,7 @@ func planGroups(r *Result) []htmlPlanGroup {
 			if p.Arrival == plans.ArrivalPoisson {
 				rate += ", poisson arrivals"
 			}
-			hg.Publish = fmt.Sprintf("%s, QoS %d, %d B, %s", p.Topic.String(), p.QoS, p.Size, rate)
+			hg.Publish = fmt.Sprintf("%s, QoS %d, %s, %s", p.Topic.String(), p.QoS, planPayloadSize(p), rate)
 			if p.Count > 0 {
 				hg.Publish += fmt.Sprintf(", %d per client", p.Count)
 			}

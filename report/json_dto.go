@@ -94,9 +94,9 @@ type jsonPlan struct {
 	Ramp        jsonDuration            `json:"ramp"`
 	Duration    jsonDuration            `json:"duration"`
 	Stages      []jsonPlanStage         `json:"stages,omitempty"`
-	Seed        int                     `json:"seed,omitempty"`
 	Drain       jsonDuration            `json:"drain"`
 	Thresholds  []plans.ThresholdSource `json:"thresholds,omitempty"`
+	Seed        uint64                  `json:"seed,omitempty"`
 }
 
 type jsonPlanBroker struct {
@@ -143,13 +143,19 @@ type jsonPlanChurn struct {
 }
 
 type jsonPlanPublish struct {
-	Topic   plans.Template `json:"topic"`
-	QoS     byte           `json:"qos"`
-	Size    int            `json:"size"`
-	Every   jsonDuration   `json:"every,omitempty"`
-	Rate    float64        `json:"rate,omitempty"`
-	Burst   *jsonPlanBurst `json:"burst,omitempty"`
-	Arrival string         `json:"arrival,omitempty"`
+	Topic plans.Template `json:"topic"`
+	QoS   byte           `json:"qos"`
+	Size  int            `json:"size"`
+	// Sizes, Payload and Header echo a drawn publish.size,
+	// publish.payload and publish.header (absent for a fixed binary
+	// payload).
+	Sizes   *plans.SizeDist        `json:"sizes,omitempty"`
+	Payload *plans.PayloadTemplate `json:"payload,omitempty"`
+	Header  string                 `json:"header,omitempty"`
+	Every   jsonDuration           `json:"every,omitempty"`
+	Rate    float64                `json:"rate,omitempty"`
+	Burst   *jsonPlanBurst         `json:"burst,omitempty"`
+	Arrival string                 `json:"arrival,omitempty"`
 	// Max and Inflight: the closed loop (publish.rate: max).
 	Max      bool `json:"max,omitempty"`
 	Inflight int  `json:"inflight,omitempty"`
@@ -226,7 +232,8 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		if pub := g.Publish; pub != nil {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
 				Every: jsonDuration(pub.Every), Rate: pub.Rate, Arrival: pub.Arrival, Max: pub.Max, Inflight: pub.Inflight, Retain: pub.Retain, Count: pub.Count,
-				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout)}
+				ResponseTopic: pub.ResponseTopic, ResponseTimeout: jsonDuration(pub.ResponseTimeout),
+				Payload: pub.Payload, Header: pub.Header, Sizes: pub.Sizes}
 			if b := pub.Burst; b != nil {
 				jg.Publish.Burst = &jsonPlanBurst{Every: jsonDuration(b.Every), Messages: b.Messages}
 			}

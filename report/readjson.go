@@ -705,7 +705,8 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		if pub := g.Publish; pub != nil {
 			pg.Publish = &plans.Publish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,
 				Every: time.Duration(pub.Every), Rate: pub.Rate, Arrival: pub.Arrival, Max: pub.Max, Inflight: pub.Inflight, Retain: pub.Retain, Count: pub.Count,
-				ResponseTopic: pub.ResponseTopic, ResponseTimeout: time.Duration(pub.ResponseTimeout)}
+				ResponseTopic: pub.ResponseTopic, ResponseTimeout: time.Duration(pub.ResponseTimeout),
+				Payload: pub.Payload, Header: pub.Header, Sizes: pub.Sizes}
 			if b := pub.Burst; b != nil {
 				pg.Publish.Burst = &plans.Burst{Every: time.Duration(b.Every), Messages: b.Messages}
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/plans"
 )
 
 // This file is the closed loop (publish.rate: max, see plans/closedloop.go):
@@ -73,7 +74,8 @@ func (r *run) publishMax(ctx context.Context, c *client, start int64) {
 	if n := pub.Schedule.Count; n > 0 {
 		limit = min(limit, n)
 	}
-	buf := make([]byte, pub.Size)
+	w := newPayloadWriter(pub)
+	key := plans.PayloadKey{Seed: r.checks.seed, Pub: uint32(pc.Index)}
 	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup, closed: true}
 	for k := 0; k < limit; k++ {
 		c.next = k
@@ -99,8 +101,13 @@ func (r *run) publishMax(ctx context.Context, c *client, start int64) {
 		}
 		off := time.Duration(now - start)
 		ph := r.prog.PhaseOf(off)
-		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+now)
-		if err := mc.Publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, closedToken(uint32(k+1), off)); err != nil {
+		// The same rendering as the open loop's (templates, drawn sizes,
+		// the header's place), with the actual send time as the
+		// message's intended one.
+		key.Seq, key.Intended = uint32(k+1), r.epochWall+now
+		buf, props := w.fill(r.pattern, pc, key)
+		rec.bytes = int64(len(buf))
+		if err := mc.PublishProps(ctx, pub.Topic, pub.QoS, pub.Retain, props, buf, closedToken(uint32(k+1), off)); err != nil {
 			if ctx.Err() != nil {
 				return // stopped while writing: not sent
 			}

@@ -121,7 +121,9 @@ type run struct {
 	opts    Options
 	rec     *recorder
 	pattern []byte
-	epoch   time.Time
+	// checks finds and checks templated payloads and their headers.
+	checks payloadChecks
+	epoch  time.Time
 	// epochWall is the epoch in Unix ns: message headers carry wall-clock
 	// intended times so that a subscriber in another process can use them.
 	epochWall int64
@@ -218,6 +220,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		opts:    opts,
 		rec:     newRecorder(len(prog.Groups), prog.Drain),
 		pattern: padPattern(prog.MaxPayload),
+		checks:  newPayloadChecks(prog),
 		timeout: prog.Plan.Broker.ConnectTimeout,
 	}
 	if r.timeout <= 0 {
@@ -254,6 +257,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	if r.listenOnly = prog.Publishers() == 0; r.listenOnly {
 		// Room for the padding of other processes' payloads up to 1 MiB.
 		r.pattern = padPattern(1 << 20)
+		// Another process's messages may carry their header in a user
+		// property (mqplan pub -m with MQTT 5).
+		r.checks.property = true
 	}
 	r.groups = make([]groupGrants, len(prog.Groups))
 	r.groupConns = make([]groupConns, len(prog.Groups))
@@ -604,7 +610,11 @@ func (r *run) connect(ctx context.Context, c *client, t mqttc.Target) {
 		},
 	}
 	if len(pc.Subscriptions) > 0 {
-		h.Deliver = func(payload []byte, retained bool) { r.receive(c, payload, retained) }
+		if r.checks.property {
+			h.DeliverProps = func(props, payload []byte, retained bool) { r.receiveProps(c, props, payload, retained) }
+		} else {
+			h.Deliver = func(payload []byte, retained bool) { r.receive(c, payload, retained) }
+		}
 		h.Request = func(payload []byte, retained bool, req mqttc.Request[[]byte]) { r.request(c, payload, retained, req) }
 	}
 	c.target, c.opts, c.handlers = t, opts, h
@@ -677,12 +687,12 @@ func (r *run) resume(c *client, old, mc *mqttc.Conn) {
 	if dropped > 0 {
 		r.fail(c.plan, fmt.Errorf("%s: %d messages in flight did not fit the broker's new receive maximum and are not sent again", c.plan.ID, dropped))
 	}
-	buf := make([]byte, pub.Size)
+	w := newPayloadWriter(pub)
 	for _, id := range ids {
 		tok := mc.Token(id)
 		_, intended := r.sentAs(pub, tok)
-		encodePayload(buf, r.pattern, uint32(c.plan.Index), uint32(tok), intended)
-		if err := mc.Resend(id, pub.Topic, pub.Retain, buf); err != nil {
+		buf, props := w.fill(r.pattern, c.plan, plans.PayloadKey{Seed: r.checks.seed, Pub: uint32(c.plan.Index), Seq: uint32(tok), Intended: intended})
+		if err := mc.ResendProps(id, pub.Topic, pub.Retain, props, buf); err != nil {
 			return // the new connection dropped too: its loss is recorded
 		}
 		r.resent.Add(1)
@@ -1279,7 +1289,8 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			c.quit.Store(int64(c.next) + 1)
 		}
 	}()
-	buf := make([]byte, pub.Size)
+	w := newPayloadWriter(pub)
+	key := plans.PayloadKey{Seed: r.checks.seed, Pub: uint32(pc.Index)}
 	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup}
 	// A churning publisher leaves and comes back between two messages
 	// (churn.go), and skips the messages due while it is away: they are
@@ -1333,13 +1344,15 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		rec.lag = time.Duration(r.now() - intended)
 		rec.intended = intended
 		ph := r.prog.PhaseOf(off)
-		encodePayload(buf, r.pattern, uint32(pc.Index), uint32(k+1), r.epochWall+intended)
+		key.Seq, key.Intended = uint32(k+1), r.epochWall+intended
+		buf, props := w.fill(r.pattern, pc, key)
+		rec.bytes = int64(len(buf))
 		// The token is the message's sequence number: sentAs maps it back.
 		var err error
 		if pub.ResponseTopic != "" {
 			err = c.publishRequest(ctx, buf, k)
 		} else {
-			err = c.live.Load().Publish(ctx, pub.Topic, pub.QoS, pub.Retain, buf, mqttc.Token(k+1))
+			err = c.live.Load().PublishProps(ctx, pub.Topic, pub.QoS, pub.Retain, props, buf, mqttc.Token(k+1))
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -1409,9 +1422,16 @@ func (r *run) awaitReconnect(ctx context.Context, c *client) bool {
 // message, which would otherwise pass for this run's and turn the live
 // one into a duplicate.
 func (r *run) receive(c *client, payload []byte, retained bool) {
+	r.receiveProps(c, nil, payload, retained)
+}
+
+// receiveProps is receive with the delivery's MQTT 5 properties, where a
+// header: property message carries its header.
+func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 	now := r.now()
 	pc := c.plan
-	h, ok := decodeHeader(payload)
+	h, place := r.checks.findHeader(props, payload)
+	ok := place != placeNone && place != placeBroken
 	clients := r.prog.Clients
 	d := &c.recv
 	if retained && !c.retainAsPublished {
@@ -1419,10 +1439,13 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 		return
 	}
 	if !ok || h.seq == 0 || int(h.pub) >= len(clients) || clients[h.pub].Publish == nil || r.listenOnly || h.intended < r.epochWall {
-		if ok && h.seq != 0 && r.listenOnly && paddingOK(payload, r.pattern, h, len(payload)) {
+		if ok && h.seq != 0 && r.listenOnly && (place == placeProperty || paddingOK(payload, r.pattern, h, len(payload))) {
 			// Another process's message (mqplan pub): there is nothing to
 			// expect, so only deliveries, duplicates, order and latency
-			// (from its wall-clock intended time) are measured.
+			// (from its wall-clock intended time) are measured. A payload
+			// whose header is in a user property is another process's
+			// text (mqplan pub -m), which this one does not know: its
+			// content is not checked.
 			d.phase, d.group, d.pubGroup = r.current(), pc.Group, pc.Group
 			d.kind = r.observe(c, h, d.phase)
 			d.scheduled = false
@@ -1432,13 +1455,17 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 			r.rec.recordReceive(pc.Index, d)
 			return
 		}
+		if claimsRun(place) && !r.listenOnly && (!ok || h.intended >= r.epochWall) {
+			r.rec.recordCorrupt(pc.Index, r.current(), pc.Group)
+			return
+		}
 		r.rec.recordForeign(pc.Index, r.current(), pc.Group)
 		return
 	}
 	from := &clients[h.pub]
 	sent := h.intended - r.epochWall // monotonic ns since the epoch
 	ph := r.prog.PhaseOf(time.Duration(sent - r.pubStart.Load()))
-	if !paddingOK(payload, r.pattern, h, from.Publish.Size) {
+	if !r.checks.contentOK(r.pattern, payload, h, place, from) {
 		r.rec.recordCorrupt(pc.Index, ph, pc.Group)
 		return
 	}
@@ -1592,7 +1619,9 @@ func (r *run) settle(readersDone bool) {
 		}
 		for pub, st := range c.streams {
 			if st.misjudged() {
-				size := int64(r.prog.Clients[pub].Publish.Size)
+				// A drawn or templated size is counted at its mean:
+				// the stream keeps no size per copy.
+				size := int64(r.prog.Clients[pub].Publish.MeanSize + 0.5)
 				for i, n := range st.copiesBy {
 					if n > 0 {
 						r.rec.recordMisjudgedCopies(phase.Warmup+phase.Phase(i), c.plan.Group, int64(n), size)

@@ -51,7 +51,8 @@ func TestEmqttBadOptions(t *testing.T) {
 		{"-I is pub's", []string{"sub", "-t", "x", "-I", "10"}, "-I/--interval_of_msg is not an option of sub (it is for pub)"},
 		{"-F above the window mqplan keeps", []string{"pub", "-t", "x", "-I", "0", "-q", "1", "-F", "1000"}, "-F/--inflight: must be at most 256, got 1000"},
 		{"-F 0", []string{"pub", "-t", "x", "-I", "0", "-q", "1", "-F", "0"}, "-F/--inflight: must be at least 1, got 0"},
-		{"emqtt-bench option mqplan lacks", []string{"pub", "-t", "x", "-m", "hello"}, "emqtt-bench's -m/--message is not supported: mqplan's payloads carry its measurement header"},
+		{"emqtt-bench option mqplan lacks", []string{"pub", "-t", "x", "--topics-payload", "t.json"}, "emqtt-bench's --topics-payload is not supported: a file of topics"},
+		{"emqtt-bench's payload templates", []string{"pub", "-t", "x", "-m", "template://p.json"}, "-m/--message: template://FILE is not supported: emqtt-bench's template placeholders are not mapped"},
 		{"emqtt-bench long option mqplan lacks", []string{"pub", "-t", "x", "--quic"}, "emqtt-bench's --quic is not supported"},
 		{"certfile without keyfile", []string{"conn", "-S", "--certfile", "c.pem"}, "--certfile and --keyfile go together"},
 		{"certificates need -S", []string{"conn", "--certfile", "c.pem", "--keyfile", "k.pem"}, "--certfile and --keyfile need -S/--ssl"},
@@ -158,6 +159,20 @@ func lastTotal(out, name string) int {
 // TestEmqttSubPub is the issue's example: `mqplan sub` in one terminal,
 // `mqplan pub` in another, against `mqplan broker`.
 func TestEmqttSubPub(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"binary payloads", nil},
+		// -m's text is the payload, the header in a user property: the
+		// sub, which does not know the text, measures from the header.
+		{"-m text with the header in a user property", []string{"-m", `{"temp":21.5,"unit":"C"} 100%`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { emqttSubPub(t, tt.args) })
+	}
+}
+
+func emqttSubPub(t *testing.T, pubArgs []string) {
 	u := startEmqttBroker(t, 1)[0]
 	host, port := u.Hostname(), u.Port()
 
@@ -187,7 +202,7 @@ func TestEmqttSubPub(t *testing.T) {
 		close(subErrDone)
 	}()
 
-	pub := runCmd(t, "pub", "-h", host, "-p", port, "-t", "t", "-c", "2", "-I", "100", "--duration", "2s")
+	pub := runCmd(t, append([]string{"pub", "-h", host, "-p", port, "-t", "t", "-c", "2", "-I", "100", "--duration", "2s"}, pubArgs...)...)
 	<-subErrDone
 	subCode := sub.wait(t, 15*time.Second)
 

@@ -248,6 +248,10 @@ func appendPublish(b []byte, version byte, topic string, qos byte, retain, dup b
 type Request[T string | []byte] struct {
 	ResponseTopic T
 	Correlation   []byte
+	// Props are further MQTT 5 properties, already encoded (such as
+	// AppendUserProperty's), written after the two above: the runner's
+	// header user property (PublishProps).
+	Props []byte
 }
 
 // appendPublishProps appends one PUBLISH with the request properties of
@@ -281,6 +285,7 @@ func appendPublishProps[T string | []byte](b []byte, version byte, topic T, qos 
 		if len(r.Correlation) > 0 {
 			plen += 3 + len(r.Correlation)
 		}
+		plen += len(r.Props)
 		rl += vbiLen(plen) + plen
 	}
 	b = append(b, b0)
@@ -301,6 +306,7 @@ func appendPublishProps[T string | []byte](b []byte, version byte, topic T, qos 
 			b = append(b, PropCorrelationData)
 			b = appendBinary(b, r.Correlation)
 		}
+		b = append(b, r.Props...)
 	}
 	return append(b, payload...)
 }
@@ -382,6 +388,65 @@ func publishRequest(props []byte) (r Request[[]byte], ok bool) {
 		}
 	}
 	return r, true
+}
+
+// AppendUserProperty appends one MQTT 5 user property (a UTF-8 key and
+// value pair) to a property list, for PublishProps.
+func AppendUserProperty(b []byte, key string, value []byte) []byte {
+	b = append(b, PropUserProperty)
+	b = AppendString(b, key)
+	return appendBinary(b, value)
+}
+
+// UserProperty finds the first user property named key in a PUBLISH's
+// property list (as Handlers.DeliverProps gives it) and returns its value,
+// a slice of props: it does not allocate. ok is false when there is none
+// or the list is malformed.
+func UserProperty(props []byte, key string) (value []byte, ok bool) {
+	for i := 0; i < len(props); {
+		id := props[i]
+		i++
+		switch id {
+		case PropPayloadFormat:
+			i++
+		case PropMessageExpiry:
+			i += 4
+		case PropTopicAlias:
+			i += 2
+		case PropSubscriptionID:
+			_, n, good := VBIAt(props, i)
+			if !good {
+				return nil, false
+			}
+			i += n
+		case PropContentType, PropResponseTopic, PropCorrelationData:
+			if i+2 > len(props) {
+				return nil, false
+			}
+			i += 2 + int(binary.BigEndian.Uint16(props[i:]))
+		case PropUserProperty:
+			if i+2 > len(props) {
+				return nil, false
+			}
+			kl := int(binary.BigEndian.Uint16(props[i:]))
+			k := i + 2
+			if k+kl+2 > len(props) {
+				return nil, false
+			}
+			v := k + kl + 2
+			vl := int(binary.BigEndian.Uint16(props[k+kl:]))
+			if v+vl > len(props) {
+				return nil, false
+			}
+			if string(props[k:k+kl]) == key {
+				return props[v : v+vl], true
+			}
+			i = v + vl
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // appendAck appends a 4-byte PUBACK, PUBREC, PUBREL or PUBCOMP (3.1.1

@@ -132,6 +132,11 @@ type Handlers struct {
 	// only valid during the call. A delivery with neither still goes to
 	// Deliver.
 	Request func(payload []byte, retained bool, r Request[[]byte])
+	// DeliverProps, when set, receives instead of Deliver each delivery
+	// Request does not take, with its MQTT 5 property list (empty below
+	// MQTT 5), for a receiver that reads a user property (UserProperty);
+	// both slices are only valid during the call.
+	DeliverProps func(props, payload []byte, retained bool)
 	// Acked reports the end of a QoS 1/2 publish.
 	Acked func(Ack)
 	// Closed reports why the connection ended, once; nil error when the
@@ -474,11 +479,13 @@ func (c *Conn) handle(b0 byte, body []byte) error {
 			i += 2
 		}
 		var req Request[[]byte]
+		var props []byte
 		if c.version >= Version5 {
 			plen, n, ok := VBIAt(body, i)
 			if !ok || i+n+plen > len(body) {
 				return errors.New("malformed PUBLISH properties")
 			}
+			props = body[i+n : i+n+plen]
 			if plen > 0 && c.h.Request != nil {
 				if req, ok = publishRequest(body[i+n : i+n+plen]); !ok {
 					return errors.New("malformed PUBLISH properties")
@@ -492,6 +499,8 @@ func (c *Conn) handle(b0 byte, body []byte) error {
 		switch {
 		case len(req.ResponseTopic) > 0 || len(req.Correlation) > 0:
 			c.h.Request(body[i:], b0&PublishRetain != 0, req)
+		case c.h.DeliverProps != nil:
+			c.h.DeliverProps(props, body[i:], b0&PublishRetain != 0)
 		case c.h.Message != nil:
 			c.h.Message(body[2:2+int(binary.BigEndian.Uint16(body))], body[i:], b0&PublishRetain != 0)
 		case c.h.Deliver != nil:
@@ -605,6 +614,13 @@ func (c *Conn) writePacket(encode func(io.Writer) (int64, error)) error {
 // lag) and records token under the packet id; the reader reports the ack
 // to Handlers.Acked. It does not allocate.
 func (c *Conn) Publish(ctx context.Context, topic string, qos byte, retain bool, payload []byte, token Token) error {
+	return c.PublishProps(ctx, topic, qos, retain, nil, payload, token)
+}
+
+// PublishProps is Publish with further MQTT 5 properties: props is their
+// encoding without its length (AppendUserProperty), ignored below MQTT 5.
+// It does not allocate.
+func (c *Conn) PublishProps(ctx context.Context, topic string, qos byte, retain bool, props, payload []byte, token Token) error {
 	if qos > c.serverMaxQoS {
 		return fmt.Errorf("the broker allows QoS %d at most, the plan publishes at QoS %d", c.serverMaxQoS, qos)
 	}
@@ -615,7 +631,7 @@ func (c *Conn) Publish(ctx context.Context, topic string, qos byte, retain bool,
 			return err
 		}
 	}
-	err := c.writePublish(topic, qos, retain, false, id, payload)
+	err := c.writePublish(topic, qos, retain, false, id, props, payload)
 	if err != nil && qos > 0 {
 		// Not sent: nothing for a resumed session to send again.
 		c.release(id)
@@ -673,14 +689,14 @@ func (c *Conn) Respond(r Request[[]byte], payload []byte) error {
 // writePublish writes one PUBLISH (dup marks a resend) from the write
 // buffer. It does not allocate once the buffer has grown to the message
 // size.
-func (c *Conn) writePublish(topic string, qos byte, retain, dup bool, id uint16, payload []byte) error {
+func (c *Conn) writePublish(topic string, qos byte, retain, dup bool, id uint16, props, payload []byte) error {
 	c.wmu.Lock()
 	if c.werr != nil {
 		err := c.werr
 		c.wmu.Unlock()
 		return err
 	}
-	c.wbuf = appendPublish(c.wbuf[:0], c.version, topic, qos, retain, dup, id, payload)
+	c.wbuf = appendPublishProps(c.wbuf[:0], c.version, topic, qos, retain, dup, id, payload, Request[string]{Props: props})
 	err := c.writeLocked(c.wbuf)
 	c.wmu.Unlock()
 	return err

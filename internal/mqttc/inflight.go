@@ -188,6 +188,12 @@ func (c *Conn) Token(id uint16) Token {
 // or its PUBREL when the broker had already sent PUBREC (QoS 2). payload
 // is rebuilt by the caller from the publish's token.
 func (c *Conn) Resend(id uint16, topic string, retain bool, payload []byte) error {
+	return c.ResendProps(id, topic, retain, nil, payload)
+}
+
+// ResendProps is Resend with the message's MQTT 5 properties, as
+// PublishProps sent them.
+func (c *Conn) ResendProps(id uint16, topic string, retain bool, props, payload []byte) error {
 	c.idMu.Lock()
 	m := c.inflight[id]
 	c.idMu.Unlock()
@@ -200,7 +206,7 @@ func (c *Conn) Resend(id uint16, topic string, retain bool, payload []byte) erro
 		var rel [4]byte
 		return c.writeLocked(appendAck(rel[:0], TypePubrel, id))
 	}
-	return c.writePublish(topic, m.qos, retain, true, id, payload)
+	return c.writePublish(topic, m.qos, retain, true, id, props, payload)
 }
 
 // TakeUnacked removes and appends to into the tokens of the QoS 1/2

@@ -164,7 +164,18 @@ func (o *Options) planYAML() (string, error) {
 		w("    publish:\n")
 		w("      topic: %s\n", yamlQuote(envEscape(topicTemplate(o.topics[0]))))
 		w("      qos: %d\n", o.qos)
-		w("      size: %d\n", o.size)
+		if o.hasMessage {
+			// The text as the payload, checked byte for byte on receipt;
+			// the header where it leaves the text alone, if it can.
+			w("      payload: %s\n", yamlQuote(envEscape(templateEscape(o.message))))
+			if o.version == 5 {
+				w("      header: property\n")
+			} else {
+				w("      header: prefix\n")
+			}
+		} else {
+			w("      size: %d\n", o.size)
+		}
 		if o.msgInterval == 0 {
 			w("      rate: max\n")
 			if o.qos > 0 {
@@ -326,6 +337,7 @@ var planPaths = []struct {
 	{regexp.MustCompile(`^groups\[0\]\.publish\.topic$`), "-t/--topic"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.qos$`), "-q/--qos"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.size$`), "-s/--size"},
+	{regexp.MustCompile(`^groups\[0\]\.publish\.(payload|header)$`), "-m/--message"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.every$`), "-I/--interval_of_msg"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.rate$`), "-I/--interval_of_msg"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.inflight$`), "-F/--inflight"},

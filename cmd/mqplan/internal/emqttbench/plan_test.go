@@ -32,6 +32,8 @@ func TestPrintPlan(t *testing.T) {
 			note: "-F 8 is the window of the closed loop (-I 0): with -I 10"},
 		{name: "conn_tls_ws", args: []string{"conn", "-S", "--ws", "--cacertfile", "/etc/mqplan/ca.pem", "--certfile", "/etc/mqplan/client.pem",
 			"--keyfile", "/etc/mqplan/client.key", "-h", "broker.example", "-p", "8084", "-c", "1000", "-R", "500", "--duration", "1h30m"}},
+		{name: "pub_message_v5", args: []string{"pub", "-t", "t/%i", "-m", `{"temp":21.5,"ok":true} 100% ${HOME}`}},
+		{name: "pub_message_v4", args: []string{"pub", "-t", "t/%i", "-V", "4", "-s", "999", "-m", "hello"}},
 		{name: "literal_dollars", args: []string{"sub", "-t", "$SYS/${HOME}/$$", "-u", "${USER}", "-i", "0", "--insecure", "-S"}},
 	}
 	for _, tt := range tests {
