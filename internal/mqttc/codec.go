@@ -338,54 +338,72 @@ const (
 	PropUserProperty    = 0x26 // string pair
 )
 
+// nextProperty reads the PUBLISH property at props[i:] (MQTT 5
+// §3.3.2.3), in place: its identifier, its value (a and, for a user
+// property, the pair's key in a and value in b; nil for the fixed-size
+// ones the callers skip) and the index of the next one. ok is false for a
+// malformed list or a property a PUBLISH cannot carry. The one walker of
+// a received PUBLISH's properties, so that every reader skips the same
+// way and none allocates.
+func nextProperty(props []byte, i int) (id byte, a, b []byte, next int, ok bool) {
+	id = props[i]
+	i++
+	str := func(at int) ([]byte, int, bool) {
+		if at+2 > len(props) {
+			return nil, 0, false
+		}
+		end := at + 2 + int(binary.BigEndian.Uint16(props[at:]))
+		if end > len(props) {
+			return nil, 0, false
+		}
+		return props[at+2 : end], end, true
+	}
+	switch id {
+	case PropPayloadFormat:
+		i++
+	case PropTopicAlias:
+		i += 2
+	case PropMessageExpiry:
+		i += 4
+	case PropSubscriptionID:
+		_, n, vok := VBIAt(props, i)
+		if !vok {
+			return id, nil, nil, 0, false
+		}
+		i += n
+	case PropContentType, PropResponseTopic, PropCorrelationData:
+		if a, i, ok = str(i); !ok {
+			return id, nil, nil, 0, false
+		}
+	case PropUserProperty:
+		if a, i, ok = str(i); !ok {
+			return id, nil, nil, 0, false
+		}
+		if b, i, ok = str(i); !ok {
+			return id, nil, nil, 0, false
+		}
+	default:
+		return id, nil, nil, 0, false
+	}
+	return id, a, b, i, i <= len(props)
+}
+
 // publishRequest finds the response topic and correlation data in the
 // properties of a received PUBLISH, in place (the slices alias props). ok
 // is false for malformed properties.
 func publishRequest(props []byte) (r Request[[]byte], ok bool) {
 	for i := 0; i < len(props); {
-		id := props[i]
-		i++
+		id, a, _, next, good := nextProperty(props, i)
+		if !good {
+			return r, false
+		}
 		switch id {
-		case PropPayloadFormat:
-			i++
-		case PropTopicAlias:
-			i += 2
-		case PropMessageExpiry:
-			i += 4
-		case PropSubscriptionID:
-			_, n, vok := VBIAt(props, i)
-			if !vok {
-				return r, false
-			}
-			i += n
-		case PropContentType, PropResponseTopic, PropCorrelationData:
-			if i+2 > len(props) {
-				return r, false
-			}
-			n := int(binary.BigEndian.Uint16(props[i:]))
-			if i+2+n > len(props) {
-				return r, false
-			}
-			switch id {
-			case PropResponseTopic:
-				r.ResponseTopic = props[i+2 : i+2+n]
-			case PropCorrelationData:
-				r.Correlation = props[i+2 : i+2+n]
-			}
-			i += 2 + n
-		case PropUserProperty:
-			for range 2 {
-				if i+2 > len(props) {
-					return r, false
-				}
-				i += 2 + int(binary.BigEndian.Uint16(props[i:]))
-			}
-		default:
-			return r, false
+		case PropResponseTopic:
+			r.ResponseTopic = a
+		case PropCorrelationData:
+			r.Correlation = a
 		}
-		if i > len(props) {
-			return r, false
-		}
+		i = next
 	}
 	return r, true
 }
@@ -404,47 +422,14 @@ func AppendUserProperty(b []byte, key string, value []byte) []byte {
 // or the list is malformed.
 func UserProperty(props []byte, key string) (value []byte, ok bool) {
 	for i := 0; i < len(props); {
-		id := props[i]
-		i++
-		switch id {
-		case PropPayloadFormat:
-			i++
-		case PropMessageExpiry:
-			i += 4
-		case PropTopicAlias:
-			i += 2
-		case PropSubscriptionID:
-			_, n, good := VBIAt(props, i)
-			if !good {
-				return nil, false
-			}
-			i += n
-		case PropContentType, PropResponseTopic, PropCorrelationData:
-			if i+2 > len(props) {
-				return nil, false
-			}
-			i += 2 + int(binary.BigEndian.Uint16(props[i:]))
-		case PropUserProperty:
-			if i+2 > len(props) {
-				return nil, false
-			}
-			kl := int(binary.BigEndian.Uint16(props[i:]))
-			k := i + 2
-			if k+kl+2 > len(props) {
-				return nil, false
-			}
-			v := k + kl + 2
-			vl := int(binary.BigEndian.Uint16(props[k+kl:]))
-			if v+vl > len(props) {
-				return nil, false
-			}
-			if string(props[k:k+kl]) == key {
-				return props[v : v+vl], true
-			}
-			i = v + vl
-		default:
+		id, k, v, next, good := nextProperty(props, i)
+		if !good {
 			return nil, false
 		}
+		if id == PropUserProperty && string(k) == key {
+			return v, true
+		}
+		i = next
 	}
 	return nil, false
 }
