@@ -312,18 +312,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	stop := sync.OnceFunc(stopSigs) // lingerMetrics releases them early
 	defer stop()
 
-	opts := runner.Options{Embedded: startEmbedded}
-	if m := prog.Plan.Broker.Metrics; m != nil && m.Sys {
-		// The plan reads $SYS: the embedded broker refreshes it every
-		// second, not once a minute.
-		opts.Embedded = func() (runner.EmbeddedBroker, error) {
-			b, err := broker.Start(broker.Options{SysInterval: time.Second})
-			if err != nil {
-				return nil, err
-			}
-			return b, nil
-		}
-	}
+	opts := runOptions(prog)
 	var prog_ *progressPrinter
 	if !*quiet {
 		prog_ = newProgressPrinter(e.stderr, prog)

@@ -377,7 +377,12 @@ the best bracket found so far is reported).`)
 // broker each (runner.Run starts and closes it), so that no trial
 // inherits the previous one's backlog, sessions or retained messages;
 // starting one costs milliseconds.
-func trialOptions(prog *plans.Program) runner.Options {
+func trialOptions(prog *plans.Program) runner.Options { return runOptions(prog) }
+
+// runOptions are the runner's options for a run of prog: the embedded
+// broker, started by the runner when the plan names it, refreshes $SYS
+// every second (not once a minute) when the plan reads it.
+func runOptions(prog *plans.Program) runner.Options {
 	opts := runner.Options{Embedded: startEmbedded}
 	if m := prog.Plan.Broker.Metrics; m != nil && m.Sys {
 		opts.Embedded = func() (runner.EmbeddedBroker, error) {
