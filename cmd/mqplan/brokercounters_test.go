@@ -228,6 +228,8 @@ func TestBrokerCountersIdleMosquitto(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits a minute for Mosquitto's retained $SYS copies to expire")
 	}
+	// It mostly waits: let it wait beside the other parallel tests.
+	t.Parallel()
 	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1"})
 	waitpkg.UntilWithin(t, 90*time.Second, time.Second, "Mosquitto's retained $SYS/broker/publish/messages/dropped to expire", func() bool {
 		return !sysRetained(t, p.MQTT, "$SYS/broker/publish/messages/dropped")
