@@ -58,6 +58,9 @@ type client struct {
 	// wake is signalled by the pacer when a message of this publisher
 	// falls due (capacity 1: signals never block the pacer).
 	wake chan struct{}
+	// cur holds a Poisson publisher's schedule cursors (cursors.go), nil
+	// for every other client.
+	cur *cursors
 
 	// Receive-side state, touched only by the connection's reader
 	// goroutine (or under share.mu for a share group).

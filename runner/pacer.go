@@ -68,7 +68,7 @@ func newPacer(pubs []*client, start int64, now func() int64) (*pacer, error) {
 		p.shards[i] = &pacerShard{start: start, now: now, sleeper: s}
 	}
 	for i, c := range pubs {
-		off, ok := c.plan.Publish.Schedule.At(0)
+		off, ok := c.paceAt(0)
 		if !ok {
 			continue
 		}
@@ -116,7 +116,7 @@ func (s *pacerShard) run(ctx context.Context) {
 			case e.c.wake <- struct{}{}:
 			default: // a signal is already pending: the publisher will re-check
 			}
-			if off, ok := e.c.plan.Publish.Schedule.At(e.k + 1); ok {
+			if off, ok := e.c.paceAt(e.k + 1); ok {
 				e.k++
 				e.due = s.start + int64(off)
 			} else {
@@ -141,6 +141,16 @@ func (s *pacerShard) run(ctx context.Context) {
 			s.sleeper.sleep(max(time.Duration(d), pacerQuantum))
 		}
 	}
+}
+
+// paceAt is the intended time of the publisher's message k, for the
+// pacer: through its cursor (O(1) a message for Poisson arrivals, which
+// the pacer asks for in order), or the schedule's closed form.
+func (c *client) paceAt(k int) (time.Duration, bool) {
+	if c.cur != nil {
+		return c.cur.pace.At(k)
+	}
+	return c.plan.Publish.Schedule.At(k)
 }
 
 // down restores the heap property below i.

@@ -93,11 +93,11 @@ func (r *run) answer(c *client, payload, corr []byte) {
 	// correlation data came back as sent, or the answer is corrupt. A
 	// sequence the schedule has no message for is corrupt too (sentAs
 	// would give it offset 0, the first message's intended time).
-	if _, in := pc.Publish.Schedule.At(int(h.seq) - 1); !in {
+	if _, in := c.answerCursor().at(&pc.Publish.Schedule, int(h.seq)-1); !in {
 		r.rec.recordCorrupt(pc.Index, r.current(), pc.Group)
 		return
 	}
-	ph, intended := r.sentAs(pc.Publish, mqttc.Token(h.seq))
+	ph, intended := r.sentAsAt(pc.Publish, c.answerCursor(), mqttc.Token(h.seq))
 	if intended != h.intended {
 		r.rec.recordCorrupt(pc.Index, ph, pc.Group)
 		return

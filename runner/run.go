@@ -273,7 +273,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	}
 	for i := range prog.Clients {
 		pc := &prog.Clients[i]
-		c := &client{plan: pc, reconnected: make(chan struct{}, 1), req: newReqState(prog, pc)}
+		c := &client{plan: pc, reconnected: make(chan struct{}, 1), req: newReqState(prog, pc), cur: newCursors(pc)}
 		if len(pc.Subscriptions) > 0 {
 			c.streams = map[uint32]*stream{}
 			c.share = r.shareFor(pc)
@@ -590,7 +590,7 @@ func (r *run) connect(ctx context.Context, c *client, t mqttc.Target) {
 	}
 	h := mqttc.Handlers{
 		Acked: func(a mqttc.Ack) {
-			ph, _ := r.sentAs(pc.Publish, a.Token)
+			ph, _ := r.sentAsAt(pc.Publish, c.ackCursor(), a.Token)
 			r.rec.recordAck(pc.Index, ph, group, a.Latency, a.Reason.Failed())
 			if pc.Publish != nil && pc.Publish.Max {
 				ackedWake(c)
@@ -690,7 +690,7 @@ func (r *run) resume(c *client, old, mc *mqttc.Conn) {
 	w := newPayloadWriter(pub)
 	for _, id := range ids {
 		tok := mc.Token(id)
-		_, intended := r.sentAs(pub, tok)
+		_, intended := r.sentAsAt(pub, c.ackCursor(), tok)
 		buf, props := w.fill(r.pattern, c.plan, plans.PayloadKey{Seed: r.checks.seed, Pub: uint32(c.plan.Index), Seq: uint32(tok), Intended: intended})
 		if err := mc.ResendProps(id, pub.Topic, pub.Retain, props, buf); err != nil {
 			return // the new connection dropped too: its loss is recorded
@@ -1302,9 +1302,12 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		churnTimer = time.NewTimer(time.Hour)
 		defer churnTimer.Stop()
 	}
+	// The schedule read in order: O(1) a message for Poisson arrivals too
+	// (cursors.go); the skip over a churn's away window repositions it.
+	cur := pub.Schedule.Cursor()
 	for k := 0; ; k++ {
 		c.next = k
-		off, ok := pub.Schedule.At(k)
+		off, ok := cur.At(k)
 		for nextLeave < leaves && (!ok || off >= churn.DisconnectAt(slot, nextLeave)) {
 			if !r.churnCycle(ctx, c, churnTimer, start, churn, slot, nextLeave) {
 				return
@@ -1383,10 +1386,17 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 // message, and the connection carries a fixed-size record whatever the
 // runner needs to know.
 func (r *run) sentAs(pub *plans.ClientPublish, tok mqttc.Token) (ph phase.Phase, intended int64) {
+	return r.sentAsAt(pub, nil, tok)
+}
+
+// sentAsAt is sentAs reading the schedule through cur (cursors.go), which
+// is O(1) a message for Poisson arrivals when the tokens come in order, as
+// acknowledgements do; nil reads it by random access.
+func (r *run) sentAsAt(pub *plans.ClientPublish, cur *sharedCursor, tok mqttc.Token) (ph phase.Phase, intended int64) {
 	if pub.Max {
 		return r.sentAsMax(tok)
 	}
-	off, _ := pub.Schedule.At(int(tok) - 1)
+	off, _ := cur.at(&pub.Schedule, int(tok)-1)
 	return r.prog.PhaseOf(off), r.epochWall + r.pubStart.Load() + int64(off)
 }
 
@@ -1656,7 +1666,7 @@ func (r *run) settle(readersDone bool) {
 		}
 		holders := byPub[uint32(c.plan.Index)]
 		for _, tok := range unacked {
-			ph, _ := r.sentAs(pub, tok)
+			ph, _ := r.sentAsAt(pub, c.ackCursor(), tok)
 			clear(seen)
 			for _, h := range holders {
 				if h.st.has(uint32(tok)) {

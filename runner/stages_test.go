@@ -144,9 +144,23 @@ func TestRunBurst(t *testing.T) {
 // TestRunPoisson runs Poisson arrivals over stages on the embedded broker
 // and checks from the broker's side that it received exactly the messages
 // the schedules count, stage by stage, each at its scheduled intended time
-// relative to its client's first.
+// relative to its client's first. The runner reads the schedules through
+// cursors (cursors.go): the second case gives each client hundreds of
+// messages, so that they cross the arrival tree's blocks of 256.
 func TestRunPoisson(t *testing.T) {
-	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "poisson.yaml"), plans.LoadOptions{})
+	for _, tc := range []struct {
+		name string
+		sets []string
+	}{
+		{name: "as written"},
+		{name: "across blocks", sets: []string{"stages[1].rate=6000/s", "stages[2].rate=6000/s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testRunPoisson(t, tc.sets) })
+	}
+}
+
+func testRunPoisson(t *testing.T, sets []string) {
+	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "poisson.yaml"), plans.LoadOptions{Sets: sets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,4 +202,5 @@ func TestRunPoisson(t *testing.T) {
 	if want := planned(prog); m.Sent != want || m.Received != want || int64(len(truth.seen)) != want || m.Lost != 0 {
 		t.Errorf("sent %d received %d broker %d lost %d, want %d", m.Sent, m.Received, len(truth.seen), m.Lost, want)
 	}
+	t.Logf("stages: %v", perStage)
 }
