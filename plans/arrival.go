@@ -43,7 +43,7 @@ func (s Schedule) poissonCountUntil(x time.Duration) int {
 		}
 		return t >= math.MaxInt64 || time.Duration(t) >= x
 	}
-	last := func(j uint64) float64 { return s.inverse(s.Arrivals.blockEnd(j + 1)) }
+	last := func(j uint64) float64 { return s.delayed(s.inverse(s.Arrivals.blockEnd(j + 1))) }
 	// The first block whose last arrival is reached: double, then bisect.
 	hi := uint64(1)
 	for !reached(last(hi - 1)) {
@@ -64,7 +64,7 @@ func (s Schedule) poissonCountUntil(x time.Duration) int {
 	j := hi - 1
 	c := s.Arrivals.cursor(j * poissonBlock)
 	for i := uint64(0); i < poissonBlock; i++ {
-		if reached(s.inverse(c.next())) {
+		if reached(s.delayed(s.inverse(c.next()))) {
 			return s.capCount(int(j*poissonBlock + i))
 		}
 	}

@@ -386,6 +386,10 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 					sch := &pubSlab[len(pubSlab)-1].Schedule
 					sch.Poisson, sch.Arrivals = true, poissonArrivals{seed: p.Seed, client: uint64(c.Index)}
 				}
+				if d := pub.StartDelay; d != nil {
+					sch := &pubSlab[len(pubSlab)-1].Schedule
+					sch.Delay, sch.Phase = d.Draw(uint64(p.Seed), c.Index), 0 // the delays stagger the clients
+				}
 				if b := pub.Burst; b != nil {
 					sch := &pubSlab[len(pubSlab)-1].Schedule
 					sch.Burst, sch.BurstSize = b.Every, b.share(j, g.Count)

@@ -52,7 +52,7 @@ func (c *Cursor) At(k int) (time.Duration, bool) {
 		return 0, false
 	}
 	c.seek(k)
-	t := s.inverse(c.pc.next())
+	t := s.delayed(s.inverse(c.pc.next()))
 	c.k = k + 1
 	c.lastK, c.last, c.lastOK = k, 0, false
 	if t < float64(s.End()) {

@@ -171,6 +171,7 @@ var publishSection = &planSection{
 		{name: "rate", kind: fieldPublishRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms), or max: each client publishes as soon as its inflight window allows (a closed loop; needs duration). Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
 		{name: "burst", kind: fieldSection, sec: burstSection, doc: burstSection.doc},
 		{name: "arrival", kind: fieldArrival, doc: "How messages spread at the rate: uniform (evenly, clients staggered; the default) or poisson (exponential gaps, seeded by the plan's seed). Not with burst."},
+		{name: "start_delay", kind: fieldSection, sec: startDelaySection, doc: startDelaySection.doc},
 		{name: "retain", kind: fieldBool, doc: "Publish retained."},
 		{name: "count", kind: fieldInt, min: 0, max: math.MaxInt32, doc: "Stop each client after this many messages; 0 means no limit."},
 		{name: "response_topic", kind: fieldTemplate, doc: "MQTT 5: every message is a request carrying this response topic (the client subscribes to it) and correlation data; responder groups answer there, measured as rtt.*. %c, %u and %i expand per client."},
@@ -179,7 +180,7 @@ var publishSection = &planSection{
 	},
 	// Exactly one without stages, neither with them: the schema, which
 	// sees one section at a time, can only say "not both".
-	notBoth: [][2]string{{"every", "rate"}, {"every", "burst"}, {"rate", "burst"}, {"arrival", "burst"}},
+	notBoth: [][2]string{{"every", "rate"}, {"every", "burst"}, {"rate", "burst"}, {"arrival", "burst"}, {"start_delay", "burst"}},
 }
 
 var burstSection = &planSection{

@@ -1066,6 +1066,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	s.integer("count", &pub.Count, 0, math.MaxInt32)
 	l.requestFields(s, pub)
 	l.arrival(s, pub)
+	l.startDelay(s, pub)
 	l.inflight(s, pub)
 	return pub, topic, hasTopic, true
 }

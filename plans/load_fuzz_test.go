@@ -54,6 +54,8 @@ func FuzzLoad(f *testing.F) {
 		"groups.nope.x=1\n=\ngroups[9].count=1\nx[1][2]=[",
 		"groups[0].respond={topic: cmd/%i, qos: 1}\ngroups[1].publish.response_topic=resp/%c\ngroups[1].publish.response_timeout=1s",
 		"stages=[{duration: 1s, rate: 5/s}, {duration: 0s, every: 1s}]\ngroups.pub.publish.every=",
+		"groups[0].publish={topic: x, every: 1s, start_delay: {min: 1s, max: 2s}, arrival: poisson}",
+		"groups[0].publish={topic: x, burst: {every: 1s, messages: 2}, start_delay: {max: 0s}}\ngroups[0].publish.start_delay.min=-1s",
 	} {
 		f.Add(minimal, sets)
 	}
@@ -133,6 +135,9 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 			rated := n == 1
 			if len(p.Stages) > 0 {
 				rated = n == 0
+			}
+			if d := pub.StartDelay; d != nil && (d.Min < 0 || d.Max < d.Min || d.Max > maxTimeline || pub.Burst != nil || pub.Max) {
+				t.Errorf("bad start_delay in %s: %+v", g.Name, d)
 			}
 			if b := pub.Burst; b != nil && (b.Every <= 0 || b.Messages < 1 || b.Messages > maxBurstMessages) {
 				t.Errorf("bad burst in %s: %+v", g.Name, b)

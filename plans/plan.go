@@ -317,6 +317,9 @@ type Publish struct {
 	// Arrival is how messages spread at the rate: ArrivalUniform (also
 	// when empty, in a plan built in Go) or ArrivalPoisson (arrival.go).
 	Arrival string `json:"arrival,omitempty"`
+	// StartDelay, when set, holds each client back from publishing by its
+	// own seeded delay (start_delay.go).
+	StartDelay *StartDelay `json:"start_delay,omitempty"`
 	// Max (rate: max) replaces Every and Rate with a closed loop: each
 	// client publishes its next message as soon as its window allows
 	// (see closedloop.go). Every and Rate are then zero.

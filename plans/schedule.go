@@ -61,6 +61,9 @@ type Schedule struct {
 	// operational time keyed by Arrivals (arrival.go); Phase is then unused.
 	Poisson  bool
 	Arrivals poissonArrivals
+	// Delay moves every message of the schedule later by this much
+	// (start_delay.go); what then falls past End is not sent.
+	Delay time.Duration
 }
 
 // Segment is one piece of a rate profile: for Duration the rate goes
@@ -447,9 +450,18 @@ func (s Schedule) total() int {
 // intended is message k's intended offset in (unrounded) nanoseconds.
 func (s Schedule) intended(k int) float64 {
 	if s.Poisson {
-		return s.inverse(s.Arrivals.poissonAt(uint64(k)))
+		return s.delayed(s.inverse(s.Arrivals.poissonAt(uint64(k))))
 	}
-	return s.inverse(float64(k) + s.Phase)
+	return s.delayed(s.inverse(float64(k) + s.Phase))
+}
+
+// delayed is t moved by the schedule's Delay; without one, t itself, so
+// that schedules without a delay keep their times to the bit.
+func (s Schedule) delayed(t float64) float64 {
+	if s.Delay == 0 {
+		return t
+	}
+	return float64(s.Delay) + t
 }
 
 // maxScheduleMessages caps the estimates firstAt starts from, far beyond
@@ -483,6 +495,7 @@ func (s Schedule) firstAt(est float64, reached func(k int) bool) int {
 
 // countBefore is N(t) - Phase: about how many messages precede offset t.
 func (s Schedule) countBefore(t time.Duration) float64 {
+	t -= s.Delay
 	if p := s.Profile; p != nil {
 		return countAt(p.segs, float64(p.interval), float64(t)) - s.Phase
 	}

@@ -29,7 +29,7 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, sizeRangeSection, sizeChoiceSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, startDelaySection, sizeRangeSection, sizeChoiceSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs

@@ -151,6 +151,7 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"respond":      {respondKeys, false},
 		"stage":        {stageKeys, false},
 		"burst":        {burstKeys, false},
+		"start_delay":  {startDelayKeys, false},
 		"size_range":   {sizeRangeKeys, false},
 		"size_choice":  {sizeKeys, false},
 	}

@@ -118,6 +118,9 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			if g.Publish.Arrival == plans.ArrivalPoisson {
 				pub += fmt.Sprintf(" (poisson, seed %d)", p.Seed)
 			}
+			if d := g.Publish.StartDelay; d != nil {
+				pub += startDelayNote(prog, gi, d)
+			}
 			if b := g.Publish.Burst; b != nil {
 				pub += fmt.Sprintf(" (bursts of %d every %s)", b.Messages, fmtDuration(b.Every))
 				per += " mean"

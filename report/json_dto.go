@@ -156,6 +156,8 @@ type jsonPlanPublish struct {
 	Rate    float64                `json:"rate,omitempty"`
 	Burst   *jsonPlanBurst         `json:"burst,omitempty"`
 	Arrival string                 `json:"arrival,omitempty"`
+	// StartDelay echoes publish.start_delay.
+	StartDelay *jsonPlanStartDelay `json:"start_delay,omitempty"`
 	// Max and Inflight: the closed loop (publish.rate: max).
 	Max      bool `json:"max,omitempty"`
 	Inflight int  `json:"inflight,omitempty"`
@@ -172,6 +174,12 @@ type jsonPlanStage struct {
 	Duration jsonDuration `json:"duration"`
 	Rate     float64      `json:"rate,omitempty"`
 	Every    jsonDuration `json:"every,omitempty"`
+}
+
+// jsonPlanStartDelay mirrors plans.StartDelay.
+type jsonPlanStartDelay struct {
+	Min jsonDuration `json:"min"`
+	Max jsonDuration `json:"max"`
 }
 
 // jsonPlanBurst mirrors plans.Burst.
@@ -236,6 +244,9 @@ func planJSON(p *plans.Plan) *jsonPlan {
 				Payload: pub.Payload, Header: pub.Header, Sizes: pub.Sizes}
 			if b := pub.Burst; b != nil {
 				jg.Publish.Burst = &jsonPlanBurst{Every: jsonDuration(b.Every), Messages: b.Messages}
+			}
+			if d := pub.StartDelay; d != nil {
+				jg.Publish.StartDelay = &jsonPlanStartDelay{Min: jsonDuration(d.Min), Max: jsonDuration(d.Max)}
 			}
 		}
 		jg.Respond = g.Respond

@@ -710,6 +710,9 @@ func (jp *jsonPlan) plan() *plans.Plan {
 			if b := pub.Burst; b != nil {
 				pg.Publish.Burst = &plans.Burst{Every: time.Duration(b.Every), Messages: b.Messages}
 			}
+			if d := pub.StartDelay; d != nil {
+				pg.Publish.StartDelay = &plans.StartDelay{Min: time.Duration(d.Min), Max: time.Duration(d.Max)}
+			}
 		}
 		pg.Respond = g.Respond
 		p.Groups = append(p.Groups, pg)

@@ -333,6 +333,13 @@ func (c *resultCheck) plan(r *Result) {
 				c.duration(p+".publish.burst.every", b.Every)
 				c.count(p+".publish.burst.messages", int64(b.Messages))
 			}
+			if d := pub.StartDelay; d != nil {
+				c.duration(p+".publish.start_delay.min", d.Min)
+				c.duration(p+".publish.start_delay.max", d.Max)
+				if d.Max < d.Min {
+					c.fail(p+".publish.start_delay.max", "%s is below min %s", time.Duration(d.Max), time.Duration(d.Min))
+				}
+			}
 			if a := pub.Arrival; a != "" && a != plans.ArrivalUniform && a != plans.ArrivalPoisson {
 				c.fail(p+".publish.arrival", "%q is not an arrival (uniform or poisson)", a)
 			}

@@ -605,6 +605,7 @@ func TestJSONPlanMirrorsPlan(t *testing.T) {
 		{"publish", reflect.TypeFor[plans.Publish](), reflect.TypeFor[jsonPlanPublish]()},
 		{"stage", reflect.TypeFor[plans.Stage](), reflect.TypeFor[jsonPlanStage]()},
 		{"burst", reflect.TypeFor[plans.Burst](), reflect.TypeFor[jsonPlanBurst]()},
+		{"start_delay", reflect.TypeFor[plans.StartDelay](), reflect.TypeFor[jsonPlanStartDelay]()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want, got []string
