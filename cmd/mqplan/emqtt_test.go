@@ -54,6 +54,8 @@ func TestEmqttBadOptions(t *testing.T) {
 		{"emqtt-bench option mqplan lacks", []string{"pub", "-t", "x", "--topics-payload", "t.json"}, "emqtt-bench's --topics-payload is not supported: a file of topics"},
 		{"emqtt-bench's payload templates", []string{"pub", "-t", "x", "-m", "template://p.json"}, "-m/--message: template://FILE is not supported: emqtt-bench's template placeholders are not mapped"},
 		{"emqtt-bench long option mqplan lacks", []string{"pub", "-t", "x", "--quic"}, "emqtt-bench's --quic is not supported"},
+		{"random waits with the closed loop", []string{"pub", "-t", "x", "-I", "0", "--max-random-wait", "100"}, "--min-random-wait/--max-random-wait are not supported with -I 0"},
+		{"random wait out of range", []string{"pub", "-t", "x", "--max-random-wait", "-5"}, "--max-random-wait: must be at least 0, got -5"},
 		{"certfile without keyfile", []string{"conn", "-S", "--certfile", "c.pem"}, "--certfile and --keyfile go together"},
 		{"certificates need -S", []string{"conn", "--certfile", "c.pem", "--keyfile", "k.pem"}, "--certfile and --keyfile need -S/--ssl"},
 		{"CA needs -S", []string{"conn", "--cacertfile", "ca.pem"}, "--cacertfile and --insecure need -S/--ssl"},

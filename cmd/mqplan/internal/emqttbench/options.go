@@ -43,33 +43,36 @@ type Options struct {
 	msgInterval int // ms between one client's messages; 0: as fast as possible (rate: max)
 	inflight    int // -F: the closed loop's window of QoS 1/2 publishes
 	hasInflight bool
-	username    string
-	password    string
-	hasPassword bool
-	topics      []string
-	size        int
-	message     string // -m: a literal payload
-	hasMessage  bool
-	qos         int
-	retain      bool
-	keepalive   int // seconds
-	clean       bool
-	expiry      int // session expiry, seconds
-	limit       int // messages in all, 0 = unlimited
-	ssl         bool
-	certFile    string
-	keyFile     string
-	caFile      string
-	insecure    bool
-	ws          bool
-	ifaddrs     []string
-	prefix      string
-	duration    time.Duration
-	hasDuration bool
-	thresholds  []string
-	printPlan   bool
-	help        bool
-	commandLine string // the command line with the password masked, for the plan's description
+	// minWait and maxWait (ms) are --min-random-wait/--max-random-wait:
+	// each publisher's wait before its first message (publish.start_delay).
+	minWait, maxWait int
+	username         string
+	password         string
+	hasPassword      bool
+	topics           []string
+	size             int
+	message          string // -m: a literal payload
+	hasMessage       bool
+	qos              int
+	retain           bool
+	keepalive        int // seconds
+	clean            bool
+	expiry           int // session expiry, seconds
+	limit            int // messages in all, 0 = unlimited
+	ssl              bool
+	certFile         string
+	keyFile          string
+	caFile           string
+	insecure         bool
+	ws               bool
+	ifaddrs          []string
+	prefix           string
+	duration         time.Duration
+	hasDuration      bool
+	thresholds       []string
+	printPlan        bool
+	help             bool
+	commandLine      string // the command line with the password masked, for the plan's description
 }
 
 // Kind returns the command the options are for.
@@ -231,6 +234,12 @@ var options = []*option{
 	{short: 'l', long: "lowmem", kinds: "csp",
 		help:    "accepted for compatibility; no effect (mqplan's connections are lean already)",
 		setBool: func(o *Options, v bool) {}},
+	{long: "max-random-wait", arg: "MS", def: "0", kinds: "p",
+		help: "each publisher waits a random time below this many ms (and at least --min-random-wait) before its first message; its messages then follow every -I ms (publish.start_delay, seeded)",
+		set:  func(o *Options, v string) error { return intIn(v, &o.maxWait, 0, 3_600_000) }},
+	{long: "min-random-wait", arg: "MS", def: "0", kinds: "p",
+		help: "the shortest of those waits, in ms (alone, or not below --max-random-wait: every publisher waits exactly this)",
+		set:  func(o *Options, v string) error { return intIn(v, &o.minWait, 0, 3_600_000) }},
 	{short: 'w', long: "wait-before-publishing", kinds: "p",
 		help:    "accepted for compatibility; mqplan always connects every client before publishing",
 		setBool: func(o *Options, v bool) {}},
@@ -273,8 +282,6 @@ var unsupported = []struct {
 	{0, "topics-payload", "a file of topics each with its own payload and interval: write a plan with a group per topic, each with its publish.payload"},
 	{0, "payload-hdrs", "mqplan always measures latency, loss, duplicates and order from its own header"},
 	{'Q', "qoe", "mqplan always reports connect and subscribe latency (connect.*, subscribe.* in the report and thresholds)"},
-	{0, "max-random-wait", "mqplan staggers publishers evenly over the interval instead"},
-	{0, "min-random-wait", "mqplan staggers publishers evenly over the interval instead"},
 	{0, "num-retry-connect", "a plan's groups[].reconnect reconnects dropped clients; failed connects are reported, not retried"},
 	{0, "quic", "mqplan connects over TCP, TLS and WebSocket only"},
 	{0, "load-qst", "mqplan connects over TCP, TLS and WebSocket only"},
@@ -564,6 +571,20 @@ func splitList(v string) ([]string, error) {
 	return out, nil
 }
 
+// randomWait is emqtt-bench's wait before a publisher's first message as
+// a start delay range in ms: uniform below max and at least min, or
+// exactly min when max is not above it (emqtt-bench's
+// random_pub_wait_period); false when there is no wait.
+func (o *Options) randomWait() (lo, hi int, ok bool) {
+	switch {
+	case o.maxWait > o.minWait:
+		return o.minWait, o.maxWait, true
+	case o.minWait > 0:
+		return o.minWait, o.minWait, true
+	}
+	return 0, 0, false
+}
+
 // check validates what the options say together.
 func (o *Options) check() error {
 	switch o.kind {
@@ -574,6 +595,9 @@ func (o *Options) check() error {
 	}
 	if o.kind == Pub && len(o.topics) > 1 {
 		return fmt.Errorf("-t/--topic is given %d times: pub publishes to one topic (use %%i for one per client)", len(o.topics))
+	}
+	if _, _, ok := o.randomWait(); ok && o.kind == Pub && o.msgInterval == 0 {
+		return errors.New("--min-random-wait/--max-random-wait are not supported with -I 0: mqplan's closed loop (publish.rate: max) starts every publisher at once, with no timetable to delay; use -I N")
 	}
 	if (o.certFile == "") != (o.keyFile == "") {
 		return errors.New("--certfile and --keyfile go together: mutual TLS needs the certificate and its private key")

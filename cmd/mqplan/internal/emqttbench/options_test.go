@@ -49,6 +49,8 @@ func TestParse(t *testing.T) {
 			want: func(o *Options) { o.msgInterval, o.inflight, o.hasInflight, o.qos = 0, 32, true, 1 }},
 		{name: "--inflight= long form", kind: Pub, args: []string{"-t", "t", "-I0", "--inflight=256"},
 			want: func(o *Options) { o.msgInterval, o.inflight, o.hasInflight = 0, 256, true }},
+		{name: "random waits", kind: Pub, args: []string{"-t", "t", "--max-random-wait", "500", "--min_random_wait=20"},
+			want: func(o *Options) { o.minWait, o.maxWait = 20, 500 }},
 		{name: "a boolean alone is true", kind: Pub, args: []string{"-t", "t", "-r", "--ws", "-S"},
 			want: func(o *Options) { o.retain, o.ws, o.ssl = true, true, true }},
 		{name: "a boolean takes an explicit value that follows", kind: Sub, args: []string{"-t", "t", "-C", "false"},

@@ -183,6 +183,9 @@ func (o *Options) planYAML() (string, error) {
 			}
 		} else {
 			w("      every: %dms\n", o.msgInterval)
+			if lo, hi, ok := o.randomWait(); ok {
+				w("      start_delay: {min: %dms, max: %dms}\n", lo, hi)
+			}
 		}
 		w("      retain: %t\n", o.retain)
 		if n := o.perClientLimit(); n > 0 {
@@ -341,6 +344,7 @@ var planPaths = []struct {
 	{regexp.MustCompile(`^groups\[0\]\.publish\.every$`), "-I/--interval_of_msg"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.rate$`), "-I/--interval_of_msg"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.inflight$`), "-F/--inflight"},
+	{regexp.MustCompile(`^groups\[0\]\.publish\.start_delay(\.min|\.max)?$`), "--min-random-wait/--max-random-wait"},
 	{regexp.MustCompile(`^groups\[0\]\.publish\.count$`), "-L/--limit"},
 	{regexp.MustCompile(`^duration$`), "--duration"},
 }

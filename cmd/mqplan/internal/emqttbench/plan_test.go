@@ -34,6 +34,8 @@ func TestPrintPlan(t *testing.T) {
 			"--keyfile", "/etc/mqplan/client.key", "-h", "broker.example", "-p", "8084", "-c", "1000", "-R", "500", "--duration", "1h30m"}},
 		{name: "pub_message_v5", args: []string{"pub", "-t", "t/%i", "-m", `{"temp":21.5,"ok":true} 100% ${HOME}`}},
 		{name: "pub_message_v4", args: []string{"pub", "-t", "t/%i", "-V", "4", "-s", "999", "-m", "hello"}},
+		{name: "pub_random_wait", args: []string{"pub", "-t", "bench/%i", "-c", "10", "-I", "100", "--min-random-wait", "50", "--max-random-wait", "1000"}},
+		{name: "pub_random_wait_fixed", args: []string{"pub", "-t", "bench/%i", "--min-random-wait=300", "--max-random-wait=100"}},
 		{name: "literal_dollars", args: []string{"sub", "-t", "$SYS/${HOME}/$$", "-u", "${USER}", "-i", "0", "--insecure", "-S"}},
 	}
 	for _, tt := range tests {
