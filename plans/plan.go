@@ -13,8 +13,11 @@
 // plan's warmup, ramp and steady phases are its three-segment case; a
 // plan's stages: compile to longer profiles (stages.go). The load shapes
 // on top: Poisson arrivals (arrival.go over poisson.go, a pure function of
-// the plan's seed, the client and k) and bursts, a group's messages at one
-// instant every period (burst.go).
+// the plan's seed, the client and k), bursts, a group's messages at one
+// instant every period (burst.go), and start delays, each client's
+// timetable moved by its own seeded delay (start_delay.go). Cursor
+// (cursor.go) reads a schedule in order at O(1) a message, for the
+// runner's hot path.
 //
 // MQTT 5 request/response (reqresp.go) is a responder group's respond:
 // and a requesting group's publish.response_topic; Compile counts the
