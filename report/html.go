@@ -458,6 +458,9 @@ func planGroups(r *Result) []htmlPlanGroup {
 			if p.Arrival == plans.ArrivalPoisson {
 				rate += ", poisson arrivals"
 			}
+			if d := p.StartDelay; d != nil {
+				rate += fmt.Sprintf(", start delays in [%s, %s)", fmtDuration(d.Min), fmtDuration(d.Max))
+			}
 			hg.Publish = fmt.Sprintf("%s, QoS %d, %s, %s", p.Topic.String(), p.QoS, planPayloadSize(p), rate)
 			if p.Count > 0 {
 				hg.Publish += fmt.Sprintf(", %d per client", p.Count)
