@@ -88,6 +88,30 @@ func TestRunStages(t *testing.T) {
 			t.Errorf("stage %d (%s): the broker received %d, the schedule counts %d", i, sp.Name, perStage[i], sp.Messages)
 		}
 	}
+	// Per-stage metrics: each stage's cell counts exactly the messages the
+	// broker received in its window and the deliveries they imply.
+	if len(st.Stages) != len(prog.Stages) {
+		t.Fatalf("%d stages measured, the plan has %d", len(st.Stages), len(prog.Stages))
+	}
+	for i, sp := range prog.Stages {
+		got := &st.Stages[i]
+		m := &got.Metrics
+		if got.Name != sp.Name || got.Duration() != sp.Duration {
+			t.Errorf("stage %d measured as %s for %v, planned %s for %v", i, got.Name, got.Duration(), sp.Name, sp.Duration)
+		}
+		if m.Sent != perStage[i] || m.Unsent != 0 || m.Expected != sp.Deliveries || m.Received != sp.Deliveries || m.Lost != 0 || m.Duplicates != 0 {
+			t.Errorf("stage %s: sent %d unsent %d expected %d received %d lost %d dups %d; the broker received %d, the schedule counts %d deliveries",
+				sp.Name, m.Sent, m.Unsent, m.Expected, m.Received, m.Lost, m.Duplicates, perStage[i], sp.Deliveries)
+		}
+		if n := int64(0); m.Latency != nil {
+			n = m.Latency.TotalCount()
+			if n != m.Received {
+				t.Errorf("stage %s: %d latencies for %d deliveries", sp.Name, n, m.Received)
+			}
+		} else if m.Received > 0 {
+			t.Errorf("stage %s: no latency for %d deliveries", sp.Name, m.Received)
+		}
+	}
 	m := all(st)
 	if want := planned(prog); m.Sent != want || m.Received != want || int64(len(truth.seen)) != want {
 		t.Errorf("sent %d received %d broker %d, want %d", m.Sent, m.Received, len(truth.seen), want)
