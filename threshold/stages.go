@@ -2,9 +2,12 @@ package threshold
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
+
+	"github.com/mqplan/mqplan/metric"
 )
 
 // Stages is one stage of a plan's `stages:` timeline: the messages
@@ -103,4 +106,39 @@ func (p *renamePatch) Visit(node *ast.Node) {
 			return
 		}
 	}
+}
+
+// stageCounts are the metrics a stage measures besides the latency.* and
+// lag.* families: its messages' publishes and deliveries. Connections,
+// acks, errors and requests are not split by stage (a stage is a window
+// of intended send times, not of connections), so a threshold on them in
+// a stage is refused when the plan is checked rather than failing "no
+// samples" after the run.
+var stageCounts = map[metric.Name]bool{
+	metric.Sent: true, metric.Unsent: true, metric.Expected: true, metric.Received: true,
+	metric.Lost: true, metric.LostUnsent: true, metric.LostUnacked: true, metric.LostBroker: true,
+	metric.LossRate: true, metric.Duplicates: true, metric.DupRate: true, metric.OutOfOrder: true,
+	metric.OOORate: true, metric.OverlapCopies: true, metric.SendRate: true, metric.RecvRate: true,
+	metric.SentBytes: true, metric.ReceivedBytes: true, metric.LateRate: true,
+}
+
+// StageMetric reports whether a stage measures the metric name (see
+// stageCounts): the report leaves the others out of a stage's set.
+func StageMetric(name metric.Name) bool {
+	if stageCounts[name] {
+		return true
+	}
+	family, _, ok := name.Split()
+	return ok && (family == "latency" || family == "lag")
+}
+
+// stageMetricList lists the metrics a stage measures, for messages.
+func stageMetricList() string {
+	var out []string
+	for _, md := range metric.All() {
+		if stageCounts[md.Name] {
+			out = append(out, string(md.Name))
+		}
+	}
+	return strings.Join(append(out, "latency.*", "lag.*"), ", ")
 }
