@@ -54,6 +54,8 @@ func FuzzLoad(f *testing.F) {
 		"groups.nope.x=1\n=\ngroups[9].count=1\nx[1][2]=[",
 		"groups[0].respond={topic: cmd/%i, qos: 1}\ngroups[1].publish.response_topic=resp/%c\ngroups[1].publish.response_timeout=1s",
 		"stages=[{duration: 1s, rate: 5/s}, {duration: 0s, every: 1s}]\ngroups.pub.publish.every=",
+		"groups[0].publish={topic: x, stages: [{name: a, duration: 1s, rate: 5/s}, {duration: 0s, every: 1s}]}\nduration=",
+		"stages=[{name: a, duration: 1s, rate: 5/s}]\ngroups[0].publish={topic: x, stages: [{name: a, duration: 2s, rate: 1/s}]}",
 	} {
 		f.Add(minimal, sets)
 	}
@@ -134,6 +136,20 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 			if len(p.Stages) > 0 {
 				rated = n == 0
 			}
+			// A group's own stages follow the plan's timeline exactly.
+			if len(pub.Stages) > 0 {
+				positive := false
+				for i, st := range pub.Stages {
+					if i >= len(p.Stages) || st.Name != p.Stages[i].Name || st.Duration != p.Stages[i].Duration {
+						t.Errorf("%s's stages are not the plan's timeline: %+v, %+v", g.Name, pub.Stages, p.Stages)
+						break
+					}
+					positive = positive || st.Rate > 0 || st.Every > 0
+				}
+				if len(pub.Stages) != len(p.Stages) || !positive {
+					t.Errorf("bad stages in %s: %+v", g.Name, pub.Stages)
+				}
+			}
 			if b := pub.Burst; b != nil && (b.Every <= 0 || b.Messages < 1 || b.Messages > maxBurstMessages) {
 				t.Errorf("bad burst in %s: %+v", g.Name, b)
 			}
@@ -161,7 +177,14 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 		t.Error("no duration, and a publisher without a count")
 	}
 	if len(p.Stages) > 0 {
+		// Without a top-level stages:, the timeline comes from the groups'
+		// lists (names and durations only): their rates are positive.
 		positive := false
+		for _, g := range p.Groups {
+			if g.Publish != nil && len(g.Publish.Stages) > 0 {
+				positive = true
+			}
+		}
 		for _, st := range p.Stages {
 			if st.Duration < 0 || st.Rate < 0 || st.Every < 0 || (st.Rate > 0 && st.Every > 0) || st.Name == "" {
 				t.Errorf("bad stage: %+v", st)

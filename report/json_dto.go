@@ -154,8 +154,10 @@ type jsonPlanPublish struct {
 	Header  string                 `json:"header,omitempty"`
 	Every   jsonDuration           `json:"every,omitempty"`
 	Rate    float64                `json:"rate,omitempty"`
-	Burst   *jsonPlanBurst         `json:"burst,omitempty"`
-	Arrival string                 `json:"arrival,omitempty"`
+	// Stages echoes the group's own publish.stages.
+	Stages  []jsonPlanStage `json:"stages,omitempty"`
+	Burst   *jsonPlanBurst  `json:"burst,omitempty"`
+	Arrival string          `json:"arrival,omitempty"`
 	// Max and Inflight: the closed loop (publish.rate: max).
 	Max      bool `json:"max,omitempty"`
 	Inflight int  `json:"inflight,omitempty"`
@@ -201,9 +203,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain),
 		Thresholds: p.Thresholds, Seed: p.Seed,
 	}
-	for _, st := range p.Stages {
-		jp.Stages = append(jp.Stages, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every)})
-	}
+	jp.Stages = stagesJSON(p.Stages)
 	for i, u := range p.Broker.URLs {
 		jp.Broker.URLs[i] = redactURL(u)
 	}
@@ -237,6 +237,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 			if b := pub.Burst; b != nil {
 				jg.Publish.Burst = &jsonPlanBurst{Every: jsonDuration(b.Every), Messages: b.Messages}
 			}
+			jg.Publish.Stages = stagesJSON(pub.Stages)
 		}
 		jg.Respond = g.Respond
 		jp.Groups[i] = jg

@@ -693,9 +693,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain),
 		Thresholds: jp.Thresholds, Seed: jp.Seed,
 	}
-	for _, st := range jp.Stages {
-		p.Stages = append(p.Stages, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every)})
-	}
+	p.Stages = stagesOf(jp.Stages)
 	for _, g := range jp.Groups {
 		pg := plans.Group{
 			Name: g.Name, Count: g.Count, Start: g.Start,
@@ -718,6 +716,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 			if b := pub.Burst; b != nil {
 				pg.Publish.Burst = &plans.Burst{Every: time.Duration(b.Every), Messages: b.Messages}
 			}
+			pg.Publish.Stages = stagesOf(pub.Stages)
 		}
 		pg.Respond = g.Respond
 		p.Groups = append(p.Groups, pg)

@@ -331,6 +331,12 @@ func (c *resultCheck) plan(r *Result) {
 			c.count(p+".publish.size", int64(pub.Size))
 			c.duration(p+".publish.every", pub.Every)
 			c.figure(p+".publish.rate", pub.Rate)
+			for j, st := range pub.Stages {
+				sp := p + ".publish.stages[" + strconv.Itoa(j) + "]"
+				c.duration(sp+".duration", st.Duration)
+				c.figure(sp+".rate", st.Rate)
+				c.duration(sp+".every", st.Every)
+			}
 			c.count(p+".publish.count", int64(pub.Count))
 			if b := pub.Burst; b != nil {
 				c.duration(p+".publish.burst.every", b.Every)

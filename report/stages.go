@@ -138,3 +138,22 @@ func mdStages(b *bytes.Buffer, r *Result) {
 	b.WriteString("### Stages\n\n" + mdText("The messages intended in each stage, deliveries after it included; at: from the first stage's start; rates over the stage's length; latency e2e.") + "\n\n")
 	mdTable(b, stagesHead, 1, rows)
 }
+
+// stagesJSON is a stage list (the plan's or a group's) as the plan echo
+// writes it; nil for none.
+func stagesJSON(stages []plans.Stage) []jsonPlanStage {
+	var out []jsonPlanStage
+	for _, st := range stages {
+		out = append(out, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every)})
+	}
+	return out
+}
+
+// stagesOf reads a stage list of the plan echo back.
+func stagesOf(js []jsonPlanStage) []plans.Stage {
+	var out []plans.Stage
+	for _, st := range js {
+		out = append(out, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every)})
+	}
+	return out
+}

@@ -38,12 +38,26 @@ func (h *publishTruth) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Pa
 // the broker's side, that each stage received exactly the messages its
 // schedule counts (plans.StagePlan.Messages), each once, and that every
 // message's intended time is where the profile puts it: message k of a
-// client is intended At(k) − At(0) after its first.
+// client is intended At(k) − At(0) after its first; and that each stage's
+// metrics (stats.Stats.Stages, stages.<name>.*) count exactly those
+// messages and the deliveries they imply. It runs a plan whose stages
+// give every group's rate and one whose groups have their own.
 func TestRunStages(t *testing.T) {
-	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "stages.yaml"), plans.LoadOptions{
+	for _, tc := range []struct {
+		name, file string
+		sets       []string
+	}{
 		// Scaled down: the shape, not the load, is under test.
-		Sets: []string{"warmup=300ms", "drain=3s", "stages[1].duration=600ms", "stages[3].duration=800ms", "stages[0].duration=600ms"},
-	})
+		{"the plan's stages", "stages.yaml", []string{"warmup=300ms", "drain=3s", "stages[1].duration=600ms", "stages[3].duration=800ms", "stages[0].duration=600ms"}},
+		// Each group at its own rates over one timeline (publish.stages).
+		{"the groups' own stages", "group_stages.yaml", []string{"warmup=300ms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runStages(t, tc.file, tc.sets) })
+	}
+}
+
+func runStages(t *testing.T, file string, sets []string) {
+	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", file), plans.LoadOptions{Sets: sets})
 	if err != nil {
 		t.Fatal(err)
 	}
