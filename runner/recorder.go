@@ -22,6 +22,10 @@ type recorder struct {
 	// nStages is the plan's stages: each stripe has a cell per stage
 	// (recorder_stages.go), 0 without stages.
 	nStages int
+	// stageHists holds each stage's latency and lag histograms folded
+	// from the stripes (recorder_stages.go), under stageMu.
+	stageMu    sync.Mutex
+	stageHists []stageHist
 	// allowance is how long a message is given to arrive before its
 	// missing deliveries count as lost so far (see run.LostSoFar), and
 	// dueWidth the span of intended send time (ns) one slot of the due
@@ -53,8 +57,10 @@ type stripe struct {
 	// cells[phase*nGroups+group] are the totals per phase and group.
 	cells []stats.Metrics
 	// stages[i] are the totals of the messages intended in stage i
-	// (recorder_stages.go).
+	// (recorder_stages.go); their histograms are folded into the
+	// recorder's each second and come back to spare.
 	stages []stats.Metrics
+	spare  []*hdrhistogram.Histogram
 	// sec[group] accumulates the current second for the timeline, one
 	// entry per plan group; the second's totals are their sums.
 	sec []secondAcc
@@ -190,7 +196,7 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 	m.SentBytes += s.bytes
 	m.ExpectedOwn += s.expected
 	if s.inStage > 0 {
-		stageSent(&st.stages[s.inStage-1], s)
+		stageSent(st, &st.stages[s.inStage-1], s)
 	}
 	b := r.bucket(s.intended)
 	for g, n := range s.expectedBy {
@@ -335,7 +341,7 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 		return
 	}
 	if d.inStage > 0 {
-		stageReceived(&st.stages[d.inStage-1], d)
+		stageReceived(st, &st.stages[d.inStage-1], d)
 	}
 	m.Received++
 	m.ReceivedBytes += d.bytes
@@ -502,6 +508,7 @@ func (r *recorder) second(sc *secondScratch, hooks secondHooks, matured int64) s
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()
+		r.foldStages(st)
 		st.matured = max(st.matured, matured)
 		for g := range st.sec {
 			acc, gs := &st.sec[g], &s.Groups[g]

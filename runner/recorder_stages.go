@@ -3,6 +3,8 @@ package runner
 import (
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/mqplan/mqplan/stats"
 )
 
@@ -14,23 +16,83 @@ import (
 // header carries. A stage cell counts every delivery once, as a merged
 // phase does (the subscriber view), so it keeps no per-group split.
 
+// Histograms (~144 KiB each) are not kept per stripe and stage, which a
+// plan of many stages on many cores would multiply: each second's
+// snapshot folds every stripe's stage histograms into one pair per stage
+// (stageHists) and gives them back to the stripe to reuse, so a stripe
+// holds about as many as stages are receiving at once.
+
+// stageHist is one stage's latency and lag, folded from the stripes.
+type stageHist struct {
+	latency, lag *hdrhistogram.Histogram
+}
+
 // withStages gives every stripe a cell per stage; it runs before any
 // client records.
 func (r *recorder) withStages(n int) {
 	r.nStages = n
+	r.stageHists = make([]stageHist, n)
 	for i := range r.stripes {
 		r.stripes[i].stages = make([]stats.Metrics, n)
 	}
 }
 
+// hist returns a spare histogram of the stripe, or a new one. The stripe
+// must be locked.
+func (st *stripe) hist() *hdrhistogram.Histogram {
+	if n := len(st.spare); n > 0 {
+		h := st.spare[n-1]
+		st.spare = st.spare[:n-1]
+		return h
+	}
+	return stats.NewHistogram()
+}
+
+// foldStages moves the stripe's stage histograms into the recorder's
+// (stageHists) and keeps them, reset, as spares. The stripe must be
+// locked; the snapshot calls it each second and mergeStages at the end.
+func (r *recorder) foldStages(st *stripe) {
+	if r.nStages == 0 {
+		return
+	}
+	r.stageMu.Lock()
+	defer r.stageMu.Unlock()
+	for s := range st.stages {
+		m, into := &st.stages[s], &r.stageHists[s]
+		into.latency = foldHist(into.latency, m.Latency, st)
+		into.lag = foldHist(into.lag, m.Lag, st)
+		m.Latency, m.Lag = nil, nil
+	}
+}
+
+// foldHist merges h (when there is one) into dst, allocated on first
+// use, and gives h back to the stripe's spares, reset.
+func foldHist(dst, h *hdrhistogram.Histogram, st *stripe) *hdrhistogram.Histogram {
+	if h == nil {
+		return dst
+	}
+	if h.TotalCount() > 0 {
+		if dst == nil {
+			dst = stats.NewHistogram()
+		}
+		dst.Merge(h)
+		h.Reset()
+	}
+	st.spare = append(st.spare, h)
+	return dst
+}
+
 // stageSent counts a sent message in its stage's cell: it, its payload
 // bytes, the deliveries it implies and, on a schedule, its lag. The stripe
 // must be locked.
-func stageSent(m *stats.Metrics, s *sendRecord) {
+func stageSent(st *stripe, m *stats.Metrics, s *sendRecord) {
 	m.Sent++
 	m.SentBytes += s.bytes
 	m.Expected += s.expected
 	if !s.closed {
+		if m.Lag == nil {
+			m.Lag = st.hist()
+		}
 		record(&m.Lag, micros(s.lag), &m.OverRange)
 		if s.lag > stats.LateThreshold {
 			m.Late++
@@ -40,7 +102,7 @@ func stageSent(m *stats.Metrics, s *sendRecord) {
 
 // stageReceived counts a delivery (recordReceive has set overlap copies
 // apart) in its message's stage's cell. The stripe must be locked.
-func stageReceived(m *stats.Metrics, d *recvRecord) {
+func stageReceived(st *stripe, m *stats.Metrics, d *recvRecord) {
 	m.Received++
 	m.ReceivedBytes += d.bytes
 	if m.LastReceived == 0 || d.at < m.FirstReceived {
@@ -52,6 +114,9 @@ func stageReceived(m *stats.Metrics, d *recvRecord) {
 		m.Duplicates++
 	case deliveryOutOfOrder:
 		m.OutOfOrder++
+	}
+	if m.Latency == nil {
+		m.Latency = st.hist()
 	}
 	record(&m.Latency, micros(d.latency), &m.OverRange)
 }
@@ -95,14 +160,19 @@ func (r *recorder) mergeStages() []stats.Metrics {
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()
+		r.foldStages(st)
 		for s := range out {
 			out[s].Merge(&st.stages[s])
 		}
 		st.mu.Unlock()
 	}
+	r.stageMu.Lock()
+	defer r.stageMu.Unlock()
 	for s := range out {
 		m := &out[s]
 		m.Lost = max(0, m.Expected-(m.Received-m.Duplicates))
+		// The run is over: the folded histograms are the stage's.
+		m.Latency, m.Lag = r.stageHists[s].latency, r.stageHists[s].lag
 	}
 	return out
 }
