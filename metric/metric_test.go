@@ -136,7 +136,7 @@ func TestCatalogueMatchesDocs(t *testing.T) {
 		}
 		for _, m := range code.FindAllStringSubmatch(cells[1], -1) {
 			name := m[1]
-			if strings.HasPrefix(name, "groups.") || strings.HasPrefix(name, "phases.") {
+			if strings.HasPrefix(name, "groups.") || strings.HasPrefix(name, "phases.") || strings.HasPrefix(name, "stages.") || strings.HasPrefix(name, "stages[") {
 				continue // scopes, not metrics
 			}
 			b := braces.FindStringSubmatch(name)

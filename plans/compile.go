@@ -294,10 +294,13 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		var prof *Profile
 		if g.Publish != nil {
 			gp.Interval = g.Publish.Interval(g.Count)
-			if len(p.Stages) > 0 {
+			if stages := stagesFor(p, g); len(stages) > 0 {
+				if len(stages) != len(p.Stages) {
+					return nil, Errors{{Pos: stages[0].Pos, Path: groupStagePath(gi), Msg: fmt.Sprintf("has %d stages, the plan's timeline %d: every stage list of a plan has the same names and durations", len(stages), len(p.Stages))}}
+				}
 				var err error
-				if prof, gp.Interval, err = stageProfile(p.Stages, p.Warmup, g.Count); err != nil {
-					return nil, Errors{{Pos: p.Stages[0].Pos, Path: "stages", Msg: err.Error()}}
+				if prof, gp.Interval, err = stageProfile(stages, p.Warmup, g.Count); err != nil {
+					return nil, Errors{{Pos: stages[0].Pos, Path: "stages", Msg: err.Error()}}
 				}
 			}
 			gp.PayloadSize = g.Publish.Size

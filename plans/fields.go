@@ -170,6 +170,7 @@ var publishSection = &planSection{
 		{name: "every", kind: fieldDuration, positive: true, doc: "Each client publishes once every this long. Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
 		{name: "rate", kind: fieldPublishRate, positive: true, doc: "The whole group's messages per second together (500/s, 60/min, 2/ms), or max: each client publishes as soon as its inflight window allows (a closed loop; needs duration). Set every, rate or burst, exactly one (none when the plan has stages, which give the rate)."},
 		{name: "burst", kind: fieldSection, sec: burstSection, doc: burstSection.doc},
+		{name: "stages", kind: fieldGroupList, sec: stageSection, doc: "Instead of every, rate and burst: this group's own targets over the plan's stages, a list of {name, duration, rate or every} with the same names and durations as the plan's stages (or, without them, as every other group's publish.stages); rate is this group's messages per second. Lets groups follow one timeline at different rates."},
 		{name: "arrival", kind: fieldArrival, doc: "How messages spread at the rate: uniform (evenly, clients staggered; the default) or poisson (exponential gaps, seeded by the plan's seed). Not with burst."},
 		{name: "start_delay", kind: fieldSection, sec: startDelaySection, doc: startDelaySection.doc},
 		{name: "retain", kind: fieldBool, doc: "Publish retained."},
@@ -180,7 +181,7 @@ var publishSection = &planSection{
 	},
 	// Exactly one without stages, neither with them: the schema, which
 	// sees one section at a time, can only say "not both".
-	notBoth: [][2]string{{"every", "rate"}, {"every", "burst"}, {"rate", "burst"}, {"arrival", "burst"}, {"start_delay", "burst"}},
+	notBoth: [][2]string{{"every", "rate"}, {"every", "burst"}, {"rate", "burst"}, {"arrival", "burst"}, {"start_delay", "burst"}, {"stages", "every"}, {"stages", "rate"}, {"stages", "burst"}},
 }
 
 var burstSection = &planSection{

@@ -497,6 +497,9 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 		l.decodeStages(top, p, stagesEntry)
 		hasDuration = true
 	}
+	if l.groupStages(top, p, staged) {
+		hasDuration = true
+	}
 	p.Thresholds = l.thresholds(top)
 	l.errs = append(l.errs, checkRequests(p)...)
 	l.errs = append(l.errs, checkTimeline(p, func(key string) Pos {
@@ -1030,7 +1033,18 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	ee, hasEvery := s.get("every")
 	re, hasRate := s.get("rate")
 	be, hasBurst := s.get("burst")
+	ownStages := l.publishStages(s, pub)
 	switch {
+	case ownStages && (hasEvery || hasRate || hasBurst):
+		w := ee
+		switch {
+		case hasRate:
+			w = re
+		case hasBurst:
+			w = be
+		}
+		l.errorf(w.key, w.path, "the group's stages give its publish rate: leave every, rate and burst out of a publish with stages")
+	case ownStages:
 	case l.staged && (hasEvery || hasRate || hasBurst):
 		w := ee
 		switch {

@@ -56,6 +56,8 @@ func FuzzLoad(f *testing.F) {
 		"stages=[{duration: 1s, rate: 5/s}, {duration: 0s, every: 1s}]\ngroups.pub.publish.every=",
 		"groups[0].publish={topic: x, every: 1s, start_delay: {min: 1s, max: 2s}, arrival: poisson}",
 		"groups[0].publish={topic: x, burst: {every: 1s, messages: 2}, start_delay: {max: 0s}}\ngroups[0].publish.start_delay.min=-1s",
+		"groups[0].publish={topic: x, stages: [{name: a, duration: 1s, rate: 5/s}, {duration: 0s, every: 1s}]}\nduration=",
+		"stages=[{name: a, duration: 1s, rate: 5/s}]\ngroups[0].publish={topic: x, stages: [{name: a, duration: 2s, rate: 1/s}]}",
 	} {
 		f.Add(minimal, sets)
 	}
@@ -139,6 +141,20 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 			if d := pub.StartDelay; d != nil && (d.Min < 0 || d.Max < d.Min || d.Max > maxTimeline || pub.Burst != nil || pub.Max) {
 				t.Errorf("bad start_delay in %s: %+v", g.Name, d)
 			}
+			// A group's own stages follow the plan's timeline exactly.
+			if len(pub.Stages) > 0 {
+				positive := false
+				for i, st := range pub.Stages {
+					if i >= len(p.Stages) || st.Name != p.Stages[i].Name || st.Duration != p.Stages[i].Duration {
+						t.Errorf("%s's stages are not the plan's timeline: %+v, %+v", g.Name, pub.Stages, p.Stages)
+						break
+					}
+					positive = positive || st.Rate > 0 || st.Every > 0
+				}
+				if len(pub.Stages) != len(p.Stages) || !positive {
+					t.Errorf("bad stages in %s: %+v", g.Name, pub.Stages)
+				}
+			}
 			if b := pub.Burst; b != nil && (b.Every <= 0 || b.Messages < 1 || b.Messages > maxBurstMessages) {
 				t.Errorf("bad burst in %s: %+v", g.Name, b)
 			}
@@ -166,7 +182,14 @@ func checkPlanInvariants(t *testing.T, p *Plan) {
 		t.Error("no duration, and a publisher without a count")
 	}
 	if len(p.Stages) > 0 {
+		// Without a top-level stages:, the timeline comes from the groups'
+		// lists (names and durations only): their rates are positive.
 		positive := false
+		for _, g := range p.Groups {
+			if g.Publish != nil && len(g.Publish.Stages) > 0 {
+				positive = true
+			}
+		}
 		for _, st := range p.Stages {
 			if st.Duration < 0 || st.Rate < 0 || st.Every < 0 || (st.Rate > 0 && st.Every > 0) || st.Name == "" {
 				t.Errorf("bad stage: %+v", st)

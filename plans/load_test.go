@@ -537,6 +537,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad_arrival", file: "bad_arrival.yaml"},
 		{name: "poisson_too_much_work", file: filepath.Join(validDir, "poisson.yaml"), sets: []string{"groups.devices.count=50000"}},
 		{name: "stages_burst", file: "stages_burst.yaml"},
+		{name: "stage_thresholds", file: "stage_thresholds.yaml"},
+		{name: "group_stages", file: "group_stages.yaml"},
 		{name: "stages_too_many", file: filepath.Join(validDir, "stages.yaml"), sets: []string{"stages=" + tooManyStages()}},
 		{
 			name: "bad_set_paths",

@@ -314,6 +314,11 @@ type Publish struct {
 	// Rate is the whole group's messages per second, spread evenly over
 	// its clients.
 	Rate float64 `json:"rate,omitempty"`
+	// Stages, instead of Every, Rate and Burst, are the group's own
+	// targets over the plan's stage timeline (publish.stages,
+	// group_stages.go): the same names and durations as the plan's
+	// stages, this group's rates.
+	Stages []Stage `json:"stages,omitempty"`
 	// Burst, instead of Every and Rate, makes the group's clients report
 	// together (burst.go).
 	Burst *Burst `json:"burst,omitempty"`

@@ -310,7 +310,8 @@ func required(key string) map[string]any { return map[string]any{"required": []a
 
 // stagedPublishSchema says across sections what publishSection alone
 // cannot: a publishing group gives every or rate exactly when the plan has
-// no stages (which give the rate instead).
+// no stages (which give the rate instead); its own publish.stages stand
+// for either.
 func stagedPublishSchema() map[string]any {
 	groupsWith := func(publish map[string]any) map[string]any {
 		return map[string]any{"properties": map[string]any{"groups": map[string]any{
@@ -319,11 +320,12 @@ func stagedPublishSchema() map[string]any {
 	return map[string]any{
 		"if": map[string]any{"required": []any{"stages"}},
 		"then": map[string]any{"allOf": []any{
+			// A group may give its own stages (publish.stages) instead.
 			groupsWith(map[string]any{"not": map[string]any{"anyOf": []any{required("every"), required("rate"), required("burst")}}}),
 			// Stages replace ramp and duration.
 			map[string]any{"not": map[string]any{"anyOf": []any{required("ramp"), required("duration")}}},
 		}},
 		"else": groupsWith(map[string]any{
-			"oneOf": []any{required("every"), required("rate"), required("burst")}}),
+			"oneOf": []any{required("every"), required("rate"), required("burst"), required("stages")}}),
 	}
 }

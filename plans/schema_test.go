@@ -266,7 +266,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// Problems the schema finds: unknown keys, wrong types, values out of
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
-		"bad_arrival", "bad_burst", "bad_stages", "stages_burst",
+		"bad_arrival", "bad_burst", "bad_stages", "stages_burst", "group_stages",
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names", "bad_payload",
 		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "closed_loop", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
@@ -298,6 +298,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 		"threshold_sizes":                "the threshold language: size literals, their types, whole-run metrics under a scope",
 		"unset_var":                      "environment variables that are not set",
 		"stages_zero":                    "a rate of 0 in every stage, across the list",
+		"stage_thresholds":               "the threshold language: stage names and what a stage measures",
 	}
 	files, err := filepath.Glob(invalidDir + "/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -489,6 +490,8 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`each would be away longer|with clean_start: true is not supported yet|in a churning group|set lifetime or churn with it`,
 			"churn's rules read other fields together (count with churn and away, clean_start, the qos of a subscription under a group's lifetime)"},
 		{`every stage has rate 0`, "the rates of every stage, across the list"},
+		{`unknown stage|is not measured per stage`, "the threshold language: stage names and indexes, and what a stage measures"},
+		{`every stage list of a plan has the same names|needs its own stages|not with stages \(groups`, "stage lists across the groups and the top level: the same names and durations"},
 		{`unknown placeholder|at offset|not supported yet with response_topic|%h places the header|header: field needs|header: property needs|needs a payload template|but a group publishes with header: property|size does not apply with a payload template|must not be below min`,
 			"payload templates: their placeholders, and the header's place against the template, the protocols and the size (across fields and groups)"},
 	}

@@ -256,14 +256,15 @@ func planStages(prog *Program) []StagePlan {
 			if g.Publish == nil {
 				continue
 			}
+			gs := stagesFor(p, g)
 			from := 0.0
 			switch {
 			case i > 0:
-				from = p.Stages[i-1].perClient(g.Count) * float64(g.Count)
+				from = gs[i-1].perClient(g.Count) * float64(g.Count)
 			case prog.Warmup > 0:
-				from = st.perClient(g.Count) * float64(g.Count)
+				from = gs[i].perClient(g.Count) * float64(g.Count)
 			}
-			sp.Groups = append(sp.Groups, StageGroupRate{Group: gi, From: from, To: st.perClient(g.Count) * float64(g.Count)})
+			sp.Groups = append(sp.Groups, StageGroupRate{Group: gi, From: from, To: gs[i].perClient(g.Count) * float64(g.Count)})
 		}
 		end := satAdd(start, st.Duration)
 		for ci := range prog.Clients {

@@ -34,7 +34,7 @@ func (t *Threshold) Eval(m threshold.Measured) threshold.Result {
 }
 
 // CompileThresholds compiles every threshold of p against the metric
-// catalogue and the plan's own group and phase names, so that a typo is a
+// catalogue and the plan's own group, phase and stage names, so that a typo is a
 // plan error (exit 2) before anything connects rather than a silent pass or
 // a failure after the run. It returns the thresholds that compiled and one
 // *Error (path thresholds[i], positioned at the offending column) for each
@@ -57,7 +57,7 @@ func CompileThresholds(p *Plan) ([]*Threshold, Errors) {
 
 // compileThresholds compiles p's thresholds whatever was compiled before.
 func compileThresholds(p *Plan) ([]*Threshold, Errors) {
-	env := threshold.NewEnv(threshold.Scopes{Groups: groupNames(p), Phases: phase.Names()})
+	env := threshold.NewEnv(threshold.Scopes{Groups: groupNames(p), Phases: phase.Names(), Stages: StageNames(p)})
 	var ths []*Threshold
 	var errs Errors
 	for i, src := range p.Thresholds {
@@ -103,6 +103,7 @@ func groupNames(p *Plan) []string {
 type compiledThresholds struct {
 	sources []ThresholdSource
 	groups  []string
+	stages  []string
 	ths     []*Threshold
 }
 
@@ -110,13 +111,13 @@ type compiledThresholds struct {
 // before the plan is anyone else's, so that a plan is never written while
 // another goroutine reads it.
 func keepCompiled(p *Plan, ths []*Threshold) {
-	p.compiled = &compiledThresholds{sources: slices.Clone(p.Thresholds), groups: groupNames(p), ths: ths}
+	p.compiled = &compiledThresholds{sources: slices.Clone(p.Thresholds), groups: groupNames(p), stages: StageNames(p), ths: ths}
 }
 
 // matches reports whether c was compiled from p's thresholds and groups as
 // they are now.
 func (c *compiledThresholds) matches(p *Plan) bool {
-	if c == nil || !slices.Equal(c.sources, p.Thresholds) || len(c.groups) != len(p.Groups) {
+	if c == nil || !slices.Equal(c.sources, p.Thresholds) || len(c.groups) != len(p.Groups) || !slices.Equal(c.stages, StageNames(p)) {
 		return false
 	}
 	for i := range p.Groups {

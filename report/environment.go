@@ -42,6 +42,8 @@ import (
 //     it (at both ends, for a change).
 //   - Phases[name]: one phase's own figures, for every name in
 //     phase.All, even a phase the run never reached (its counts are 0).
+//   - Stages[name]: a staged plan's stages (stages.go), each the messages
+//     intended in its window, rates over its planned length.
 //
 // A metric with no samples (an empty histogram, a rate over zero time, a
 // ratio with a zero denominator) is absent from its metric.Set, so that a
@@ -115,6 +117,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		}
 		m.Phases[p.String()] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true, churns: churns})
 	}
+	m.Stages = stageSets(st)
 	return m
 }
 

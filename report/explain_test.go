@@ -92,7 +92,7 @@ func TestExplainNeedsAndWarnings(t *testing.T) {
 // The burst plan's golden shows its group's bursts and the whole bursts
 // each phase counts.
 func TestExplainStages(t *testing.T) {
-	for _, name := range []string{"stages", "burst"} {
+	for _, name := range []string{"stages", "burst", "group_stages"} {
 		t.Run(name, func(t *testing.T) {
 			p, err := plans.Load("../testdata/plans/valid/"+name+".yaml", plans.LoadOptions{})
 			if err != nil {

@@ -70,6 +70,8 @@ func goldenCases(t *testing.T) []struct {
 		// checks are what fail the run.
 		{"faults", Evaluate(passing, withBuiltins(t, passing), faultStats(t))},
 		{"baseline", against},
+		// A staged plan: a table, block and JSON set per stage.
+		{"stages", stagedCase(t)},
 	}
 }
 

@@ -483,6 +483,9 @@ func htmlTables(r *Result) []htmlTable {
 	groups := htmlTable{Title: "Groups (messages: steady phase" + r.steadyLength() + "; clients and disconnects: whole run)",
 		Head: groupsHead, Rows: groupsCells(r)}
 	out = append(out, groups)
+	if rows := stagesCells(r); rows != nil {
+		out = append(out, htmlTable{Title: stagesTitle, Head: stagesHead, Rows: rows})
+	}
 
 	lat := htmlTable{Title: "Latency (e2e and ack over the steady phase; connect and subscribe over the whole run)",
 		Head: latencyHead, Rows: latencyCells(r)}

@@ -369,9 +369,9 @@ func TestHTMLInBrowser(t *testing.T) {
 		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
 		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 2,
 	}
-	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"}, "baseline": {"broker", "mqplan"},
+	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"}, "baseline": {"broker", "mqplan"}, "stages": {"broker", "mqplan"},
 		"many-groups": {"broker", "mqplan"}, "self-only": {"mqplan"}, "day": {"broker", "mqplan"}}
-	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "baseline": full, "incomplete": none, "many-groups": many, "self-only": self, "day": day}
+	want := map[string]map[string]int{"fail": full, "pass": full, "faults": full, "baseline": full, "stages": full, "incomplete": none, "many-groups": many, "self-only": self, "day": day}
 	cases := append(goldenCases(t), []struct {
 		name string
 		r    *Result

@@ -125,6 +125,8 @@ type jsonMetrics struct {
 	Top    jsonMetricSet            `json:"top"`
 	Groups map[string]jsonMetricSet `json:"groups"`
 	Phases map[string]jsonMetricSet `json:"phases"`
+	// Stages is a staged plan's stages.<name>.* (absent without stages).
+	Stages map[string]jsonMetricSet `json:"stages,omitempty"`
 }
 
 type jsonSecond struct {
@@ -275,7 +277,7 @@ func (r *Result) doc() jsonDoc {
 		RateWindow:    jsonDuration(r.RateWindow),
 		Late:          &r.Late,
 		Metrics: jsonMetrics{Top: metricSetJSON(r.Measured.Top), Groups: metricSetsJSON(r.Measured.Groups),
-			Phases: metricSetsJSON(r.Measured.Phases)},
+			Phases: metricSetsJSON(r.Measured.Phases), Stages: stageSetsJSON(r.Measured.Stages)},
 	}
 	for _, t := range r.Thresholds {
 		jt := jsonThreshold{Expr: t.Expr, Builtin: t.Builtin, Line: t.Pos.Line, Column: t.Pos.Col, Pass: t.Pass,

@@ -154,8 +154,10 @@ type jsonPlanPublish struct {
 	Header  string                 `json:"header,omitempty"`
 	Every   jsonDuration           `json:"every,omitempty"`
 	Rate    float64                `json:"rate,omitempty"`
-	Burst   *jsonPlanBurst         `json:"burst,omitempty"`
-	Arrival string                 `json:"arrival,omitempty"`
+	// Stages echoes the group's own publish.stages.
+	Stages  []jsonPlanStage `json:"stages,omitempty"`
+	Burst   *jsonPlanBurst  `json:"burst,omitempty"`
+	Arrival string          `json:"arrival,omitempty"`
 	// StartDelay echoes publish.start_delay.
 	StartDelay *jsonPlanStartDelay `json:"start_delay,omitempty"`
 	// Max and Inflight: the closed loop (publish.rate: max).
@@ -209,9 +211,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain),
 		Thresholds: p.Thresholds, Seed: p.Seed,
 	}
-	for _, st := range p.Stages {
-		jp.Stages = append(jp.Stages, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every)})
-	}
+	jp.Stages = stagesJSON(p.Stages)
 	for i, u := range p.Broker.URLs {
 		jp.Broker.URLs[i] = redactURL(u)
 	}
@@ -248,6 +248,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 			if d := pub.StartDelay; d != nil {
 				jg.Publish.StartDelay = &jsonPlanStartDelay{Min: jsonDuration(d.Min), Max: jsonDuration(d.Max)}
 			}
+			jg.Publish.Stages = stagesJSON(pub.Stages)
 		}
 		jg.Respond = g.Respond
 		jp.Groups[i] = jg

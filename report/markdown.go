@@ -35,6 +35,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	mdThresholds(&b, r)
 	mdBaseline(&b, r)
 	mdGroups(&b, r)
+	mdStages(&b, r)
 	mdLatency(&b, r)
 	mdDelivery(&b, r)
 	mdRequests(&b, r)

@@ -487,6 +487,11 @@ func (d *jsonDoc) result() (*Result, error) {
 	if r.Measured.Phases, err = sets(d.Metrics.Phases); err != nil {
 		return nil, fmt.Errorf("metrics.phases.%w", err)
 	}
+	if len(d.Metrics.Stages) > 0 {
+		if r.Measured.Stages, err = sets(d.Metrics.Stages); err != nil {
+			return nil, fmt.Errorf("metrics.stages.%w", err)
+		}
+	}
 	for i, s := range d.Timeline {
 		sec, err := s.second(func(s string) string { return s })
 		if err != nil {
@@ -634,13 +639,16 @@ func parseRef(s string) (threshold.Ref, error) {
 		ref.Baseline, s = true, rest
 	}
 	ref.Scope, ref.Metric = threshold.Top, metric.Name(s)
-	for _, scope := range []threshold.Scope{threshold.Groups, threshold.Phases} {
+	for _, scope := range []threshold.Scope{threshold.Groups, threshold.Phases, threshold.Stages} {
 		rest, ok := strings.CutPrefix(s, string(scope))
 		if !ok || rest == "" || (rest[0] != '.' && rest[0] != '[') {
 			continue
 		}
 		ref.Scope = scope
-		if rest[0] == '[' {
+		if n, tail, ok := stageIndexRef(scope, rest); ok {
+			// stages[2].p99: an unnamed stage, named by its index.
+			ref.Name, rest = n, tail
+		} else if rest[0] == '[' {
 			q, err := strconv.QuotedPrefix(rest[1:])
 			if err != nil {
 				return ref, fmt.Errorf("bad metric reference %q", in)
@@ -685,9 +693,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain),
 		Thresholds: jp.Thresholds, Seed: jp.Seed,
 	}
-	for _, st := range jp.Stages {
-		p.Stages = append(p.Stages, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every)})
-	}
+	p.Stages = stagesOf(jp.Stages)
 	for _, g := range jp.Groups {
 		pg := plans.Group{
 			Name: g.Name, Count: g.Count, Start: g.Start,
@@ -713,6 +719,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 			if d := pub.StartDelay; d != nil {
 				pg.Publish.StartDelay = &plans.StartDelay{Min: time.Duration(d.Min), Max: time.Duration(d.Max)}
 			}
+			pg.Publish.Stages = stagesOf(pub.Stages)
 		}
 		pg.Respond = g.Respond
 		p.Groups = append(p.Groups, pg)

@@ -121,7 +121,7 @@ func (c *resultCheck) names(r *Result) {
 	for _, scope := range []struct {
 		p    string
 		sets map[string]metric.Set
-	}{{"metrics.groups", r.Measured.Groups}, {"metrics.phases", r.Measured.Phases}} {
+	}{{"metrics.groups", r.Measured.Groups}, {"metrics.phases", r.Measured.Phases}, {"metrics.stages", r.Measured.Stages}} {
 		for _, name := range slices.Sorted(maps.Keys(scope.sets)) {
 			c.text(scope.p+" key", name, "")
 			keys(scope.p+"."+name, scope.sets[name])
@@ -217,6 +217,9 @@ func (c *resultCheck) result(r *Result) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Measured.Phases)) {
 		c.set("metrics.phases."+name, r.Measured.Phases[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Measured.Stages)) {
+		c.set("metrics.stages."+name, r.Measured.Stages[name])
 	}
 	// A second's groups are the plan's (the run's when the file has
 	// no plan): a name the plan lacks was written by hand.
@@ -328,6 +331,12 @@ func (c *resultCheck) plan(r *Result) {
 			c.count(p+".publish.size", int64(pub.Size))
 			c.duration(p+".publish.every", pub.Every)
 			c.figure(p+".publish.rate", pub.Rate)
+			for j, st := range pub.Stages {
+				sp := p + ".publish.stages[" + strconv.Itoa(j) + "]"
+				c.duration(sp+".duration", st.Duration)
+				c.figure(sp+".rate", st.Rate)
+				c.duration(sp+".every", st.Every)
+			}
 			c.count(p+".publish.count", int64(pub.Count))
 			if b := pub.Burst; b != nil {
 				c.duration(p+".publish.burst.every", b.Every)

@@ -29,6 +29,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	steps := []func(*bytes.Buffer, *Result) error{
 		writeHeader,
 		writeGroups,
+		writeStageTable,
 		writeLatency,
 		writeDelivery,
 		writeRequestsTable,

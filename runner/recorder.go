@@ -19,6 +19,13 @@ import (
 type recorder struct {
 	stripes []stripe
 	nGroups int
+	// nStages is the plan's stages: each stripe has a cell per stage
+	// (recorder_stages.go), 0 without stages.
+	nStages int
+	// stageHists holds each stage's latency and lag histograms folded
+	// from the stripes (recorder_stages.go), under stageMu.
+	stageMu    sync.Mutex
+	stageHists []stageHist
 	// allowance is how long a message is given to arrive before its
 	// missing deliveries count as lost so far (see run.LostSoFar), and
 	// dueWidth the span of intended send time (ns) one slot of the due
@@ -49,6 +56,11 @@ type stripe struct {
 	mu sync.Mutex
 	// cells[phase*nGroups+group] are the totals per phase and group.
 	cells []stats.Metrics
+	// stages[i] are the totals of the messages intended in stage i
+	// (recorder_stages.go); their histograms are folded into the
+	// recorder's each second and come back to spare.
+	stages []stats.Metrics
+	spare  []*hdrhistogram.Histogram
 	// sec[group] accumulates the current second for the timeline, one
 	// entry per plan group; the second's totals are their sums.
 	sec []secondAcc
@@ -170,6 +182,9 @@ type sendRecord struct {
 	// closed: a closed-loop send (publish.rate: max), which has no
 	// schedule to lag behind: it leaves the lag figures alone.
 	closed bool
+	// inStage is 1 + the index of the stage the message's intended time
+	// falls in, 0 when it is in none (Program.StageOf).
+	inStage int
 }
 
 // recordSend counts one PUBLISH written.
@@ -180,6 +195,9 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 	m.Sent++
 	m.SentBytes += s.bytes
 	m.ExpectedOwn += s.expected
+	if s.inStage > 0 {
+		stageSent(st, &st.stages[s.inStage-1], s)
+	}
 	b := r.bucket(s.intended)
 	for g, n := range s.expectedBy {
 		if n != 0 {
@@ -305,6 +323,9 @@ type recvRecord struct {
 	// against them (as sent at at - latency). Another process's message
 	// (mqplan sub) was never expected.
 	scheduled bool
+	// inStage is 1 + the index of the stage the message was intended
+	// in, 0 when in none.
+	inStage int
 }
 
 // recordReceive counts one delivery.
@@ -318,6 +339,9 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 		m.OverlapCopies++
 		st.mu.Unlock()
 		return
+	}
+	if d.inStage > 0 {
+		stageReceived(st, &st.stages[d.inStage-1], d)
 	}
 	m.Received++
 	m.ReceivedBytes += d.bytes
@@ -484,6 +508,7 @@ func (r *recorder) second(sc *secondScratch, hooks secondHooks, matured int64) s
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()
+		r.foldStages(st)
 		st.matured = max(st.matured, matured)
 		for g := range st.sec {
 			acc, gs := &st.sec[g], &s.Groups[g]

@@ -227,6 +227,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		r.timeout = 10 * time.Second
 	}
 	r.rec.trackAck = opts.Ack != nil
+	r.rec.withStages(len(prog.Stages))
 	st := &stats.Stats{Started: time.Now()}
 
 	var broker EmbeddedBroker
@@ -311,6 +312,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	for i := range st.Phases {
 		st.Phases[i].Start, st.Phases[i].End = r.phaseStart[i], r.phaseEnd[i]
 	}
+	st.Stages = r.stageStats()
 	st.Groups = r.groupInfo()
 	st.Timeline = r.timeline
 	st.Interrupted = ctx.Err() != nil
@@ -1191,6 +1193,7 @@ func (r *run) recordUnsentSpan(c *client, lo, hi time.Duration) {
 		n := int64(prog.Sends(c.plan, a, b)) // a churning publisher's away windows are not due
 		r.rec.recordUnsent(c.plan.Index, phase.Warmup+phase.Phase(i), c.plan.Group, n, int64(pub.Expected), pub.ExpectedByGroup)
 	}
+	r.recordStageUnsentSpan(c, lo, hi)
 	c.unsentTo = hi
 }
 
@@ -1364,6 +1367,7 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			// This message is not sent; the schedule goes on.
 			c.next = k + 1
 			r.rec.recordUnsent(pc.Index, ph, pc.Group, 1, rec.expected, rec.expectedBy)
+			r.rec.recordStageUnsent(pc.Index, r.prog.StageOf(off), 1, rec.expected)
 			r.fail(pc, fmt.Errorf("publish %s: %w", pc.ID, cleanErr(err)))
 			if !c.ready.Load() && !r.awaitReconnect(ctx, c) {
 				return
@@ -1371,6 +1375,7 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			continue
 		}
 		rec.phase = ph
+		rec.inStage = r.prog.StageOf(off) + 1
 		r.rec.recordSend(pc.Index, &rec)
 		if pub.ResponseTopic != "" {
 			r.rec.recordRequest(pc.Index, ph, pc.Group, pub.ExpectedResponses)
@@ -1457,6 +1462,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 			// text (mqplan pub -m), which this one does not know: its
 			// content is not checked.
 			d.phase, d.group, d.pubGroup = r.current(), pc.Group, pc.Group
+			d.inStage = 0
 			d.kind = r.observe(c, h, d.phase)
 			d.scheduled = false
 			d.bytes = int64(len(payload))
@@ -1474,12 +1480,14 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 	}
 	from := &clients[h.pub]
 	sent := h.intended - r.epochWall // monotonic ns since the epoch
-	ph := r.prog.PhaseOf(time.Duration(sent - r.pubStart.Load()))
+	off := time.Duration(sent - r.pubStart.Load())
+	ph := r.prog.PhaseOf(off)
 	if !r.checks.contentOK(r.pattern, payload, h, place, from) {
 		r.rec.recordCorrupt(pc.Index, ph, pc.Group)
 		return
 	}
 	d.phase, d.group, d.pubGroup = ph, pc.Group, from.Group
+	d.inStage = r.prog.StageOf(off) + 1
 	d.bytes = int64(len(payload))
 	d.latency = time.Duration(now - sent)
 	d.at = time.Duration(now)
@@ -1666,7 +1674,8 @@ func (r *run) settle(readersDone bool) {
 		}
 		holders := byPub[uint32(c.plan.Index)]
 		for _, tok := range unacked {
-			ph, _ := r.sentAsAt(pub, c.ackCursor(), tok)
+			ph, intended := r.sentAsAt(pub, c.ackCursor(), tok)
+			stage := r.prog.StageOf(time.Duration(intended - r.epochWall - r.pubStart.Load()))
 			clear(seen)
 			for _, h := range holders {
 				if h.st.has(uint32(tok)) {
@@ -1676,6 +1685,7 @@ func (r *run) settle(readersDone bool) {
 			for g, want := range pub.ExpectedByGroup {
 				if n := int64(want) - seen[g]; n > 0 {
 					r.rec.recordLostUnacked(ph, c.plan.Group, g, n)
+					r.rec.recordStageLostUnacked(stage, n)
 				}
 			}
 		}

@@ -38,12 +38,26 @@ func (h *publishTruth) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Pa
 // the broker's side, that each stage received exactly the messages its
 // schedule counts (plans.StagePlan.Messages), each once, and that every
 // message's intended time is where the profile puts it: message k of a
-// client is intended At(k) − At(0) after its first.
+// client is intended At(k) − At(0) after its first; and that each stage's
+// metrics (stats.Stats.Stages, stages.<name>.*) count exactly those
+// messages and the deliveries they imply. It runs a plan whose stages
+// give every group's rate and one whose groups have their own.
 func TestRunStages(t *testing.T) {
-	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "stages.yaml"), plans.LoadOptions{
+	for _, tc := range []struct {
+		name, file string
+		sets       []string
+	}{
 		// Scaled down: the shape, not the load, is under test.
-		Sets: []string{"warmup=300ms", "drain=3s", "stages[1].duration=600ms", "stages[3].duration=800ms", "stages[0].duration=600ms"},
-	})
+		{"the plan's stages", "stages.yaml", []string{"warmup=300ms", "drain=3s", "stages[1].duration=600ms", "stages[3].duration=800ms", "stages[0].duration=600ms"}},
+		// Each group at its own rates over one timeline (publish.stages).
+		{"the groups' own stages", "group_stages.yaml", []string{"warmup=300ms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runStages(t, tc.file, tc.sets) })
+	}
+}
+
+func runStages(t *testing.T, file string, sets []string) {
+	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", file), plans.LoadOptions{Sets: sets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +100,30 @@ func TestRunStages(t *testing.T) {
 	for i, sp := range prog.Stages {
 		if perStage[i] != sp.Messages {
 			t.Errorf("stage %d (%s): the broker received %d, the schedule counts %d", i, sp.Name, perStage[i], sp.Messages)
+		}
+	}
+	// Per-stage metrics: each stage's cell counts exactly the messages the
+	// broker received in its window and the deliveries they imply.
+	if len(st.Stages) != len(prog.Stages) {
+		t.Fatalf("%d stages measured, the plan has %d", len(st.Stages), len(prog.Stages))
+	}
+	for i, sp := range prog.Stages {
+		got := &st.Stages[i]
+		m := &got.Metrics
+		if got.Name != sp.Name || got.Duration() != sp.Duration {
+			t.Errorf("stage %d measured as %s for %v, planned %s for %v", i, got.Name, got.Duration(), sp.Name, sp.Duration)
+		}
+		if m.Sent != perStage[i] || m.Unsent != 0 || m.Expected != sp.Deliveries || m.Received != sp.Deliveries || m.Lost != 0 || m.Duplicates != 0 {
+			t.Errorf("stage %s: sent %d unsent %d expected %d received %d lost %d dups %d; the broker received %d, the schedule counts %d deliveries",
+				sp.Name, m.Sent, m.Unsent, m.Expected, m.Received, m.Lost, m.Duplicates, perStage[i], sp.Deliveries)
+		}
+		if n := int64(0); m.Latency != nil {
+			n = m.Latency.TotalCount()
+			if n != m.Received {
+				t.Errorf("stage %s: %d latencies for %d deliveries", sp.Name, n, m.Received)
+			}
+		} else if m.Received > 0 {
+			t.Errorf("stage %s: no latency for %d deliveries", sp.Name, m.Received)
 		}
 	}
 	m := all(st)

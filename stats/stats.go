@@ -129,6 +129,9 @@ type Stats struct {
 	BrokerURL string
 	// Phases holds every phase, indexed by phase.Phase.
 	Phases []PhaseStats
+	// Stages has one entry per stage of a staged plan (stages:), in plan
+	// order; nil without stages.
+	Stages []StageStats
 	// Groups describes each plan group's clients, in plan order.
 	Groups []GroupInfo
 	// Timeline is the per-second history.

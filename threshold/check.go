@@ -1,6 +1,7 @@
 package threshold
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,10 @@ type checker struct {
 	// constAlt; alts is constAlt's memo.
 	boolEq map[*ast.BinaryNode]bool
 	alts   map[altKey][]cond
+	// renamed are the stage names written as an index (stages[0],
+	// stages["0"]), by the location of the index: compile turns each
+	// into the stage's name, the key its metrics are under.
+	renamed []renamedAt
 }
 
 // scaledAt is one duration × fraction: where, and which side is the
@@ -411,6 +416,10 @@ func start(n ast.Node) int {
 type part struct {
 	name string
 	at   int // rune offset in the rewritten text
+	// index: written as an integer (stages[0]); loc is where, for the
+	// stage scope to name it.
+	index bool
+	loc   file.Location
 }
 
 // metric resolves an identifier or member chain to a catalogue metric in a
@@ -432,10 +441,20 @@ func (c *checker) metric(n ast.Node) typ {
 	switch root := parts[0]; root.name {
 	case "$env":
 		return c.fail(root.at, "$env is not supported: name metrics directly")
+	case string(Stages):
+		name, ok := c.stage(parts)
+		if !ok {
+			return typ{}
+		}
+		ref.Scope, ref.Name = Stages, name
+		rest = parts[2:]
 	case string(Groups), string(Phases):
 		what, known, list := "group", c.env.groupSet, c.env.groups
 		if root.name == string(Phases) {
 			what, known, list = "phase", c.env.phaseSet, c.env.phases
+		}
+		if len(parts) > 1 && parts[1].index {
+			return c.fail(parts[1].at, "a %s is named, not numbered: write %s%s", what, root.name, memberSyntax(exampleOr(list, "sub")))
 		}
 		example := "sub"
 		if len(list) > 0 {
@@ -467,7 +486,10 @@ func (c *checker) metric(n ast.Node) typ {
 			bare = BaselineRoot + "." + bare
 		}
 		return c.fail(rest[0].at, "%s is a whole-run figure, not measured per %s: write %s, without %s%s.",
-			md.Name, map[Scope]string{Groups: "group", Phases: "phase"}[ref.Scope], bare, ref.Scope, memberSyntax(ref.Name))
+			md.Name, map[Scope]string{Groups: "group", Phases: "phase", Stages: "stage"}[ref.Scope], bare, ref.Scope, scopeMember(ref.Scope, ref.Name))
+	}
+	if ref.Scope == Stages && !StageMetric(md.Name) {
+		return c.fail(rest[0].at, "%s is not measured per stage (a stage counts the messages intended in its window: %s)", md.Name, stageMetricList())
 	}
 	ref.Metric = md.Name
 	found := false
@@ -488,7 +510,7 @@ func (c *checker) metric(n ast.Node) typ {
 	if ref.Scope == Top {
 		spelled = strings.Join(names, ".")
 	} else {
-		spelled = string(ref.Scope) + memberSyntax(ref.Name) + "." + strings.Join(names[2:], ".")
+		spelled = string(ref.Scope) + scopeMember(ref.Scope, ref.Name) + "." + strings.Join(names[2:], ".")
 	}
 	if ref.Baseline {
 		spelled = BaselineRoot + "." + spelled
@@ -521,12 +543,16 @@ func (c *checker) chain(n ast.Node) ([]part, bool) {
 		if !ok {
 			return nil, false
 		}
+		if ix, ok := n.Property.(*ast.IntegerNode); ok {
+			// stages[0]: a stage by its index (metric picks the scope).
+			return append(base, part{name: strconv.Itoa(ix.Value), at: ix.Location().From, index: true, loc: ix.Location()}), true
+		}
 		prop, ok := n.Property.(*ast.StringNode)
 		if !ok {
-			c.fail(start(n.Property), "a name in [...] must be a quoted literal, such as groups[\"my-group\"]")
+			c.fail(start(n.Property), "a name in [...] must be a quoted literal, such as groups[\"my-group\"] (or a stage's index, stages[0])")
 			return nil, false
 		}
-		return append(base, part{name: prop.Value, at: prop.Location().From}), true
+		return append(base, part{name: prop.Value, at: prop.Location().From, loc: prop.Location()}), true
 	case *ast.ChainNode:
 		return c.chain(n.Node)
 	}
@@ -595,14 +621,14 @@ func (c *checker) resolve(parts []part, scoped bool) (metric.Metric, bool) {
 	}
 	cands := allNames
 	if !scoped {
-		cands = append(cands[:len(cands):len(cands)], string(Groups), string(Phases))
+		cands = append(cands[:len(cands):len(cands)], string(Groups), string(Phases), string(Stages))
 	}
 	if s := suggestName(full, cands); s != "" {
 		c.fail(first.at, "unknown metric %q; did you mean %q?", full, s)
 	} else if scoped {
 		c.fail(first.at, "unknown metric %q (metrics: %s)", full, topList)
 	} else {
-		c.fail(first.at, "unknown metric %q (metrics: %s, groups.<name>.*, phases.<name>.*)", full, topList)
+		c.fail(first.at, "unknown metric %q (metrics: %s, groups.<name>.*, phases.<name>.*, stages.<name>.*)", full, topList)
 	}
 	return metric.Metric{}, false
 }

@@ -20,6 +20,9 @@ type Scopes struct {
 	Groups []string
 	// Phases are the phase names in timeline order.
 	Phases []string
+	// Stages are the plan's stage names in timeline order (an unnamed
+	// stage's name is its index), so that stages[i] names Stages[i].
+	Stages []string
 }
 
 // Env is the compile-time world of one plan: the nested types.Map that
@@ -30,6 +33,8 @@ type Env struct {
 	groupSet map[string]bool
 	phases   []string
 	phaseSet map[string]bool
+	stages   []string
+	stageSet map[string]bool
 	types    types.Map
 	metrics  types.Map // the top scope's metrics
 	scoped   types.Map // one group's or phase's: no whole-run metric (shared by all)
@@ -41,7 +46,7 @@ type Env struct {
 // latency.p98 is a compile error; a Go map type (map[string]any) would type
 // the same expression as `any` and let it evaluate to nil at run time.
 func NewEnv(s Scopes) *Env {
-	e := &Env{groupSet: map[string]bool{}, phaseSet: map[string]bool{}}
+	e := &Env{groupSet: map[string]bool{}, phaseSet: map[string]bool{}, stageSet: map[string]bool{}}
 	metrics, scoped := metricTypes(false), metricTypes(true)
 	groups := types.Map{}
 	for _, g := range s.Groups {
@@ -61,15 +66,25 @@ func NewEnv(s Scopes) *Env {
 		e.phases = append(e.phases, name)
 		phases[name] = scoped
 	}
+	stages := types.Map{}
+	for _, name := range s.Stages {
+		if e.stageSet[name] {
+			continue
+		}
+		e.stageSet[name] = true
+		e.stages = append(e.stages, name)
+		stages[name] = scoped
+	}
 	e.metrics, e.scoped = metrics, scoped
-	e.types = scopeTypes(metrics, groups, phases)
+	e.types = scopeTypes(metrics, groups, phases, stages)
 	return e
 }
 
 // scopeTypes is one run's scopes as a types.Map: the metrics at the top,
-// groups and phases below; the baseline is a second run of this shape.
-func scopeTypes(metrics, groups, phases types.Map) types.Map {
-	m := types.Map{string(Groups): groups, string(Phases): phases}
+// groups, phases and stages below; the baseline is a second run of this
+// shape.
+func scopeTypes(metrics, groups, phases, stages types.Map) types.Map {
+	m := types.Map{string(Groups): groups, string(Phases): phases, string(Stages): stages}
 	for k, v := range metrics {
 		m[k] = v
 	}
@@ -173,7 +188,7 @@ func (e *Env) Compile(src string) (*Threshold, *Error) {
 	prog, err := expr.Compile(c.rw.out, expr.Env(e.narrowed(c.reads)), expr.AsBool(),
 		expr.Function(finiteFunc, finite, new(func(float64, int) float64)),
 		expr.Function(scaleFunc, scale, new(func(time.Duration, float64) time.Duration)),
-		expr.Patch(&scalePatch{c.scaled}), expr.Patch(fin))
+		expr.Patch(&scalePatch{c.scaled}), expr.Patch(&renamePatch{c.renamed}), expr.Patch(fin))
 	if err != nil {
 		return nil, c.exprError(err)
 	}
@@ -287,9 +302,10 @@ func (e *Env) narrowed(reads []Ref) types.Map {
 		}
 	}
 	phases := e.types[string(Phases)].(types.Map)
-	env := scopeTypes(e.metrics, used, phases)
+	stages := e.types[string(Stages)].(types.Map)
+	env := scopeTypes(e.metrics, used, phases, stages)
 	if baseline {
-		env[BaselineRoot] = scopeTypes(e.metrics, usedBase, phases)
+		env[BaselineRoot] = scopeTypes(e.metrics, usedBase, phases, stages)
 	}
 	return env
 }

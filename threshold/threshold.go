@@ -84,9 +84,10 @@ type Ref struct {
 	// Baseline says the metric is read from the baseline run
 	// (baseline.p99, baseline.groups.sub.recv_rate) rather than this one.
 	Baseline bool
-	// Scope is Top, Groups or Phases.
+	// Scope is Top, Groups, Phases or Stages.
 	Scope Scope
-	// Name is the group or phase name when Scope is not Top.
+	// Name is the group, phase or stage name when Scope is not Top (a
+	// stage's name even when the threshold wrote its index).
 	Name string
 	// Metric is the canonical metric name (aliases such as "p99" are
 	// resolved).
@@ -105,7 +106,7 @@ func (r Ref) String() string {
 	if r.Scope == Top {
 		return prefix + string(r.Metric)
 	}
-	return prefix + string(r.Scope) + memberSyntax(r.Name) + "." + string(r.Metric)
+	return prefix + string(r.Scope) + scopeMember(r.Scope, r.Name) + "." + string(r.Metric)
 }
 
 // BaselineRoot is the name under which a threshold reads a baseline run's
@@ -123,6 +124,9 @@ type Measured struct {
 	Groups map[string]metric.Set
 	// Phases is keyed by phase name; a phase without a set had no samples.
 	Phases map[string]metric.Set
+	// Stages is keyed by stage name (an unnamed stage's is its index):
+	// the messages intended within each stage's window.
+	Stages map[string]metric.Set
 	// Baseline holds a baseline run's figures in the same scopes (mqplan
 	// run --baseline FILE); nil when none was given, and then every
 	// threshold that reads baseline.* fails, saying so.
@@ -185,6 +189,8 @@ func (t *Threshold) Eval(m Measured) Result {
 			set = from.Groups[ref.Name]
 		case Phases:
 			set = from.Phases[ref.Name]
+		case Stages:
+			set = from.Stages[ref.Name]
 		}
 		raw, ok := set[ref.Metric]
 		md, known := metric.Lookup(string(ref.Metric))

@@ -90,6 +90,10 @@ func FuzzThresholdCompile(f *testing.F) {
 		"received_bytes / received <= 1KiB", "1 / broker.rss.max > 0", "broker.rss.max < 100KB * broker.clients.max",
 		"broker.rss.max / baseline.broker.rss.max < 1.1", "broker.rss.max < (sent > 0 ? 1GiB : 0)", "-1KB < sent_bytes % 2",
 		"groups.sub.broker.cpu.max < 80", "phases.steady.broker.dropped == 0", "groups.sub.self.cpu.max < 100",
+		// Stages, by name and by index.
+		"stages.peak.p99 < 1s", "stages[1].sent > 0", `stages["0"].loss_rate == 0`, "stages[9].p99 < 1s", "stages[-1].sent > 0",
+		"stages[0] > 1", "stages[1.5].sent > 0", "stages[0].connect.failed == 0", "groups[0].p99 < 1s",
+		"stages[0].p99 <= baseline.stages[0].p99", "stages.peak.p99 < stages[0].p99 * 2",
 	} {
 		f.Add(s)
 	}
@@ -97,8 +101,9 @@ func FuzzThresholdCompile(f *testing.F) {
 		Top: metric.Set{"latency.p99": time.Millisecond, "latency.p50": time.Microsecond, "sent": 10, "received": 0,
 			"loss_rate": 0.5, "recv_rate": 100.0, "ack.max": time.Second, "broker.rss.max": 1 << 30, "received_bytes": 5000},
 		Groups: map[string]metric.Set{"sub": {"sent": 1, "latency.p99": time.Millisecond}},
+		Stages: map[string]metric.Set{"peak": {"sent": 1, "latency.p99": time.Millisecond}},
 	}
-	env := NewEnv(Scopes{Groups: []string{"sub", "my-group"}, Phases: testPhases})
+	env := NewEnv(Scopes{Groups: []string{"sub", "my-group"}, Phases: testPhases, Stages: []string{"peak", "1"}})
 	f.Fuzz(func(t *testing.T, src string) {
 		th, e := env.Compile(src)
 		if (th == nil) == (e == nil) {
