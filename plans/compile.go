@@ -406,7 +406,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	}
 	for gi, g := range p.Groups {
 		if g.Churn != nil {
-			prog.Groups[gi].Churn = newSessions(g.Churn, g.Count, prog.Warmup+prog.Ramp+prog.Steady)
+			prog.Groups[gi].Churn = compileSessions(g.Churn, g.Count, prog.Groups[gi].First, prog.Warmup+prog.Ramp+prog.Steady, p.Seed)
 		}
 	}
 	if err := computeExpectations(prog, shareOwner); err != nil {

@@ -39,6 +39,7 @@ const (
 	fieldPayload                         // publish.payload: a payload template (payload.go)
 	fieldHeader                          // publish.header: prefix, property or field
 	fieldSizeDist                        // publish.size: a size, {min, max} or a list of {size, weight}
+	fieldLifetime                        // lifetime: a duration or {min, max}
 )
 
 // planField is one key of a mapping in a plan file.
@@ -222,6 +223,15 @@ var sizeRangeSection = &planSection{
 	},
 }
 
+var lifetimeRangeSection = &planSection{
+	name: "lifetime_range",
+	doc:  "A session length drawn uniformly per session, from min to max (seeded by the plan's seed and the client).",
+	fields: []planField{
+		{name: "min", kind: fieldDuration, positive: true, required: true, doc: "The shortest session."},
+		{name: "max", kind: fieldDuration, positive: true, required: true, doc: "The longest session, at least min."},
+	},
+}
+
 var sizeChoiceSection = &planSection{
 	name: "size_choice",
 	doc:  "One size of a weighted list: drawn with probability weight/(sum of weights).",
@@ -247,7 +257,7 @@ var groupSection = &planSection{
 		{name: "connect_rate", kind: fieldRate, doc: "The group's connection ramp, connections per second (default 1000/s; 0 connects all at once). Set connect_rate or connect_every, not both."},
 		{name: "connect_every", kind: fieldDuration, positive: true, doc: "One connection every this long (at most 1h). Set connect_rate or connect_every, not both."},
 		{name: "reconnect", kind: fieldSection, sec: reconnectSection, doc: reconnectSection.doc},
-		{name: "lifetime", kind: fieldDuration, positive: true, doc: lifetimeDoc},
+		{name: "lifetime", kind: fieldLifetime, doc: lifetimeDoc},
 		{name: "churn", kind: fieldRate, positive: true, doc: churnDoc},
 		{name: "away", kind: fieldDuration, doc: awayDoc},
 		{name: "will", kind: fieldSection, sec: willSection, doc: willSection.doc},
@@ -294,5 +304,6 @@ var (
 	stageKeys     = stageSection.keys()
 	burstKeys     = burstSection.keys()
 	sizeRangeKeys = sizeRangeSection.keys()
+	lifeRangeKeys = lifetimeRangeSection.keys()
 	sizeKeys      = sizeChoiceSection.keys()
 )

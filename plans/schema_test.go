@@ -139,20 +139,21 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		keys       []string
 		extensions bool
 	}{
-		"(top level)":  {planKeys, true},
-		"broker":       {brokerKeys, false},
-		"tls":          {tlsKeys, false},
-		"metrics":      {metricsKeys, false},
-		"group":        {groupKeys, false},
-		"reconnect":    {reconnectKeys, false},
-		"will":         {willKeys, false},
-		"subscription": {subKeys, false},
-		"publish":      {publishKeys, false},
-		"respond":      {respondKeys, false},
-		"stage":        {stageKeys, false},
-		"burst":        {burstKeys, false},
-		"size_range":   {sizeRangeKeys, false},
-		"size_choice":  {sizeKeys, false},
+		"(top level)":    {planKeys, true},
+		"broker":         {brokerKeys, false},
+		"tls":            {tlsKeys, false},
+		"metrics":        {metricsKeys, false},
+		"group":          {groupKeys, false},
+		"reconnect":      {reconnectKeys, false},
+		"will":           {willKeys, false},
+		"subscription":   {subKeys, false},
+		"publish":        {publishKeys, false},
+		"respond":        {respondKeys, false},
+		"stage":          {stageKeys, false},
+		"burst":          {burstKeys, false},
+		"size_range":     {sizeRangeKeys, false},
+		"size_choice":    {sizeKeys, false},
+		"lifetime_range": {lifeRangeKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {
 		m := mappings[name]

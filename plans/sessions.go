@@ -47,8 +47,12 @@ import (
 // Lifetime and Rate is set).
 type Churn struct {
 	// Lifetime is how long a session lasts (but a client's first, which
-	// is cut short so that the group's clients leave in turn).
+	// is cut short so that the group's clients leave in turn); with
+	// LifetimeMax, the shortest of a uniform draw (sessions_random.go).
 	Lifetime time.Duration `json:"lifetime,omitempty"`
+	// LifetimeMax, when above Lifetime, is the longest session of
+	// `lifetime: {min, max}`: real devices do not all stay the same time.
+	LifetimeMax time.Duration `json:"lifetime_max,omitempty"`
 	// Rate is how many of the group's clients leave per second.
 	Rate float64 `json:"rate,omitempty"`
 	// Away is how long a client stays disconnected before its next
@@ -81,11 +85,31 @@ type Sessions struct {
 	Period, Away, End time.Duration
 	// Clients is the group's count.
 	Clients int
+	// LifetimeMin and LifetimeMax are a random lifetime's bounds (Period
+	// is then 0: the timetable is drawn, see sessions_random.go).
+	LifetimeMin, LifetimeMax time.Duration
+	// drawn is a random lifetime's timetable, nil for a periodic one.
+	drawn *drawnSessions
 }
 
-// newSessions is the timetable of group g for publishing that ends at end.
+// Drawn reports whether the sessions' lengths are drawn at random
+// (lifetime: {min, max}) rather than periodic.
+func (s *Sessions) Drawn() bool { return s != nil && s.drawn != nil }
+
+// newSessions is the periodic timetable of a group of count clients for
+// publishing that ends at end.
 func newSessions(c *Churn, count int, end time.Duration) *Sessions {
 	return &Sessions{Period: c.Period(count), Away: c.Away, End: end, Clients: count}
+}
+
+// compileSessions is group's timetable: periodic (newSessions), or drawn
+// from seed and each client's index in the plan (the group's first is
+// first) when the lifetime is a range (newDrawnSessions).
+func compileSessions(c *Churn, count, first int, end time.Duration, seed uint64) *Sessions {
+	if c.LifetimeMax > c.Lifetime {
+		return newDrawnSessions(c, count, first, end, seed)
+	}
+	return newSessions(c, count, end)
 }
 
 // first is client j's first disconnect, (j+1)·P/n, exactly ((j+1) ≤ n,
@@ -99,7 +123,13 @@ func (s *Sessions) first(j int) time.Duration {
 // Disconnects is how many times client j (0-based in its group) leaves:
 // its sessions are one more.
 func (s *Sessions) Disconnects(j int) int {
-	if s == nil || s.Period <= 0 || j < 0 || j >= s.Clients {
+	if s == nil || j < 0 || j >= s.Clients {
+		return 0
+	}
+	if s.drawn != nil {
+		return s.drawn.off[j+1] - s.drawn.off[j]
+	}
+	if s.Period <= 0 {
 		return 0
 	}
 	x := s.End - s.Away - s.first(j) // d(j, k) < x
@@ -112,6 +142,9 @@ func (s *Sessions) Disconnects(j int) int {
 // DisconnectAt is when client j leaves for the k-th time (0-based), an
 // offset from the start of warmup; it comes back Away later.
 func (s *Sessions) DisconnectAt(j, k int) time.Duration {
+	if s.drawn != nil {
+		return s.drawn.at[s.drawn.off[j]+k]
+	}
 	return s.first(j) + time.Duration(k)*s.Period
 }
 
@@ -156,6 +189,9 @@ func (s *Sessions) countIn(j int, from, to time.Duration) int {
 
 // disconnectsBefore is how many of client j's disconnects come before t.
 func (s *Sessions) disconnectsBefore(j int, t time.Duration) int {
+	if s.drawn != nil {
+		return s.drawn.before(j, t)
+	}
 	k := s.Disconnects(j)
 	f := s.first(j)
 	if t <= f {
@@ -234,7 +270,7 @@ const maxChurnDisconnects = 10_000_000
 func checkChurn(p *Plan) Errors {
 	var errs Errors
 	end := satAdd(satAdd(p.Warmup, p.Ramp), p.Duration)
-	total := 0.0
+	total, drawn := 0.0, 0.0
 	for i := range p.Groups {
 		g := &p.Groups[i]
 		c := g.Churn
@@ -259,6 +295,9 @@ func checkChurn(p *Plan) Errors {
 		}
 		if end > 0 {
 			total += float64(g.Count) * (float64(end)/float64(period) + 1)
+			if c.LifetimeMax > c.Lifetime {
+				drawn += float64(g.Count) * (float64(end)/float64(period) + 1)
+			}
 		}
 		if g.Reconnect != nil {
 			bad(key, "with reconnect is not supported yet: a dropped client of a churning group would need its reconnects merged with the planned ones; drop reconnect")
@@ -291,6 +330,11 @@ func checkChurn(p *Plan) Errors {
 					Msg: "a shared subscription in a churning group is not supported yet: brokers differ in whether a member that is away gets its share queued"})
 			}
 		}
+	}
+	if drawn > maxRandomDisconnects {
+		errs = append(errs, &Error{Pos: Pos{File: p.File}, Path: "groups", Msg: fmt.Sprintf(
+			"the random lifetimes (lifetime: {min, max}) imply up to %s disconnects at their shortest, more than the limit of %s (each is drawn and kept at compile time): raise lifetime's min, lower count or shorten the run",
+			thousands(int(min(drawn, 1e15))), thousands(maxRandomDisconnects))})
 	}
 	if total > maxChurnDisconnects {
 		errs = append(errs, &Error{Pos: Pos{File: p.File}, Path: "groups", Msg: fmt.Sprintf(
