@@ -282,9 +282,8 @@ var planSectionTop = &planSection{
 		{name: "ramp", kind: fieldDuration, doc: "The publish rate grows linearly from 0 to its target (default 0s). Not with stages."},
 		{name: "duration", kind: fieldDuration, positive: true, doc: "The measured steady phase; required unless every publishing group has a publish.count, or the plan has stages."},
 		{name: "stages", kind: fieldGroupList, sec: stageSection, doc: "The publish rate over time, k6-style: a list of {name, duration, rate or every}, each reached linearly from the previous; together the measured phase. The rate applies to every publishing group, which then gives no rate or every. Not with ramp or duration."},
-		{name: "seed", kind: fieldInt, min: 0, max: math.MaxInt64, doc: "The seed of poisson arrivals (default 1): the same seed sends at the same offsets."},
+		{name: "seed", kind: fieldInt, min: 0, max: maxSeed, doc: "Seeds every random draw of the plan (default 1): poisson arrivals, payload templates and sizes, random lifetimes. The same seed gives the same schedule, payloads and timetable, so a run is repeatable, explain exact, and the receiver regenerates each payload to check it."},
 		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
-		{name: "seed", kind: fieldInt, min: 0, max: maxSeed, doc: "Seeds the random values of payload templates and sizes (default 0): a run is repeatable, and the receiver regenerates each payload to check it."},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
 	},
 }
