@@ -40,6 +40,7 @@ const (
 	fieldHeader                          // publish.header: prefix, property or field
 	fieldSizeDist                        // publish.size: a size, {min, max} or a list of {size, weight}
 	fieldLifetime                        // lifetime: a duration or {min, max}
+	fieldStageClients                    // a stage's clients: {group name: count}
 )
 
 // planField is one key of a mapping in a plan file.
@@ -200,6 +201,7 @@ var stageSection = &planSection{
 		{name: "duration", kind: fieldDuration, required: true, max: int64(maxTimeline), doc: "How long the stage lasts; 0s jumps to its target."},
 		{name: "rate", kind: fieldRate, doc: "The target for each publishing group, its messages per second together (0/s stops). Set rate or every, exactly one."},
 		{name: "every", kind: fieldDuration, positive: true, max: int64(maxTimeline), doc: "The target as each client's interval. Set rate or every, exactly one."},
+		{name: "clients", kind: fieldStageClients, doc: "By group name, the group's connected clients at the end of the stage, reached linearly from the previous stage's (before the stages, all): {devices: 200}. The highest-numbered client leaves first and the lowest-numbered returns first; a client away skips its messages, a kept session queues them."},
 	},
 	oneOf: []string{"rate", "every"},
 }

@@ -55,6 +55,7 @@ func FuzzLoad(f *testing.F) {
 		"groups[0].respond={topic: cmd/%i, qos: 1}\ngroups[1].publish.response_topic=resp/%c\ngroups[1].publish.response_timeout=1s",
 		"stages=[{duration: 1s, rate: 5/s}, {duration: 0s, every: 1s}]\ngroups.pub.publish.every=",
 		"groups.pub.lifetime={min: 10ms, max: 2s}\ngroups.pub.away=100ms\nseed=3",
+		"stages=[{duration: 0s, every: 1s, clients: {pub: 0}}, {duration: 1s, every: 1s, clients: {pub: 1, nope: 2}}]\ngroups.pub.publish.every=",
 	} {
 		f.Add(minimal, sets)
 	}

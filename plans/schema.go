@@ -228,6 +228,9 @@ func fieldSchema(f planField) map[string]any {
 		one := withoutDoc(fieldSchema(planField{kind: fieldSize, min: f.min, max: f.max}))
 		return map[string]any{"description": f.doc, "anyOf": []any{one, ref(sizeRangeSection),
 			map[string]any{"type": "array", "minItems": 1, "maxItems": maxSizeChoices, "items": ref(sizeChoiceSection)}}}
+	case fieldStageClients:
+		n := withoutDoc(fieldSchema(planField{kind: fieldInt, min: 0, max: maxGroupCount}))
+		return map[string]any{"description": f.doc, "type": "object", "additionalProperties": n}
 	case fieldLifetime:
 		one := withoutDoc(fieldSchema(planField{kind: fieldDuration, positive: true}))
 		return map[string]any{"description": f.doc, "anyOf": []any{one, ref(lifetimeRangeSection)}}

@@ -489,6 +489,7 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`each would be away longer|with clean_start: true is not supported yet|in a churning group|set lifetime or churn with it`,
 			"churn's rules read other fields together (count with churn and away, clean_start, the qos of a subscription under a group's lifetime)"},
 		{`every stage has rate 0`, "the rates of every stage, across the list"},
+		{`no group is named`, "a stage's clients name groups: the keys of one mapping against the names in another list"},
 		{`unknown placeholder|at offset|not supported yet with response_topic|%h places the header|header: field needs|header: property needs|needs a payload template|but a group publishes with header: property|size does not apply with a payload template|must not be below min`,
 			"payload templates: their placeholders, and the header's place against the template, the protocols and the size (across fields and groups)"},
 	}

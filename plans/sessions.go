@@ -88,6 +88,9 @@ type Sessions struct {
 	// LifetimeMin and LifetimeMax are a random lifetime's bounds (Period
 	// is then 0: the timetable is drawn, see sessions_random.go).
 	LifetimeMin, LifetimeMax time.Duration
+	// Staged: the stages' clients move the group (stage_clients.go);
+	// each window has its own length, and Period and Away are 0.
+	Staged bool
 	// drawn is a random lifetime's timetable, nil for a periodic one.
 	drawn *drawnSessions
 }
@@ -155,7 +158,7 @@ func (s *Sessions) DisconnectAt(j, k int) time.Duration {
 func (s *Sessions) Session(j, k int) (start, end time.Duration) {
 	start, end = 0, math.MaxInt64
 	if k > 0 {
-		start = s.DisconnectAt(j, k-1) + s.Away
+		start = s.BackAt(j, k-1)
 	}
 	if k < s.Disconnects(j) {
 		end = s.DisconnectAt(j, k)
@@ -173,14 +176,35 @@ func (s *Sessions) Total() int {
 	return n
 }
 
-// Reconnects counts the group's reconnections (at d + Away) in [from, to).
+// Reconnects counts the group's reconnections (at d + Away, or each
+// window's own return) in [from, to).
 func (s *Sessions) Reconnects(from, to time.Duration) int {
 	n := 0
 	for j := 0; j < s.Clients; j++ {
+		if s.windowed() {
+			n += s.drawn.backsBefore(j, to) - s.drawn.backsBefore(j, from)
+			continue
+		}
 		n += s.countIn(j, from-s.Away, to-s.Away)
 	}
 	return n
 }
+
+// BackAt is when client j comes back from its k-th leave: Away after it,
+// or the window's own return; math.MaxInt64 when it stays away to the end.
+func (s *Sessions) BackAt(j, k int) time.Duration {
+	if s.windowed() {
+		return s.drawn.back[s.drawn.off[j]+k]
+	}
+	return s.DisconnectAt(j, k) + s.Away
+}
+
+// windowed reports whether each away window has its own length (stage
+// clients) rather than Away.
+func (s *Sessions) windowed() bool { return s.drawn != nil && s.drawn.back != nil }
+
+// hasAway reports whether any client is ever away for some time.
+func (s *Sessions) hasAway() bool { return s != nil && (s.Away > 0 || s.windowed()) }
 
 // countIn is how many of client j's disconnects fall in [from, to).
 func (s *Sessions) countIn(j int, from, to time.Duration) int {
@@ -204,15 +228,20 @@ func (s *Sessions) disconnectsBefore(j int, t time.Duration) int {
 // while the client is away within [from, to): they are not part of its
 // timetable. It costs O(away windows in the range), each a closed form.
 func (s *Sessions) Skipped(sc Schedule, j int, from, to time.Duration) int {
-	if s == nil || s.Away <= 0 || to <= from {
+	if !s.hasAway() || to <= from {
 		return 0
 	}
 	n := 0
-	lo := s.disconnectsBefore(j, from-s.Away+1) // the windows before end by from
+	var lo int // the windows before end by from
+	if s.windowed() {
+		lo = s.drawn.backsBefore(j, from+1)
+	} else {
+		lo = s.disconnectsBefore(j, from-s.Away+1)
+	}
 	hi := s.disconnectsBefore(j, to)
 	for k := lo; k < hi; k++ {
 		d := s.DisconnectAt(j, k)
-		n += sc.Messages(max(d, from), min(d+s.Away, to))
+		n += sc.Messages(max(d, from), min(s.BackAt(j, k), to))
 	}
 	return n
 }
@@ -226,15 +255,15 @@ func (s *Sessions) Sends(sc Schedule, j int, from, to time.Duration) int {
 // Back returns, when offset t falls while client j is away, when it comes
 // back (true); else false.
 func (s *Sessions) Back(j int, t time.Duration) (time.Duration, bool) {
-	if s == nil || s.Away <= 0 {
+	if !s.hasAway() {
 		return 0, false
 	}
 	k := s.disconnectsBefore(j, t+1) - 1 // the last disconnect at or before t
 	if k < 0 {
 		return 0, false
 	}
-	if d := s.DisconnectAt(j, k); t < d+s.Away {
-		return d + s.Away, true
+	if b := s.BackAt(j, k); t < b {
+		return b, true
 	}
 	return 0, false
 }

@@ -37,6 +37,10 @@ type drawnSessions struct {
 	// client's ascending; client j's are at[off[j]:off[j+1]].
 	at  []time.Duration
 	off []int
+	// back, when not nil, parallels at with each window's return
+	// (stage clients, stage_clients.go; math.MaxInt64: none); nil means
+	// at + Away.
+	back []time.Duration
 }
 
 // lifetimeStream is the key of the lifetime draws, hashed with the seed
@@ -74,5 +78,12 @@ func (d *drawnSessions) disconnects(j int) []time.Duration { return d.at[d.off[j
 // before is how many of client j's disconnects come before t.
 func (d *drawnSessions) before(j int, t time.Duration) int {
 	i, _ := slices.BinarySearch(d.disconnects(j), t)
+	return i
+}
+
+// backsBefore is how many of client j's returns come before t (windowed
+// timetables only).
+func (d *drawnSessions) backsBefore(j int, t time.Duration) int {
+	i, _ := slices.BinarySearch(d.back[d.off[j]:d.off[j+1]], t)
 	return i
 }

@@ -174,6 +174,8 @@ type jsonPlanStage struct {
 	Duration jsonDuration `json:"duration"`
 	Rate     float64      `json:"rate,omitempty"`
 	Every    jsonDuration `json:"every,omitempty"`
+	// Clients is the stage's connected clients by group (stage clients).
+	Clients map[string]int `json:"clients,omitempty"`
 }
 
 // jsonPlanBurst mirrors plans.Burst.
@@ -204,7 +206,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		Thresholds: p.Thresholds, Seed: p.Seed,
 	}
 	for _, st := range p.Stages {
-		jp.Stages = append(jp.Stages, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every)})
+		jp.Stages = append(jp.Stages, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every), Clients: st.Clients})
 	}
 	for i, u := range p.Broker.URLs {
 		jp.Broker.URLs[i] = redactURL(u)

@@ -686,7 +686,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		Thresholds: jp.Thresholds, Seed: jp.Seed,
 	}
 	for _, st := range jp.Stages {
-		p.Stages = append(p.Stages, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every)})
+		p.Stages = append(p.Stages, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every), Clients: st.Clients})
 	}
 	for _, g := range jp.Groups {
 		pg := plans.Group{
