@@ -42,6 +42,10 @@ import (
 // messages published around the moment a clean session leaves or comes
 // back reach it depends on the broker's order, and that accounting is not
 // built yet.
+//
+// The same timetable type serves a random lifetime (sessions_random.go)
+// and a stage's clients (stage_clients.go), which keep their leaves, and
+// the stages' returns, leave by leave.
 
 // Churn is a group's `lifetime:` or `churn:`, as written (exactly one of
 // Lifetime and Rate is set).
@@ -91,12 +95,13 @@ type Sessions struct {
 	// Staged: the stages' clients move the group (stage_clients.go);
 	// each window has its own length, and Period and Away are 0.
 	Staged bool
-	// drawn is a random lifetime's timetable, nil for a periodic one.
+	// drawn is a random lifetime's or the stage clients' timetable, nil
+	// for a periodic one.
 	drawn *drawnSessions
 }
 
-// Drawn reports whether the sessions' lengths are drawn at random
-// (lifetime: {min, max}) rather than periodic.
+// Drawn reports whether the timetable is kept leave by leave (a random
+// lifetime, or stage clients: see Staged) rather than periodic.
 func (s *Sessions) Drawn() bool { return s != nil && s.drawn != nil }
 
 // newSessions is the periodic timetable of a group of count clients for

@@ -42,7 +42,7 @@ func writeChurn(b *strings.Builder, prog *plans.Program) {
 		}
 		switch {
 		case s.Staged:
-			fmt.Fprintf(b, "  %s: connected clients over the stages %s (the highest-numbered leaves first, the lowest-numbered returns first; DISCONNECT, then a new session, same id); %d leaves, %d returns, %s/s over publishing",
+			fmt.Fprintf(b, "  %s: connected clients over the stages %s (the highest-numbered leaves first, the lowest-numbered returns first; DISCONNECT, then a new session, same id); %d leaves, %d returns; %s leaves/s over publishing",
 				gp.Name, stageCounts(prog, gi), total, s.Returns(), rate)
 		case s.Drawn():
 			fmt.Fprintf(b, "  %s: each session lasts %s to %s (uniform, drawn from seed %d and the client), then the client leaves for %s (DISCONNECT, then a new session, same id); %s sessions per client; %d reconnections, %s/s over publishing",
