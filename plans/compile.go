@@ -413,7 +413,9 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	}
 	for gi, g := range p.Groups {
 		if g.Churn != nil {
-			prog.Groups[gi].Churn = newSessions(g.Churn, g.Count, prog.Warmup+prog.Ramp+prog.Steady)
+			prog.Groups[gi].Churn = compileSessions(g.Churn, g.Count, prog.Groups[gi].First, prog.Warmup+prog.Ramp+prog.Steady, p.Seed)
+		} else if stagesMove(p.Stages, g.Name) {
+			prog.Groups[gi].Churn = newStageSessions(p.Stages, g.Name, g.Count, prog.Warmup, prog.Warmup+prog.Ramp+prog.Steady)
 		}
 	}
 	if err := computeExpectations(prog, shareOwner); err != nil {

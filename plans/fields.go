@@ -39,6 +39,8 @@ const (
 	fieldPayload                         // publish.payload: a payload template (payload.go)
 	fieldHeader                          // publish.header: prefix, property or field
 	fieldSizeDist                        // publish.size: a size, {min, max} or a list of {size, weight}
+	fieldLifetime                        // lifetime: a duration or {min, max}
+	fieldStageClients                    // a stage's clients: {group name: count}
 )
 
 // planField is one key of a mapping in a plan file.
@@ -201,6 +203,7 @@ var stageSection = &planSection{
 		{name: "duration", kind: fieldDuration, required: true, max: int64(maxTimeline), doc: "How long the stage lasts; 0s jumps to its target."},
 		{name: "rate", kind: fieldRate, doc: "The target for each publishing group, its messages per second together (0/s stops). Set rate or every, exactly one."},
 		{name: "every", kind: fieldDuration, positive: true, max: int64(maxTimeline), doc: "The target as each client's interval. Set rate or every, exactly one."},
+		{name: "clients", kind: fieldStageClients, doc: "By group name, the group's connected clients at the end of the stage, reached linearly from the previous stage's (before the stages, all): {devices: 200}. The highest-numbered client leaves first and the lowest-numbered returns first; a client away skips its messages, a kept session queues them."},
 	},
 	oneOf: []string{"rate", "every"},
 }
@@ -221,6 +224,15 @@ var sizeRangeSection = &planSection{
 	fields: []planField{
 		{name: "min", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, required: true, doc: "The smallest size, at least 16 bytes."},
 		{name: "max", kind: fieldSize, min: HeaderSize, max: maxPayloadSize, required: true, doc: "The largest size, at least min."},
+	},
+}
+
+var lifetimeRangeSection = &planSection{
+	name: "lifetime_range",
+	doc:  "A session length drawn uniformly per session, from min to max (seeded by the plan's seed and the client).",
+	fields: []planField{
+		{name: "min", kind: fieldDuration, positive: true, required: true, doc: "The shortest session."},
+		{name: "max", kind: fieldDuration, positive: true, required: true, doc: "The longest session, at least min."},
 	},
 }
 
@@ -249,7 +261,7 @@ var groupSection = &planSection{
 		{name: "connect_rate", kind: fieldRate, doc: "The group's connection ramp, connections per second (default 1000/s; 0 connects all at once). Set connect_rate or connect_every, not both."},
 		{name: "connect_every", kind: fieldDuration, positive: true, doc: "One connection every this long (at most 1h). Set connect_rate or connect_every, not both."},
 		{name: "reconnect", kind: fieldSection, sec: reconnectSection, doc: reconnectSection.doc},
-		{name: "lifetime", kind: fieldDuration, positive: true, doc: lifetimeDoc},
+		{name: "lifetime", kind: fieldLifetime, doc: lifetimeDoc},
 		{name: "churn", kind: fieldRate, positive: true, doc: churnDoc},
 		{name: "away", kind: fieldDuration, doc: awayDoc},
 		{name: "will", kind: fieldSection, sec: willSection, doc: willSection.doc},
@@ -274,9 +286,8 @@ var planSectionTop = &planSection{
 		{name: "ramp", kind: fieldDuration, doc: "The publish rate grows linearly from 0 to its target (default 0s). Not with stages."},
 		{name: "duration", kind: fieldDuration, positive: true, doc: "The measured steady phase; required unless every publishing group has a publish.count, or the plan has stages."},
 		{name: "stages", kind: fieldGroupList, sec: stageSection, doc: "The publish rate over time, k6-style: a list of {name, duration, rate or every}, each reached linearly from the previous; together the measured phase. The rate applies to every publishing group, which then gives no rate or every. Not with ramp or duration."},
-		{name: "seed", kind: fieldInt, min: 0, max: math.MaxInt64, doc: "The seed of poisson arrivals (default 1): the same seed sends at the same offsets."},
+		{name: "seed", kind: fieldInt, min: 0, max: maxSeed, doc: "Seeds every random draw of the plan (default 1): poisson arrivals, payload templates and sizes, random lifetimes. The same seed gives the same schedule, payloads and timetable, so a run is repeatable, explain exact, and the receiver regenerates each payload to check it."},
 		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
-		{name: "seed", kind: fieldInt, min: 0, max: maxSeed, doc: "Seeds the random values of payload templates and sizes (default 0): a run is repeatable, and the receiver regenerates each payload to check it."},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
 	},
 }
@@ -296,5 +307,6 @@ var (
 	stageKeys     = stageSection.keys()
 	burstKeys     = burstSection.keys()
 	sizeRangeKeys = sizeRangeSection.keys()
+	lifeRangeKeys = lifetimeRangeSection.keys()
 	sizeKeys      = sizeChoiceSection.keys()
 )

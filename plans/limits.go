@@ -33,6 +33,11 @@ const (
 	// than any soak test, and far from time.Duration's 292 years, so that
 	// no sum of phases can overflow.
 	maxTimeline = 366 * 24 * time.Hour
+	// maxRandomDisconnects bounds the disconnects of the groups with a
+	// random lifetime (lifetime: {min, max}), all together, counted with
+	// the shortest lifetime: their timetable is drawn at compile time and
+	// kept, 8 bytes a disconnect (sessions_random.go).
+	maxRandomDisconnects = 1_000_000
 )
 
 // maxDigits is the longest %i: a client number is at most

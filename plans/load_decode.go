@@ -512,6 +512,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 		return l.pos(root)
 	})...)
 	l.errs = append(l.errs, checkChurn(p)...)
+	l.errs = append(l.errs, checkStageClients(p)...)
 
 	if !hasDuration && publishKnown && !l.closedLoopDuration(root, p) {
 		publishers, counted := 0, 0

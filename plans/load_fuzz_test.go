@@ -58,6 +58,8 @@ func FuzzLoad(f *testing.F) {
 		"groups[0].publish={topic: x, burst: {every: 1s, messages: 2}, start_delay: {max: 0s}}\ngroups[0].publish.start_delay.min=-1s",
 		"groups[0].publish={topic: x, stages: [{name: a, duration: 1s, rate: 5/s}, {duration: 0s, every: 1s}]}\nduration=",
 		"stages=[{name: a, duration: 1s, rate: 5/s}]\ngroups[0].publish={topic: x, stages: [{name: a, duration: 2s, rate: 1/s}]}",
+		"groups.pub.lifetime={min: 10ms, max: 2s}\ngroups.pub.away=100ms\nseed=3",
+		"stages=[{duration: 0s, every: 1s, clients: {pub: 0}}, {duration: 1s, every: 1s, clients: {pub: 1, nope: 2}}]\ngroups.pub.publish.every=",
 	} {
 		f.Add(minimal, sets)
 	}

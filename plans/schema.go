@@ -29,7 +29,7 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, startDelaySection, sizeRangeSection, sizeChoiceSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, startDelaySection, sizeRangeSection, sizeChoiceSection, lifetimeRangeSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs
@@ -228,6 +228,12 @@ func fieldSchema(f planField) map[string]any {
 		one := withoutDoc(fieldSchema(planField{kind: fieldSize, min: f.min, max: f.max}))
 		return map[string]any{"description": f.doc, "anyOf": []any{one, ref(sizeRangeSection),
 			map[string]any{"type": "array", "minItems": 1, "maxItems": maxSizeChoices, "items": ref(sizeChoiceSection)}}}
+	case fieldStageClients:
+		n := withoutDoc(fieldSchema(planField{kind: fieldInt, min: 0, max: maxGroupCount}))
+		return map[string]any{"description": f.doc, "type": "object", "additionalProperties": n}
+	case fieldLifetime:
+		one := withoutDoc(fieldSchema(planField{kind: fieldDuration, positive: true}))
+		return map[string]any{"description": f.doc, "anyOf": []any{one, ref(lifetimeRangeSection)}}
 	case fieldURLList:
 		url := withoutDoc(fieldSchema(planField{kind: fieldBrokerURL}))
 		return map[string]any{"description": f.doc, "type": "array", "minItems": 1, "items": url}

@@ -139,21 +139,22 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		keys       []string
 		extensions bool
 	}{
-		"(top level)":  {planKeys, true},
-		"broker":       {brokerKeys, false},
-		"tls":          {tlsKeys, false},
-		"metrics":      {metricsKeys, false},
-		"group":        {groupKeys, false},
-		"reconnect":    {reconnectKeys, false},
-		"will":         {willKeys, false},
-		"subscription": {subKeys, false},
-		"publish":      {publishKeys, false},
-		"respond":      {respondKeys, false},
-		"stage":        {stageKeys, false},
-		"burst":        {burstKeys, false},
-		"start_delay":  {startDelayKeys, false},
-		"size_range":   {sizeRangeKeys, false},
-		"size_choice":  {sizeKeys, false},
+		"(top level)":    {planKeys, true},
+		"broker":         {brokerKeys, false},
+		"tls":            {tlsKeys, false},
+		"metrics":        {metricsKeys, false},
+		"group":          {groupKeys, false},
+		"reconnect":      {reconnectKeys, false},
+		"will":           {willKeys, false},
+		"subscription":   {subKeys, false},
+		"publish":        {publishKeys, false},
+		"respond":        {respondKeys, false},
+		"stage":          {stageKeys, false},
+		"burst":          {burstKeys, false},
+		"start_delay":    {startDelayKeys, false},
+		"size_range":     {sizeRangeKeys, false},
+		"size_choice":    {sizeKeys, false},
+		"lifetime_range": {lifeRangeKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {
 		m := mappings[name]
@@ -492,6 +493,7 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`every stage has rate 0`, "the rates of every stage, across the list"},
 		{`unknown stage|is not measured per stage`, "the threshold language: stage names and indexes, and what a stage measures"},
 		{`every stage list of a plan has the same names|needs its own stages|not with stages \(groups`, "stage lists across the groups and the top level: the same names and durations"},
+		{`no group is named`, "a stage's clients name groups: the keys of one mapping against the names in another list"},
 		{`unknown placeholder|at offset|not supported yet with response_topic|%h places the header|header: field needs|header: property needs|needs a payload template|but a group publishes with header: property|size does not apply with a payload template|must not be below min`,
 			"payload templates: their placeholders, and the header's place against the template, the protocols and the size (across fields and groups)"},
 	}

@@ -42,13 +42,21 @@ import (
 // messages published around the moment a clean session leaves or comes
 // back reach it depends on the broker's order, and that accounting is not
 // built yet.
+//
+// The same timetable type serves a random lifetime (sessions_random.go)
+// and a stage's clients (stage_clients.go), which keep their leaves, and
+// the stages' returns, leave by leave.
 
 // Churn is a group's `lifetime:` or `churn:`, as written (exactly one of
 // Lifetime and Rate is set).
 type Churn struct {
 	// Lifetime is how long a session lasts (but a client's first, which
-	// is cut short so that the group's clients leave in turn).
+	// is cut short so that the group's clients leave in turn); with
+	// LifetimeMax, the shortest of a uniform draw (sessions_random.go).
 	Lifetime time.Duration `json:"lifetime,omitempty"`
+	// LifetimeMax, when above Lifetime, is the longest session of
+	// `lifetime: {min, max}`: real devices do not all stay the same time.
+	LifetimeMax time.Duration `json:"lifetime_max,omitempty"`
 	// Rate is how many of the group's clients leave per second.
 	Rate float64 `json:"rate,omitempty"`
 	// Away is how long a client stays disconnected before its next
@@ -81,11 +89,35 @@ type Sessions struct {
 	Period, Away, End time.Duration
 	// Clients is the group's count.
 	Clients int
+	// LifetimeMin and LifetimeMax are a random lifetime's bounds (Period
+	// is then 0: the timetable is drawn, see sessions_random.go).
+	LifetimeMin, LifetimeMax time.Duration
+	// Staged: the stages' clients move the group (stage_clients.go);
+	// each window has its own length, and Period and Away are 0.
+	Staged bool
+	// drawn is a random lifetime's or the stage clients' timetable, nil
+	// for a periodic one.
+	drawn *drawnSessions
 }
 
-// newSessions is the timetable of group g for publishing that ends at end.
+// Drawn reports whether the timetable is kept leave by leave (a random
+// lifetime, or stage clients: see Staged) rather than periodic.
+func (s *Sessions) Drawn() bool { return s != nil && s.drawn != nil }
+
+// newSessions is the periodic timetable of a group of count clients for
+// publishing that ends at end.
 func newSessions(c *Churn, count int, end time.Duration) *Sessions {
 	return &Sessions{Period: c.Period(count), Away: c.Away, End: end, Clients: count}
+}
+
+// compileSessions is group's timetable: periodic (newSessions), or drawn
+// from seed and each client's index in the plan (the group's first is
+// first) when the lifetime is a range (newDrawnSessions).
+func compileSessions(c *Churn, count, first int, end time.Duration, seed uint64) *Sessions {
+	if c.LifetimeMax > c.Lifetime {
+		return newDrawnSessions(c, count, first, end, seed)
+	}
+	return newSessions(c, count, end)
 }
 
 // first is client j's first disconnect, (j+1)·P/n, exactly ((j+1) ≤ n,
@@ -99,7 +131,13 @@ func (s *Sessions) first(j int) time.Duration {
 // Disconnects is how many times client j (0-based in its group) leaves:
 // its sessions are one more.
 func (s *Sessions) Disconnects(j int) int {
-	if s == nil || s.Period <= 0 || j < 0 || j >= s.Clients {
+	if s == nil || j < 0 || j >= s.Clients {
+		return 0
+	}
+	if s.drawn != nil {
+		return s.drawn.off[j+1] - s.drawn.off[j]
+	}
+	if s.Period <= 0 {
 		return 0
 	}
 	x := s.End - s.Away - s.first(j) // d(j, k) < x
@@ -112,6 +150,9 @@ func (s *Sessions) Disconnects(j int) int {
 // DisconnectAt is when client j leaves for the k-th time (0-based), an
 // offset from the start of warmup; it comes back Away later.
 func (s *Sessions) DisconnectAt(j, k int) time.Duration {
+	if s.drawn != nil {
+		return s.drawn.at[s.drawn.off[j]+k]
+	}
 	return s.first(j) + time.Duration(k)*s.Period
 }
 
@@ -122,7 +163,7 @@ func (s *Sessions) DisconnectAt(j, k int) time.Duration {
 func (s *Sessions) Session(j, k int) (start, end time.Duration) {
 	start, end = 0, math.MaxInt64
 	if k > 0 {
-		start = s.DisconnectAt(j, k-1) + s.Away
+		start = s.BackAt(j, k-1)
 	}
 	if k < s.Disconnects(j) {
 		end = s.DisconnectAt(j, k)
@@ -140,14 +181,35 @@ func (s *Sessions) Total() int {
 	return n
 }
 
-// Reconnects counts the group's reconnections (at d + Away) in [from, to).
+// Reconnects counts the group's reconnections (at d + Away, or each
+// window's own return) in [from, to).
 func (s *Sessions) Reconnects(from, to time.Duration) int {
 	n := 0
 	for j := 0; j < s.Clients; j++ {
+		if s.windowed() {
+			n += s.drawn.backsBefore(j, to) - s.drawn.backsBefore(j, from)
+			continue
+		}
 		n += s.countIn(j, from-s.Away, to-s.Away)
 	}
 	return n
 }
+
+// BackAt is when client j comes back from its k-th leave: Away after it,
+// or the window's own return; math.MaxInt64 when it stays away to the end.
+func (s *Sessions) BackAt(j, k int) time.Duration {
+	if s.windowed() {
+		return s.drawn.back[s.drawn.off[j]+k]
+	}
+	return s.DisconnectAt(j, k) + s.Away
+}
+
+// windowed reports whether each away window has its own length (stage
+// clients) rather than Away.
+func (s *Sessions) windowed() bool { return s.drawn != nil && s.drawn.back != nil }
+
+// hasAway reports whether any client is ever away for some time.
+func (s *Sessions) hasAway() bool { return s != nil && (s.Away > 0 || s.windowed()) }
 
 // countIn is how many of client j's disconnects fall in [from, to).
 func (s *Sessions) countIn(j int, from, to time.Duration) int {
@@ -156,6 +218,9 @@ func (s *Sessions) countIn(j int, from, to time.Duration) int {
 
 // disconnectsBefore is how many of client j's disconnects come before t.
 func (s *Sessions) disconnectsBefore(j int, t time.Duration) int {
+	if s.drawn != nil {
+		return s.drawn.before(j, t)
+	}
 	k := s.Disconnects(j)
 	f := s.first(j)
 	if t <= f {
@@ -168,15 +233,20 @@ func (s *Sessions) disconnectsBefore(j int, t time.Duration) int {
 // while the client is away within [from, to): they are not part of its
 // timetable. It costs O(away windows in the range), each a closed form.
 func (s *Sessions) Skipped(sc Schedule, j int, from, to time.Duration) int {
-	if s == nil || s.Away <= 0 || to <= from {
+	if !s.hasAway() || to <= from {
 		return 0
 	}
 	n := 0
-	lo := s.disconnectsBefore(j, from-s.Away+1) // the windows before end by from
+	var lo int // the windows before end by from
+	if s.windowed() {
+		lo = s.drawn.backsBefore(j, from+1)
+	} else {
+		lo = s.disconnectsBefore(j, from-s.Away+1)
+	}
 	hi := s.disconnectsBefore(j, to)
 	for k := lo; k < hi; k++ {
 		d := s.DisconnectAt(j, k)
-		n += sc.Messages(max(d, from), min(d+s.Away, to))
+		n += sc.Messages(max(d, from), min(s.BackAt(j, k), to))
 	}
 	return n
 }
@@ -190,15 +260,15 @@ func (s *Sessions) Sends(sc Schedule, j int, from, to time.Duration) int {
 // Back returns, when offset t falls while client j is away, when it comes
 // back (true); else false.
 func (s *Sessions) Back(j int, t time.Duration) (time.Duration, bool) {
-	if s == nil || s.Away <= 0 {
+	if !s.hasAway() {
 		return 0, false
 	}
 	k := s.disconnectsBefore(j, t+1) - 1 // the last disconnect at or before t
 	if k < 0 {
 		return 0, false
 	}
-	if d := s.DisconnectAt(j, k); t < d+s.Away {
-		return d + s.Away, true
+	if b := s.BackAt(j, k); t < b {
+		return b, true
 	}
 	return 0, false
 }
@@ -234,7 +304,7 @@ const maxChurnDisconnects = 10_000_000
 func checkChurn(p *Plan) Errors {
 	var errs Errors
 	end := satAdd(satAdd(p.Warmup, p.Ramp), p.Duration)
-	total := 0.0
+	total, drawn := 0.0, 0.0
 	for i := range p.Groups {
 		g := &p.Groups[i]
 		c := g.Churn
@@ -259,6 +329,9 @@ func checkChurn(p *Plan) Errors {
 		}
 		if end > 0 {
 			total += float64(g.Count) * (float64(end)/float64(period) + 1)
+			if c.LifetimeMax > c.Lifetime {
+				drawn += float64(g.Count) * (float64(end)/float64(period) + 1)
+			}
 		}
 		if g.Reconnect != nil {
 			bad(key, "with reconnect is not supported yet: a dropped client of a churning group would need its reconnects merged with the planned ones; drop reconnect")
@@ -291,6 +364,11 @@ func checkChurn(p *Plan) Errors {
 					Msg: "a shared subscription in a churning group is not supported yet: brokers differ in whether a member that is away gets its share queued"})
 			}
 		}
+	}
+	if drawn > maxRandomDisconnects {
+		errs = append(errs, &Error{Pos: Pos{File: p.File}, Path: "groups", Msg: fmt.Sprintf(
+			"the random lifetimes (lifetime: {min, max}) imply up to %s disconnects at their shortest, more than the limit of %s (each is drawn and kept at compile time): raise lifetime's min, lower count or shorten the run",
+			thousands(int(min(drawn, 1e15))), thousands(maxRandomDisconnects))})
 	}
 	if total > maxChurnDisconnects {
 		errs = append(errs, &Error{Pos: Pos{File: p.File}, Path: "groups", Msg: fmt.Sprintf(

@@ -91,9 +91,13 @@ func TestSessionsSends(t *testing.T) {
 			sched: Schedule{Interval: 7 * time.Millisecond, Warmup: 300 * time.Millisecond, Ramp: 900 * time.Millisecond, Steady: 2 * time.Second}},
 		{name: "away shorter than the interval", churn: Churn{Lifetime: 90 * time.Millisecond, Away: 3 * time.Millisecond}, count: 2,
 			sched: Schedule{Interval: 20 * time.Millisecond, Steady: time.Second}},
+		{name: "random lifetime 200 ms to 900 ms, away 150 ms, with a ramp", churn: Churn{Lifetime: 200 * time.Millisecond, LifetimeMax: 900 * time.Millisecond, Away: 150 * time.Millisecond}, count: 4,
+			sched: Schedule{Interval: 9 * time.Millisecond, Warmup: 200 * time.Millisecond, Ramp: 700 * time.Millisecond, Steady: 3 * time.Second}},
+		{name: "random lifetime, away 0", churn: Churn{Lifetime: 50 * time.Millisecond, LifetimeMax: 400 * time.Millisecond}, count: 3,
+			sched: Schedule{Interval: 10 * time.Millisecond, Steady: 2 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSessions(&tc.churn, tc.count, tc.sched.End())
+			s := compileSessions(&tc.churn, tc.count, 0, tc.sched.End(), 1)
 			for j := 0; j < tc.count; j++ {
 				sc := tc.sched
 				sc.Phase = float64(j) / float64(tc.count)

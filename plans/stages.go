@@ -37,7 +37,13 @@ type Stage struct {
 	Rate float64 `json:"rate,omitempty"`
 	// Every is the target as one client's interval instead of Rate.
 	Every time.Duration `json:"every,omitempty"`
-	Pos   Pos           `json:"-"`
+	// Clients is, by group name, how many of the group's clients are
+	// connected at the end of the stage (stage_clients.go): fleets grow
+	// and shrink, and a broker's cost is in its connections too.
+	Clients map[string]int `json:"clients,omitempty"`
+	Pos     Pos            `json:"-"`
+	// clientsAt is where each of Clients is written, for errors.
+	clientsAt map[string]clientsKey
 }
 
 // perClient is the stage's target rate for one client of a group of n
@@ -80,9 +86,7 @@ func (l *loader) stages(e keyEntry) ([]Stage, bool) {
 		l.errorf(e.val, e.path, "has %d stages, more than the limit of %d", len(e.val.Content), maxStages)
 		return nil, false
 	}
-	// clients: is read (so that the message says why it is refused) but is
-	// not in the catalogue: the schema does not offer what the loader refuses.
-	known := append(stageKeys[:len(stageKeys):len(stageKeys)], "clients")
+	known := stageKeys
 	names := map[string]string{}
 	out := make([]Stage, 0, len(e.val.Content))
 	positive, ok := false, true
@@ -131,7 +135,7 @@ func (l *loader) stages(e keyEntry) ([]Stage, bool) {
 			l.errorf(item, path, "missing \"rate\" or \"every\": say the stage's target, like rate: 1000/s (each publishing group) or every: 1s (each client); rate: 0/s stops")
 		}
 		if ce, has := s.get("clients"); has {
-			l.errorf(ce.key, ce.path, "not supported yet: a stage cannot change the number of connected clients (every group's count stays connected for the whole run)")
+			l.loadStageClients(ce, &st)
 		}
 		if st.Rate > 0 || st.Every > 0 {
 			positive = true

@@ -81,8 +81,8 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 
 	listen := listenOnly(p)
 	churns := false
-	for _, g := range groups {
-		churns = churns || g.Churn != nil
+	for i := range groups {
+		churns = churns || p.Churns(&groups[i])
 	}
 	rateWindow := func(m *stats.Metrics) time.Duration {
 		if w := m.ReceiveWindow(); listen && w > 0 {
@@ -106,7 +106,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		// A group that subscribes is judged by the deliveries to its
 		// clients; a pure publisher by the deliveries of its messages.
 		m.Groups[g.Name] = metricSet(view{msg: &gm, conn: &groupConn[gi], dur: rateWindow(&gm),
-			subscriberView: receives(&g) || g.Publish == nil, churns: g.Churn != nil})
+			subscriberView: receives(&g) || g.Publish == nil, churns: p.Churns(&g)})
 	}
 	for _, p := range phase.All {
 		var pm stats.Metrics

@@ -138,8 +138,10 @@ type jsonPlanReconnect struct {
 // written as the plan writes them.
 type jsonPlanChurn struct {
 	Lifetime jsonDuration `json:"lifetime,omitempty"`
-	Rate     float64      `json:"rate,omitempty"`
-	Away     jsonDuration `json:"away"`
+	// LifetimeMax is a random lifetime's longest (lifetime: {min, max}).
+	LifetimeMax jsonDuration `json:"lifetime_max,omitempty"`
+	Rate        float64      `json:"rate,omitempty"`
+	Away        jsonDuration `json:"away"`
 }
 
 type jsonPlanPublish struct {
@@ -176,6 +178,8 @@ type jsonPlanStage struct {
 	Duration jsonDuration `json:"duration"`
 	Rate     float64      `json:"rate,omitempty"`
 	Every    jsonDuration `json:"every,omitempty"`
+	// Clients is the stage's connected clients by group (stage clients).
+	Clients map[string]int `json:"clients,omitempty"`
 }
 
 // jsonPlanStartDelay mirrors plans.StartDelay.
@@ -235,7 +239,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 			jg.Reconnect = &jsonPlanReconnect{After: jsonDuration(rc.After), Max: rc.Max}
 		}
 		if ch := g.Churn; ch != nil {
-			jg.Churn = &jsonPlanChurn{Lifetime: jsonDuration(ch.Lifetime), Rate: ch.Rate, Away: jsonDuration(ch.Away)}
+			jg.Churn = &jsonPlanChurn{Lifetime: jsonDuration(ch.Lifetime), LifetimeMax: jsonDuration(ch.LifetimeMax), Rate: ch.Rate, Away: jsonDuration(ch.Away)}
 		}
 		if pub := g.Publish; pub != nil {
 			jg.Publish = &jsonPlanPublish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,

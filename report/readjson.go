@@ -706,7 +706,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 			pg.Reconnect = &plans.Reconnect{After: time.Duration(rc.After), Max: rc.Max}
 		}
 		if ch := g.Churn; ch != nil {
-			pg.Churn = &plans.Churn{Lifetime: time.Duration(ch.Lifetime), Rate: ch.Rate, Away: time.Duration(ch.Away)}
+			pg.Churn = &plans.Churn{Lifetime: time.Duration(ch.Lifetime), LifetimeMax: time.Duration(ch.LifetimeMax), Rate: ch.Rate, Away: time.Duration(ch.Away)}
 		}
 		if pub := g.Publish; pub != nil {
 			pg.Publish = &plans.Publish{Topic: pub.Topic, QoS: pub.QoS, Size: pub.Size,

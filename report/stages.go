@@ -144,7 +144,7 @@ func mdStages(b *bytes.Buffer, r *Result) {
 func stagesJSON(stages []plans.Stage) []jsonPlanStage {
 	var out []jsonPlanStage
 	for _, st := range stages {
-		out = append(out, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every)})
+		out = append(out, jsonPlanStage{Name: st.Name, Duration: jsonDuration(st.Duration), Rate: st.Rate, Every: jsonDuration(st.Every), Clients: st.Clients})
 	}
 	return out
 }
@@ -153,7 +153,7 @@ func stagesJSON(stages []plans.Stage) []jsonPlanStage {
 func stagesOf(js []jsonPlanStage) []plans.Stage {
 	var out []plans.Stage
 	for _, st := range js {
-		out = append(out, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every)})
+		out = append(out, plans.Stage{Name: st.Name, Duration: time.Duration(st.Duration), Rate: st.Rate, Every: time.Duration(st.Every), Clients: st.Clients})
 	}
 	return out
 }

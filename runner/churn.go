@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/mqplan/mqplan/internal/mqttc"
@@ -15,8 +16,11 @@ import (
 // publisher does it from its own publish goroutine, between two messages
 // (see run.publish), so that no message of its schedule races its
 // disconnect; any other client has a goroutine of its own (runChurn). Both
-// run while publishing goes on: every planned return is before publishing
-// ends, so every client is connected for the drain.
+// run while publishing goes on. Every planned return of lifetime and churn
+// is before publishing ends, so every client is connected for the drain;
+// stage clients may leave a publisher (never a subscriber, see
+// plans/stage_clients.go) away to the end, and it is then not connected
+// again.
 
 // leave ends c's session as planned: the acknowledgements of what it
 // received go out before DISCONNECT (mqttc.Conn.Leave), so a kept session
@@ -71,7 +75,11 @@ func (r *run) churnCycle(ctx context.Context, c *client, timer *time.Timer, star
 		r.awaitAcks(ctx, c)
 	}
 	r.leave(c)
-	if !r.sleepUntil(r.ctx, timer, time.Duration(start)+d+s.Away) {
+	back := s.BackAt(j, k)
+	if back == math.MaxInt64 {
+		return true // stage clients: it stays away to the end
+	}
+	if !r.sleepUntil(r.ctx, timer, time.Duration(start)+back) {
 		return false
 	}
 	return r.comeBack(r.ctx, c)

@@ -387,6 +387,15 @@ func TestShippedPlans(t *testing.T) {
 				for _, i := range []int{0, 2, 4, 5} {
 					args = append(args, "--set", fmt.Sprintf("stages[%d].duration=1s", i))
 				}
+			case f == "fleet-growth.yaml":
+				// Stages replace duration: the growth, hold and shrink
+				// shortened to 1s each (200 sensors online over 1s, 150
+				// offline over the last), the counts as shipped.
+				name += " with 1s stages"
+				args = []string{"run", "--quiet", "--set", "drain=3s"}
+				for _, i := range []int{1, 2, 3} {
+					args = append(args, "--set", fmt.Sprintf("stages[%d].duration=1s", i))
+				}
 			case f == "iot-json.yaml" && b.name == "mosquitto-v3.1.1":
 				// MQTT 3.1.1 has no user properties, so the plan as
 				// shipped (header: property) is refused there; this row
