@@ -16,6 +16,9 @@ type Bound struct {
 	// (a size literal in bytes).
 	Ref   Ref
 	Value float64
+	// Op is the comparison read with the metric on the left: 190 < sent
+	// is sent > 190.
+	Op string
 	// Text is the comparison as written.
 	Text string
 }
@@ -33,9 +36,9 @@ func (c *checker) noteBound(n *ast.BinaryNode, l, r typ) {
 	default:
 		return
 	}
-	m, other := l, n.Right
+	m, other, op := l, n.Right, n.Operator
 	if l.ref == nil {
-		m, other = r, n.Left
+		m, other, op = r, n.Left, flipped[op]
 	}
 	if m.ref == nil || m.ref.Baseline {
 		return
@@ -44,8 +47,11 @@ func (c *checker) noteBound(n *ast.BinaryNode, l, r typ) {
 	if !ok {
 		return
 	}
-	c.bounds = append(c.bounds, Bound{Ref: *m.ref, Value: v, Text: c.span(n)})
+	c.bounds = append(c.bounds, Bound{Ref: *m.ref, Value: v, Op: op, Text: c.span(n)})
 }
+
+// flipped is each comparison with its operands swapped.
+var flipped = map[string]string{"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 // numberValue is the value of a number literal, negative or not.
 func numberValue(n ast.Node) (float64, bool) {

@@ -15,11 +15,11 @@ func TestBounds(t *testing.T) {
 		want []Bound
 	}{
 		{"a rate against a number", "groups.sub.recv_rate >= 190",
-			[]Bound{{Ref: Ref{Scope: Groups, Name: "sub", Metric: metric.RecvRate}, Value: 190, Text: "groups.sub.recv_rate >= 190"}}},
-		{"number first", "10000 < sent", []Bound{{Ref: Ref{Metric: metric.Sent}, Value: 10000, Text: "10000 < sent"}}},
+			[]Bound{{Ref: Ref{Scope: Groups, Name: "sub", Metric: metric.RecvRate}, Value: 190, Op: ">=", Text: "groups.sub.recv_rate >= 190"}}},
+		{"number first", "10000 < sent", []Bound{{Ref: Ref{Metric: metric.Sent}, Value: 10000, Op: ">", Text: "10000 < sent"}}},
 		{"within a conjunction", "p99 < 50ms and received > 1.5",
-			[]Bound{{Ref: Ref{Metric: metric.Received}, Value: 1.5, Text: "received > 1.5"}}},
-		{"negative", "send_rate > -1", []Bound{{Ref: Ref{Metric: metric.SendRate}, Value: -1, Text: "send_rate > -1"}}},
+			[]Bound{{Ref: Ref{Metric: metric.Received}, Value: 1.5, Op: ">", Text: "received > 1.5"}}},
+		{"negative", "send_rate > -1", []Bound{{Ref: Ref{Metric: metric.SendRate}, Value: -1, Op: ">", Text: "send_rate > -1"}}},
 		{"two metrics are relative", "groups.sub.recv_rate >= groups.pub.send_rate * 0.99", nil},
 		{"computed side", "sent / 2 > 10", nil},
 		{"duration", "p99 < 50ms", nil},
