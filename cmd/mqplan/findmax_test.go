@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/mqplan/mqplan/internal/golden"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	await "github.com/mqplan/mqplan/internal/wait"
 )
@@ -157,6 +163,112 @@ func TestFindMaxInvalid(t *testing.T) {
 			r := runCmd(t, append(append([]string{"find-max"}, tt.args...), "testdata/cli/findmax.yaml")...)
 			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("exit %d, want 2 with %q\nstderr:\n%s", r.code, tt.want, r.stderr)
+			}
+		})
+	}
+}
+
+// TestFindMaxUnhealthyBroker: a broker that dies (SIGKILL) or stalls
+// (SIGSTOP) during a trial is not a capacity limit. The trial is marked
+// UNHEALTHY with why, the search stops there with exit 3 and the healthy
+// trials' bracket (trial 1 passed; nothing failed), instead of reading
+// the failure as the knee and bisecting into a dead broker. Trial 2 is
+// hit once a watcher on the broker sees its messages flow, so the fault
+// lands in its publishing phase.
+func TestFindMaxUnhealthyBroker(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault func(*mosquittotest.Process)
+		// pid: the plan watches the broker's process (broker.metrics).
+		pid  bool
+		want []string
+	}{
+		{name: "killed", fault: (*mosquittotest.Process).Kill, pid: true,
+			want: []string{"unhealthy: the broker process exited", "unexpected disconnection"}},
+		{name: "stalled", fault: (*mosquittotest.Process).Pause,
+			want: []string{"unhealthy: the broker answered nothing (no delivery, no acknowledgement) for 3 s or more"}},
+	}
+	t.Chdir("../..")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := mosquittotest.StartProcess(t, mosquittotest.Options{})
+			var mu sync.Mutex
+			seen := 0
+			w := pahoAt(t, p.MQTT, "fm-watch", true, func(string, []byte) { mu.Lock(); seen++; mu.Unlock() })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := w.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: "fm/#"}}}); err != nil {
+				t.Fatal(err)
+			}
+			js := filepath.Join(t.TempDir(), "fm.json")
+			args := []string{"find-max", "--broker", p.MQTT, "--from", "10", "--trial-duration", "4s", "--settle", "100ms", "--out", "json=" + js}
+			if tt.pid {
+				args = append(args, "--set", "broker.metrics.pid="+strconv.Itoa(p.PID()))
+			}
+			cmd := startCmd(t, append(args, "testdata/cli/findmax.yaml")...)
+			await.Until(t, "trial 2 to start", func() bool { return strings.Contains(cmd.stderr.String(), "trial 2:") })
+			mu.Lock()
+			seen = 0
+			mu.Unlock()
+			await.Until(t, "trial 2's messages to flow", func() bool { mu.Lock(); defer mu.Unlock(); return seen >= 5 })
+			tt.fault(p)
+			if code := cmd.wait(t, time.Minute); code != 3 {
+				t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, cmd.stdout.String(), cmd.stderr.String())
+			}
+			out := cmd.stdout.String()
+			for _, s := range append(tt.want, "INCOMPLETE: trial 2 at 20 was not a healthy run", "a failing broker is not a capacity limit",
+				"10 msg/s passed (not confirmed), nothing failed yet", "| UNHEALTHY |", "knee: last pass 10 msg/s, first fail -") {
+				if !strings.Contains(out, s) {
+					t.Errorf("the report lacks %q:\n%s", s, out)
+				}
+			}
+			d := readFindMax(t, js)
+			if d.Status != "incomplete" || len(d.Trials) != 2 || d.Trials[1].Verdict != "UNHEALTHY" || d.FirstFail != nil || d.LastPass == nil || *d.LastPass != 10 {
+				t.Errorf("JSON %+v: want 2 trials, the second UNHEALTHY, last pass 10 and no failure", d)
+			}
+		})
+	}
+}
+
+// TestFindMaxFixedBounds: before the first trial, find-max warns of each
+// threshold that bounds a figure growing with the knob by a fixed number,
+// with the --set that restates it; the shipped 1to1-qos1 plan has none.
+// A budget too small for any trial ends the search before it connects.
+func TestFindMaxFixedBounds(t *testing.T) {
+	t.Chdir("../..")
+	tests := []struct {
+		name   string
+		args   []string
+		golden string // "" : no warning
+	}{
+		{name: "the shipped plan", args: []string{"plans/1to1-qos1.yaml"}},
+		{name: "a fixed receive rate and a fixed count", golden: "findmax-fixed-bounds.txt", args: []string{
+			"--set", "thresholds[3]=groups.sub.recv_rate >= 190", "--set", "thresholds[2]=connect.failed == 0 and received > 1000", "plans/1to1-qos1.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCmd(t, append([]string{"find-max", "--budget", "1ns"}, tt.args...)...)
+			if r.code != 3 || !strings.Contains(r.stdout, "INCOMPLETE: --budget 1ns would be exceeded") {
+				t.Fatalf("exit %d, want 3 with no trial run\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			var warned []string
+			for _, l := range strings.Split(r.stderr, "\n") {
+				if strings.HasPrefix(l, "mqplan: warning: ") {
+					warned = append(warned, l)
+				}
+			}
+			if tt.golden == "" {
+				if len(warned) > 0 {
+					t.Errorf("warnings %q, want none", warned)
+				}
+				return
+			}
+			golden.Check(t, filepath.Join("testdata", "golden", "cli", tt.golden), []byte(strings.Join(warned, "\n")+"\n"))
+			for _, w := range warned {
+				if !strings.Contains(r.stdout, "WARNING: "+strings.TrimPrefix(w, "mqplan: warning: ")) {
+					t.Errorf("the table does not repeat %q:\n%s", w, r.stdout)
+				}
 			}
 		})
 	}
