@@ -180,13 +180,20 @@ func TestFindMaxUnhealthyBroker(t *testing.T) {
 		name  string
 		fault func(*mosquittotest.Process)
 		// pid: the plan watches the broker's process (broker.metrics).
-		pid  bool
-		want []string
+		pid bool
+		// between: the fault lands before trial 2 connects (during a
+		// --settle long enough for it), so trial 2 cannot complete.
+		between bool
+		want    []string
 	}{
 		{name: "killed", fault: (*mosquittotest.Process).Kill, pid: true,
-			want: []string{"unhealthy: the broker process exited", "unexpected disconnection"}},
+			want: []string{"unhealthy: the broker process exited", "unexpected disconnection",
+				"INCOMPLETE: trial 2 at 20 was not a healthy run", "a failing broker is not a capacity limit", "| UNHEALTHY |"}},
 		{name: "stalled", fault: (*mosquittotest.Process).Pause,
-			want: []string{"unhealthy: the broker answered nothing (no delivery, no acknowledgement) for 3 s or more"}},
+			want: []string{"unhealthy: the broker answered nothing (no delivery, no acknowledgement) for 3 s or more",
+				"INCOMPLETE: trial 2 at 20 was not a healthy run", "a failing broker is not a capacity limit", "| UNHEALTHY |"}},
+		{name: "killed between trials", fault: (*mosquittotest.Process).Kill, between: true,
+			want: []string{"INCOMPLETE: trial 2 at 20 could not complete: group sub: none of its 2 clients could connect", "| INCOMPLETE |"}},
 	}
 	t.Chdir("../..")
 	for _, tt := range tests {
@@ -202,30 +209,39 @@ func TestFindMaxUnhealthyBroker(t *testing.T) {
 				t.Fatal(err)
 			}
 			js := filepath.Join(t.TempDir(), "fm.json")
-			args := []string{"find-max", "--broker", p.MQTT, "--from", "10", "--trial-duration", "4s", "--settle", "100ms", "--out", "json=" + js}
+			settle := "100ms"
+			if tt.between {
+				settle = "5s"
+			}
+			args := []string{"find-max", "--broker", p.MQTT, "--from", "10", "--trial-duration", "4s", "--settle", settle, "--out", "json=" + js}
 			if tt.pid {
 				args = append(args, "--set", "broker.metrics.pid="+strconv.Itoa(p.PID()))
 			}
 			cmd := startCmd(t, append(args, "testdata/cli/findmax.yaml")...)
 			await.Until(t, "trial 2 to start", func() bool { return strings.Contains(cmd.stderr.String(), "trial 2:") })
-			mu.Lock()
-			seen = 0
-			mu.Unlock()
-			await.Until(t, "trial 2's messages to flow", func() bool { mu.Lock(); defer mu.Unlock(); return seen >= 5 })
+			if !tt.between {
+				mu.Lock()
+				seen = 0
+				mu.Unlock()
+				await.Until(t, "trial 2's messages to flow", func() bool { mu.Lock(); defer mu.Unlock(); return seen >= 5 })
+			}
 			tt.fault(p)
 			if code := cmd.wait(t, time.Minute); code != 3 {
 				t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, cmd.stdout.String(), cmd.stderr.String())
 			}
 			out := cmd.stdout.String()
-			for _, s := range append(tt.want, "INCOMPLETE: trial 2 at 20 was not a healthy run", "a failing broker is not a capacity limit",
-				"10 msg/s passed (not confirmed), nothing failed yet", "| UNHEALTHY |", "knee: last pass 10 msg/s, first fail -") {
+			for _, s := range append(tt.want, "10 msg/s passed (not confirmed), nothing failed yet", "knee: last pass 10 msg/s, first fail -") {
 				if !strings.Contains(out, s) {
 					t.Errorf("the report lacks %q:\n%s", s, out)
 				}
 			}
 			d := readFindMax(t, js)
-			if d.Status != "incomplete" || len(d.Trials) != 2 || d.Trials[1].Verdict != "UNHEALTHY" || d.FirstFail != nil || d.LastPass == nil || *d.LastPass != 10 {
-				t.Errorf("JSON %+v: want 2 trials, the second UNHEALTHY, last pass 10 and no failure", d)
+			verdict := "UNHEALTHY"
+			if tt.between {
+				verdict = "INCOMPLETE"
+			}
+			if d.Status != "incomplete" || len(d.Trials) != 2 || d.Trials[1].Verdict != verdict || d.FirstFail != nil || d.LastPass == nil || *d.LastPass != 10 {
+				t.Errorf("JSON %+v: want 2 trials, the second %s, last pass 10 and no failure", d, verdict)
 			}
 		})
 	}
