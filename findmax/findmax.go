@@ -130,7 +130,8 @@ const (
 	// NoPass: even the lowest value tried failed (exit 1).
 	NoPass
 	// Incomplete: the search stopped first (budget, trials, interrupt,
-	// a trial that could not complete, no confirmation held) (exit 3).
+	// a trial that could not complete or was not healthy, no
+	// confirmation held) (exit 3).
 	Incomplete
 )
 

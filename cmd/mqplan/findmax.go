@@ -125,8 +125,11 @@ connections with a fresh run id: on the embedded broker a fresh broker per
 trial; on another broker, after --settle.
 Exits 0 (an answer confirmed), 1 (no value passes, even the lowest),
 2 (invalid plan, knob or flags) or 3 (the search could not complete: budget,
---max-trials, Ctrl-C, a trial that could not complete, no confirmation held;
-the best bracket found so far is reported).`)
+--max-trials, Ctrl-C, a trial that could not complete, a trial whose run was
+not healthy (the broker crashed, stalled, or refused or dropped connections:
+not a capacity limit), no confirmation held; the best bracket found so far is
+reported). Thresholds bounding a rate or count by a fixed number are warned
+of before the first trial: they do not scale with the knob.`)
 	var pf planFlags
 	pf.register(fs)
 	knobFlag := fs.String("knob", "", "the value searched: groups.NAME.rate (the group's total msg/s) or groups.NAME.count (its clients); default the rate of the first publishing group")
