@@ -289,3 +289,51 @@ func TestFindMaxFixedBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestFindMaxUnstable: testdata/cli/findmax.yaml's threshold (sent <= 130
+// in the measured window) holds at 120 msg/s for a 1s trial and fails
+// for a 2s confirmation, as a load that holds briefly and not for
+// longer would. Each failed confirmation is noted against the short
+// trial that passed, the answer is marked unstable, and the summary
+// says the confirmation failed instead of offering the short trials'
+// bracket alone.
+func TestFindMaxUnstable(t *testing.T) {
+	t.Chdir("../..")
+	js := filepath.Join(t.TempDir(), "fm.json")
+	r := runCmd(t, "find-max", "--from", "80", "--trial-duration", "1s", "--confirm-duration", "2s", "--precision", "40%",
+		"--out", "json="+js, "testdata/cli/findmax.yaml")
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	// 80 passes, 160 fails, 120 passes (within 40% of 160); the
+	// confirmations at 120, 108 and 97.2 send 2×value > 130 and fail.
+	for _, s := range []string{"unstable: trial 3 passed at 120", "INCOMPLETE: no confirmation held in 3 attempts",
+		"the maximum is between 120 and 160 msg/s (not confirmed); but the confirmation at 97.2 msg/s failed: a longer run holds below it, if at all"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("the report lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	var d struct {
+		Unstable      bool     `json:"unstable"`
+		ConfirmFailed *float64 `json:"confirm_failed"`
+		Trials        []struct {
+			Value float64 `json:"value"`
+			Note  string  `json:"note"`
+		} `json:"trials"`
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, tr := range d.Trials {
+		notes = append(notes, tr.Note)
+	}
+	want := []string{"", "", "", "unstable: trial 3 passed at 120", "unstable: trial 3 passed at 120", "unstable: trial 3 passed at 120"}
+	if !d.Unstable || d.ConfirmFailed == nil || *d.ConfirmFailed != 97.2 || strings.Join(notes, "|") != strings.Join(want, "|") {
+		t.Errorf("unstable %v, confirm_failed %v, notes %q; want true, 97.2, %q", d.Unstable, d.ConfirmFailed, notes, want)
+	}
+}
