@@ -6,6 +6,15 @@
 // relative precision, and confirms the answer with a longer trial, stepping
 // down when the confirmation fails.
 //
+// A trial that could not complete, or whose run was not healthy (the
+// broker refused or dropped connections, stalled, or its process exited),
+// says nothing about capacity: the search stops there and reports the
+// bracket the healthy trials found, rather than bisecting downwards into
+// a broker that is failing. A trial that contradicts an earlier one (a
+// value failing below one that passed, as when a confirmation fails where
+// the short trial passed) is noted on the step and marks the knee
+// unstable, never silently.
+//
 // The search is pure: it reads no clock and touches no network. The trial
 // function says how long each trial took, and the budget is charged with
 // that, so that tests drive every path (bracketing, bisection, budget,
@@ -91,6 +100,12 @@ type Outcome struct {
 	Interrupted bool
 	// Err, when set, is why the run could not complete; the search stops.
 	Err error
+	// Unhealthy, when set, is why the run completed but cannot be read
+	// as a capacity signal (connections refused or dropped, a stalled
+	// broker, a broker process that exited): whether its thresholds held
+	// says nothing about the knob, so the search stops without counting
+	// it as a pass or a failure.
+	Unhealthy string
 	// Elapsed is the wall time the trial took, charged to the budget.
 	Elapsed time.Duration
 }
@@ -100,6 +115,10 @@ type Step[T any] struct {
 	Trial
 	Outcome
 	Data T
+	// Note is what the search says of the step beside its verdict: that
+	// it contradicts an earlier trial, or that it was not a capacity
+	// signal ("" when there is nothing to say).
+	Note string
 }
 
 // Status is how a search ended.
@@ -111,7 +130,8 @@ const (
 	// NoPass: even the lowest value tried failed (exit 1).
 	NoPass
 	// Incomplete: the search stopped first (budget, trials, interrupt,
-	// a trial that could not complete, no confirmation held) (exit 3).
+	// a trial that could not complete or was not healthy, no
+	// confirmation held) (exit 3).
 	Incomplete
 )
 
@@ -141,6 +161,18 @@ type Result[T any] struct {
 	// AtMax: the answer is Max and no trial failed up to it, so the real
 	// maximum may be higher.
 	AtMax bool
+	// Unstable: a trial failed at or below a value that an earlier trial
+	// passed (noise, or a load that holds for a short run and not for a
+	// longer one); the steps concerned carry a Note.
+	Unstable bool
+	// ConfirmFailed is the lowest value whose confirmation failed, when
+	// HasConfirmFail: a longer run does not hold there, whatever the
+	// short trials' knee says.
+	ConfirmFailed  float64
+	HasConfirmFail bool
+	// Unhealthy: the search stopped at a trial whose run was not healthy
+	// (Outcome.Unhealthy); Reason says which and why.
+	Unhealthy bool
 }
 
 // Search runs the search. trial runs one trial; ctx is passed through to
@@ -182,16 +214,56 @@ func (s *search[T]) try(v float64, confirm bool, reserveTrials int, reserve time
 	t := Trial{N: len(s.r.Steps) + 1, Value: v, Confirm: confirm}
 	out, data := s.trial(s.ctx, t)
 	s.spent += out.Elapsed
-	s.r.Steps = append(s.r.Steps, Step[T]{Trial: t, Outcome: out, Data: data})
+	step := Step[T]{Trial: t, Outcome: out, Data: data}
 	switch {
 	case out.Interrupted:
+		s.r.Steps = append(s.r.Steps, step)
 		s.stop("interrupted")
 		return false, false
 	case out.Err != nil:
+		s.r.Steps = append(s.r.Steps, step)
 		s.stop(fmt.Sprintf("trial %d at %s could not complete: %v", t.N, Format(v), out.Err))
 		return false, false
+	case out.Unhealthy != "":
+		step.Note = "not a capacity signal: the run was not healthy"
+		s.r.Steps = append(s.r.Steps, step)
+		s.r.Unhealthy = true
+		s.stop(fmt.Sprintf("trial %d at %s was not a healthy run (%s): a failing broker is not a capacity limit, so the search stopped there", t.N, Format(v), out.Unhealthy))
+		return false, false
+	}
+	step.Note = s.contradiction(step.Trial, out.Pass)
+	s.r.Steps = append(s.r.Steps, step)
+	if confirm && !out.Pass && (!s.r.HasConfirmFail || v < s.r.ConfirmFailed) {
+		s.r.ConfirmFailed, s.r.HasConfirmFail = v, true
 	}
 	return out.Pass, true
+}
+
+// contradiction says which earlier judged trial the outcome of t
+// contradicts, if any: a failure at or below a value that passed, or a
+// pass at or above a value that failed, among trials of the same length
+// or (for a failed confirmation) any passing trial. It marks the search
+// unstable when there is one.
+func (s *search[T]) contradiction(t Trial, pass bool) string {
+	for i := len(s.r.Steps) - 1; i >= 0; i-- {
+		p := s.r.Steps[i]
+		if p.Interrupted || p.Err != nil || p.Unhealthy != "" {
+			continue
+		}
+		switch {
+		case !pass && p.Pass && p.Value >= t.Value && (p.Confirm == t.Confirm || t.Confirm):
+			s.r.Unstable = true
+			what := "trial"
+			if p.Confirm {
+				what = "confirmation"
+			}
+			return fmt.Sprintf("unstable: %s %d passed at %s", what, p.N, Format(p.Value))
+		case pass && !p.Pass && p.Value <= t.Value && p.Confirm == t.Confirm:
+			s.r.Unstable = true
+			return fmt.Sprintf("unstable: trial %d failed at %s", p.N, Format(p.Value))
+		}
+	}
+	return ""
 }
 
 func (s *search[T]) stop(reason string) {

@@ -20,8 +20,10 @@ type limit struct {
 	max, confirmMax float64
 	// noise flips the short trial at this value (a noisy boundary).
 	noise float64
-	// interruptAt interrupts trial n; errAt fails trial n.
-	interruptAt, errAt int
+	// interruptAt interrupts trial n; errAt fails trial n; unhealthyAt
+	// makes trial n's run unhealthy (it would have failed its thresholds
+	// too: a broker dying mid-trial loses messages).
+	interruptAt, errAt, unhealthyAt int
 }
 
 func (l limit) trial(_ context.Context, t Trial) (Outcome, float64) {
@@ -35,6 +37,9 @@ func (l limit) trial(_ context.Context, t Trial) (Outcome, float64) {
 		return out, t.Value
 	case l.errAt:
 		out.Err = errors.New("connection refused")
+		return out, t.Value
+	case l.unhealthyAt:
+		out.Unhealthy = "12 unexpected disconnections"
 		return out, t.Value
 	}
 	m := l.max
@@ -62,6 +67,12 @@ func TestSearch(t *testing.T) {
 		maxSteps  int
 		knee      [2]float64 // the last pass and first fail, when given
 		knowsPass bool
+		// unstable, unhealthy: the Result's flags; notes the steps'
+		// notes by trial number (every other step has none).
+		unstable, unhealthy bool
+		notes               map[int]string
+		// confirmFailed is the lowest failed confirmation, when given.
+		confirmFailed float64
 	}{
 		{name: "monotone pass then fail", sys: limit{max: 730}, status: Confirmed, answer: 725,
 			values: []float64{100, 200, 400, 800, 600, 700, 750, 725, 725}},
@@ -73,9 +84,24 @@ func TestSearch(t *testing.T) {
 		{name: "noisy boundary stays within the bracket", sys: limit{max: 730, noise: 600}, status: Confirmed, answer: 575,
 			values: []float64{100, 200, 400, 800, 600, 500, 550, 575, 575}},
 		{name: "confirmation fails then steps down", sys: limit{max: 730, confirmMax: 640}, status: Confirmed, answer: 587.25, knee: [2]float64{725, 750},
-			values: []float64{100, 200, 400, 800, 600, 700, 750, 725, 725, 652.5, 587.25}},
+			values: []float64{100, 200, 400, 800, 600, 700, 750, 725, 725, 652.5, 587.25}, unstable: true, confirmFailed: 652.5,
+			notes: map[int]string{9: "unstable: trial 8 passed at 725", 10: "unstable: trial 8 passed at 725"}},
+		{name: "budget exhausted mid-confirmation", cfg: func(c *Config) { c.Budget = 150 * time.Second }, sys: limit{max: 730, confirmMax: 640}, status: Incomplete,
+			reason: "--budget 2m30s would be exceeded", knee: [2]float64{725, 750}, unstable: true, confirmFailed: 725,
+			values: []float64{100, 200, 400, 800, 600, 700, 750, 725, 725}, notes: map[int]string{9: "unstable: trial 8 passed at 725"}},
+		{name: "interrupted mid-confirmation keeps the bracket", sys: limit{max: 730, interruptAt: 9}, status: Incomplete, reason: "interrupted",
+			knee: [2]float64{725, 750}, values: []float64{100, 200, 400, 800, 600, 700, 750, 725, 725}},
+		{name: "unhealthy trial stops without judging", sys: limit{max: 730, unhealthyAt: 4}, status: Incomplete, knowsPass: true, unhealthy: true,
+			reason: "trial 4 at 800 was not a healthy run (12 unexpected disconnections)", values: []float64{100, 200, 400, 800},
+			notes: map[int]string{4: "not a capacity signal: the run was not healthy"}},
+		{name: "unhealthy bisection trial keeps the healthy bracket", sys: limit{max: 730, unhealthyAt: 6}, status: Incomplete, unhealthy: true,
+			reason: "trial 6 at 700 was not a healthy run", knee: [2]float64{600, 800}, values: []float64{100, 200, 400, 800, 600, 700},
+			notes: map[int]string{6: "not a capacity signal: the run was not healthy"}},
+		{name: "unhealthy confirmation", sys: limit{max: 730, unhealthyAt: 9}, status: Incomplete, unhealthy: true,
+			reason: "trial 9 at 725 was not a healthy run", knee: [2]float64{725, 750}, notes: map[int]string{9: "not a capacity signal: the run was not healthy"}},
 		{name: "no confirmation holds", cfg: func(c *Config) { c.Confirmations = 2 }, sys: limit{max: 730, confirmMax: 100}, status: Incomplete,
-			reason: "no confirmation held in 2 attempts"},
+			reason: "no confirmation held in 2 attempts", unstable: true, confirmFailed: 652.5,
+			notes: map[int]string{9: "unstable: trial 8 passed at 725", 10: "unstable: trial 8 passed at 725"}},
 		{name: "budget exhausted", cfg: func(c *Config) { c.Budget = 2 * time.Minute }, sys: limit{max: 730}, status: Incomplete,
 			reason: "--budget 2m0s would be exceeded", maxSteps: 6},
 		{name: "max trials reached", cfg: func(c *Config) { c.MaxTrials = 5 }, sys: limit{max: 730}, status: Incomplete,
@@ -122,6 +148,17 @@ func TestSearch(t *testing.T) {
 			}
 			if tt.knee != [2]float64{} && (r.LastPass != tt.knee[0] || r.FirstFail != tt.knee[1]) {
 				t.Errorf("knee [%v, %v], want %v: confirmations do not move it", r.LastPass, r.FirstFail, tt.knee)
+			}
+			if r.Unstable != tt.unstable || r.Unhealthy != tt.unhealthy {
+				t.Errorf("unstable %v, unhealthy %v; want %v, %v", r.Unstable, r.Unhealthy, tt.unstable, tt.unhealthy)
+			}
+			for _, s := range r.Steps {
+				if s.Note != tt.notes[s.N] {
+					t.Errorf("trial %d note %q, want %q", s.N, s.Note, tt.notes[s.N])
+				}
+			}
+			if got := map[bool]float64{true: r.ConfirmFailed}[r.HasConfirmFail]; got != tt.confirmFailed {
+				t.Errorf("lowest failed confirmation %v (%v), want %v", r.ConfirmFailed, r.HasConfirmFail, tt.confirmFailed)
 			}
 			if tt.knowsPass && (!r.HasPass || r.LastPass != 400 || r.HasFail) {
 				t.Errorf("bracket so far: pass %v (%v), fail %v (%v); want last pass 400 and no fail", r.LastPass, r.HasPass, r.FirstFail, r.HasFail)

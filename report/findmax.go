@@ -48,6 +48,17 @@ type FindMax struct {
 	AtMax bool
 	// Max is the highest value the search could try.
 	Max float64
+	// Unstable: a trial contradicted an earlier one (a failure at or
+	// below a value that passed, as a confirmation failing where its
+	// short trial passed); the trials concerned carry a Note.
+	Unstable bool
+	// ConfirmFailed is the lowest value whose confirmation failed (nil
+	// when none did): a longer run does not hold there.
+	ConfirmFailed *float64
+	// Warnings are what the user must know before reading the answer,
+	// said before the first trial too: thresholds with fixed bounds on
+	// figures that grow with the knob (plans.Knob.FixedBounds).
+	Warnings []string
 }
 
 // FindMax statuses, as the command decides its exit code from them.
@@ -57,13 +68,23 @@ const (
 	FindMaxIncomplete = "incomplete"
 )
 
+// VerdictUnhealthy is a find-max trial whose run completed but was not
+// healthy (TrialHealth): its thresholds say nothing about the knob.
+const VerdictUnhealthy = "UNHEALTHY"
+
 // FindMaxTrial is one trial: a run of the plan at one value of the knob.
 type FindMaxTrial struct {
 	N       int
 	Value   float64
 	Confirm bool
-	// Verdict is the run's: PASS, FAIL or INCOMPLETE.
+	// Verdict is the run's: PASS, FAIL or INCOMPLETE, or UNHEALTHY when
+	// TrialHealth found it could not be read as a capacity signal.
 	Verdict string
+	// Unhealthy are TrialHealth's reasons, for an UNHEALTHY trial.
+	Unhealthy []string
+	// Note is what the search said of the trial: that it contradicts an
+	// earlier one (unstable), or that it was not a capacity signal.
+	Note string
 	// SendRate is the send rate achieved (of the knob's group when it
 	// publishes, else of the whole run); P50 and P99 the end-to-end
 	// latency; LossRate lost/expected. A figure the run did not measure
@@ -114,8 +135,25 @@ func FindMaxTrialOf(n int, value float64, confirm bool, r *Result, group string,
 	}
 	if !r.Complete() {
 		t.Failed = append(t.Failed, "incomplete: "+r.incompleteReasons())
+		return t
+	}
+	if t.Unhealthy = TrialHealth(r); len(t.Unhealthy) > 0 {
+		t.Verdict = VerdictUnhealthy
 	}
 	return t
+}
+
+// cells is what the table's last column shows of a trial: the search's
+// note, why it was unhealthy, the thresholds that failed.
+func (t *FindMaxTrial) cells() []string {
+	var out []string
+	if t.Note != "" {
+		out = append(out, t.Note)
+	}
+	for _, u := range t.Unhealthy {
+		out = append(out, "unhealthy: "+u)
+	}
+	return append(out, t.Failed...)
 }
 
 // fmtKnob formats a knob value: whole numbers as such, others with four
@@ -151,6 +189,9 @@ func (f *FindMax) Summary() string {
 		if f.AtMax {
 			s += fmt.Sprintf(" (the limit --max %s: nothing failed up to it, so the real maximum may be higher)", fmtKnob(f.Max))
 		}
+		if f.Unstable {
+			s += "; UNSTABLE: " + f.unstable()
+		}
 		return s
 	case FindMaxNoPass:
 		return fmt.Sprintf("NO ANSWER: no value of %s passes: %s", f.Knob, f.Reason)
@@ -163,6 +204,29 @@ func (f *FindMax) Summary() string {
 		s += fmt.Sprintf("; %s %s passed (not confirmed), nothing failed yet", fmtKnob(*f.LastPass), f.Unit)
 	case f.FirstFail != nil:
 		s += fmt.Sprintf("; %s %s failed, nothing passed yet", fmtKnob(*f.FirstFail), f.Unit)
+	}
+	if f.ConfirmFailed != nil {
+		s += fmt.Sprintf("; but the confirmation at %s %s failed: a longer run holds below it, if at all", fmtKnob(*f.ConfirmFailed), f.Unit)
+	} else if f.Unstable {
+		s += "; UNSTABLE: " + f.unstable()
+	}
+	return s
+}
+
+// unstable says which trials contradicted earlier ones.
+func (f *FindMax) unstable() string {
+	var ns []string
+	for _, t := range f.Trials {
+		if strings.HasPrefix(t.Note, "unstable") {
+			ns = append(ns, itoa(t.N))
+		}
+	}
+	s := "a trial failed at or below a value that had passed"
+	if len(ns) > 0 {
+		s = fmt.Sprintf("%s %s failed at or below a value that had passed", pluralWord(len(ns), "trial", "trials"), strings.Join(ns, ", "))
+	}
+	if f.ConfirmFailed != nil {
+		s += fmt.Sprintf(" (the confirmation at %s %s failed where the short trial passed: the load holds for a short run, not a longer one)", fmtKnob(*f.ConfirmFailed), f.Unit)
 	}
 	return s
 }
@@ -185,6 +249,12 @@ func WriteFindMaxTable(w io.Writer, f *FindMax) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "mqplan find-max %s: %s on %s\n", f.Plan, f.Knob, redactURL(f.BrokerURL))
 	fmt.Fprintf(&b, "trials of %s measured, confirmation %s, precision %s\n\n", fmtDuration(f.TrialDuration), fmtDuration(f.ConfirmDuration), fmtPercent(f.Precision))
+	for _, w := range f.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", w)
+	}
+	if len(f.Warnings) > 0 {
+		b.WriteByte('\n')
+	}
 	t := newTable(&b, "trial", f.Knob+" ("+f.Unit+")", "sent/s", "p50", "p99", "loss", "verdict", "failed")
 	t.aligns[len(t.aligns)-1] = alignLeft
 	t.aligns[len(t.aligns)-2] = alignLeft
@@ -195,7 +265,7 @@ func WriteFindMaxTable(w io.Writer, f *FindMax) error {
 			n += " confirm"
 		}
 		rows = append(rows, []string{n, fmtKnob(tr.Value), fmOptRate(tr.SendRate), fmOptDuration(tr.P50), fmOptDuration(tr.P99),
-			fmOptPercent(tr.LossRate), tr.Verdict, strings.Join(tr.Failed, "\n")})
+			fmOptPercent(tr.LossRate), tr.Verdict, strings.Join(tr.cells(), "\n")})
 	}
 	if err := render(t, rows); err != nil {
 		return err
@@ -226,6 +296,9 @@ type findMaxJSON struct {
 	AtMax          bool               `json:"at_max,omitempty"`
 	LastPass       *float64           `json:"last_pass"`
 	FirstFail      *float64           `json:"first_fail"`
+	Unstable       bool               `json:"unstable,omitempty"`
+	ConfirmFailed  *float64           `json:"confirm_failed,omitempty"`
+	Warnings       []string           `json:"warnings,omitempty"`
 	Summary        string             `json:"summary"`
 	Trials         []findMaxTrialJSON `json:"trials"`
 }
@@ -240,6 +313,8 @@ type findMaxTrialJSON struct {
 	P99Seconds     *float64 `json:"p99_seconds"`
 	LossRate       *float64 `json:"loss_rate"`
 	Failed         []string `json:"failed,omitempty"`
+	Unhealthy      []string `json:"unhealthy,omitempty"`
+	Note           string   `json:"note,omitempty"`
 	ElapsedSeconds float64  `json:"elapsed_seconds"`
 }
 
@@ -255,14 +330,15 @@ func (f *FindMax) dto() findMaxJSON {
 	d := findMaxJSON{Plan: f.Plan, File: f.File, Broker: redactURL(f.BrokerURL), Knob: f.Knob, Unit: f.Unit, From: f.From, Max: f.Max,
 		Precision: f.Precision, TrialSeconds: f.TrialDuration.Seconds(), ConfirmSeconds: f.ConfirmDuration.Seconds(),
 		ElapsedSeconds: f.Elapsed.Seconds(), Status: f.Status, Reason: f.Reason, Answer: f.Answer, AtMax: f.AtMax,
-		LastPass: f.LastPass, FirstFail: f.FirstFail, Summary: f.Summary(), Trials: []findMaxTrialJSON{}}
+		LastPass: f.LastPass, FirstFail: f.FirstFail, Unstable: f.Unstable, ConfirmFailed: f.ConfirmFailed, Warnings: f.Warnings,
+		Summary: f.Summary(), Trials: []findMaxTrialJSON{}}
 	if !f.Started.IsZero() {
 		d.Started = f.Started.UTC().Format(time.RFC3339)
 	}
 	for _, t := range f.Trials {
 		d.Trials = append(d.Trials, findMaxTrialJSON{N: t.N, Value: t.Value, Confirm: t.Confirm, Verdict: t.Verdict,
 			SendRate: finite(t.SendRate), P50Seconds: secondsOf(t.P50), P99Seconds: secondsOf(t.P99), LossRate: finite(t.LossRate),
-			Failed: t.Failed, ElapsedSeconds: t.Elapsed.Seconds()})
+			Failed: t.Failed, Unhealthy: t.Unhealthy, Note: t.Note, ElapsedSeconds: t.Elapsed.Seconds()})
 	}
 	return d
 }
@@ -330,7 +406,7 @@ func WriteFindMaxHTML(w io.Writer, f *FindMax) error {
 			n += " confirm"
 		}
 		v.Rows = append(v.Rows, []string{n, fmtKnob(t.Value), fmOptRate(t.SendRate), fmOptDuration(t.P50), fmOptDuration(t.P99),
-			fmOptPercent(t.LossRate), t.Verdict, strings.Join(t.Failed, "; ")})
+			fmOptPercent(t.LossRate), t.Verdict, strings.Join(t.cells(), "; ")})
 	}
 	var b bytes.Buffer
 	if err := findMaxTemplate.Execute(&b, v); err != nil {

@@ -11,6 +11,9 @@ import (
 
 	"github.com/mqplan/mqplan/internal/browsertest"
 	"github.com/mqplan/mqplan/internal/golden"
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/threshold"
 )
 
 func fptr(v float64) *float64             { return &v }
@@ -52,7 +55,41 @@ func findMaxCases() map[string]*FindMax {
 	none.FirstFail, none.Status, none.Reason = fptr(1), FindMaxNoPass, "even the lowest value tried, 1, failed"
 	stopped := base()
 	stopped.Status, stopped.Reason = FindMaxIncomplete, "interrupted"
-	return map[string]*FindMax{"findmax-confirmed": ok, "findmax-nopass": none, "findmax-interrupted": stopped}
+	// A broker killed during trial 3: its run is unhealthy, the search
+	// stops with the healthy trials' bracket; the plan's fixed bound is
+	// warned of.
+	sick := base()
+	sick.Trials = []FindMaxTrial{
+		trial(1, 200, 199.8, 3*time.Millisecond, 0, false),
+		trial(2, 400, 399.1, 4*time.Millisecond, 0, false),
+		trial(3, 800, 310, 2*time.Second, 0.61, false, "loss_rate == 0 (loss_rate=0.61)", "clients.lost == 0 (clients.lost=200)"),
+	}
+	sick.Trials[2].Verdict, sick.Trials[2].Note = VerdictUnhealthy, "not a capacity signal: the run was not healthy"
+	sick.Trials[2].Unhealthy = []string{"the broker process exited (found gone at 4s: /proc/4242: no such process: it exited)", "200 unexpected disconnections (disconnects)"}
+	sick.LastPass, sick.Status = fptr(400), FindMaxIncomplete
+	sick.Reason = "trial 3 at 800 was not a healthy run (the broker process exited (found gone at 4s: /proc/4242: no such process: it exited); 200 unexpected disconnections (disconnects)): a failing broker is not a capacity limit, so the search stopped there"
+	sick.Warnings = []string{FixedBoundWarning(plans.FixedBound{Index: 3, Expr: "groups.sub.recv_rate >= 190", Pos: plans.Pos{File: "plans/1to1-qos1.yaml", Line: 40, Col: 5},
+		Bound:    threshold.Bound{Ref: threshold.Ref{Scope: threshold.Groups, Name: "sub", Metric: metric.RecvRate}, Value: 190, Op: ">=", Text: "groups.sub.recv_rate >= 190"},
+		Relative: "groups.sub.recv_rate >= groups.pub.send_rate * 0.95"}, "groups.pub.rate"),
+		FixedBoundWarning(plans.FixedBound{Index: 4, Expr: "p99 < 50ms and sent > 1000", Pos: plans.Pos{File: "plans/1to1-qos1.yaml", Line: 41, Col: 5},
+			Bound: threshold.Bound{Ref: threshold.Ref{Metric: metric.Sent}, Value: 1000, Op: ">", Text: "sent > 1000"}}, "groups.pub.rate")}
+	// A confirmation failing where its short trial passed, then one
+	// lower holding: confirmed, and marked unstable.
+	shaky := base()
+	shaky.Trials = append(append([]FindMaxTrial(nil), ok.Trials[:7]...),
+		trial(8, 650, 648.7, 70*time.Millisecond, 0, true, "p99 < 50ms and dup_rate == 0 (p99=70ms, dup_rate=0)"),
+		trial(9, 585, 584.9, 12*time.Millisecond, 0, true))
+	shaky.Trials[7].Note = "unstable: trial 6 passed at 650"
+	shaky.LastPass, shaky.FirstFail, shaky.Answer, shaky.Status = fptr(650), fptr(675), fptr(585), FindMaxConfirmed
+	shaky.Unstable, shaky.ConfirmFailed = true, fptr(650)
+	// The budget ran out after that failed confirmation.
+	broke := base()
+	broke.Trials = shaky.Trials[:8]
+	broke.LastPass, broke.FirstFail, broke.Status = fptr(650), fptr(675), FindMaxIncomplete
+	broke.Reason = "--budget 3m0s would be exceeded (spent 2m36s, the next trial needs about 1m12s)"
+	broke.Unstable, broke.ConfirmFailed = true, fptr(650)
+	return map[string]*FindMax{"findmax-confirmed": ok, "findmax-nopass": none, "findmax-interrupted": stopped,
+		"findmax-unhealthy": sick, "findmax-unstable": shaky, "findmax-budget-after-confirm-failed": broke}
 }
 
 // TestFindMaxOutputs pins the table and the JSON of each case, and checks
@@ -87,7 +124,8 @@ func TestFindMaxOutputs(t *testing.T) {
 // error, nothing fetched, the chart drawn with a point per trial and
 // figure (send rate and p99), or its note when no trial ran.
 func TestFindMaxHTMLInBrowser(t *testing.T) {
-	want := map[string]string{"findmax-confirmed": "16", "findmax-nopass": "2", "findmax-interrupted": ""}
+	want := map[string]string{"findmax-confirmed": "16", "findmax-nopass": "2", "findmax-interrupted": "", "findmax-unhealthy": "6",
+		"findmax-unstable": "18", "findmax-budget-after-confirm-failed": "16"}
 	for name, f := range findMaxCases() {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer

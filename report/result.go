@@ -97,6 +97,9 @@ type Result struct {
 	Interrupted bool
 	// Incomplete, when non-empty, says why the run could not complete.
 	Incomplete string
+	// BrokerGone, when non-empty, says the watched broker process exited
+	// during the run (stats.Stats.BrokerGone); the warnings say it too.
+	BrokerGone string
 	// ErrorSamples are the errors seen, one line per kind with how many
 	// more of that kind followed.
 	ErrorSamples []string
@@ -209,6 +212,7 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 		CountersEnd:   st.CountersEnd,
 		Interrupted:   st.Interrupted,
 		Incomplete:    st.Incomplete,
+		BrokerGone:    st.BrokerGone,
 		ErrorSamples:  st.ErrorSamples,
 		InFlightAtEnd: st.InFlightAtEnd,
 		DrainQuiet:    st.DrainQuiet,

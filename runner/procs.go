@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mqplan/mqplan/plans"
@@ -13,6 +14,9 @@ import (
 // goroutine: never on a client's.
 type procSamplers struct {
 	broker, self *procstat.Sampler
+	// brokerGone says when and why the broker process was found gone
+	// (Stats.BrokerGone), "" while it runs or when none is watched.
+	brokerGone string
 }
 
 // newProcSamplers finds the broker process the plan names. A broker
@@ -61,6 +65,9 @@ func (r *run) sampleProcs(s *stats.Second) {
 		}
 		v, err := (*sp).Sample()
 		if err != nil {
+			if sp == &r.procs.broker && errors.Is(err, procstat.ErrGone) {
+				r.procs.brokerGone = fmt.Sprintf("the broker process exited (found gone at %s: %v)", s.At.Round(1e9), err)
+			}
 			r.note(fmt.Sprintf("%s metrics stopped at %s: %v", what, s.At.Round(1e9), err))
 			*sp = nil
 			return stats.ProcSample{}

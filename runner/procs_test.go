@@ -89,6 +89,9 @@ func TestProcessSamples(t *testing.T) {
 			if noticed != (tt.killAfter > 0) {
 				t.Errorf("notices %q: want a broker-gone notice %v", st.Notices, tt.killAfter > 0)
 			}
+			if gone := strings.HasPrefix(st.BrokerGone, "the broker process exited"); gone != (tt.killAfter > 0) {
+				t.Errorf("BrokerGone %q, want it set %v", st.BrokerGone, tt.killAfter > 0)
+			}
 			if tt.killAfter > 0 {
 				p.Restart()
 			}

@@ -317,6 +317,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	st.Timeline = r.timeline
 	st.Interrupted = ctx.Err() != nil
 	st.Incomplete = incomplete
+	st.BrokerGone = r.procs.brokerGone
 	st.ErrorSamples = r.errorSamples()
 	st.InFlightAtEnd = r.inflightAtEnd
 	st.DrainQuiet = r.drainQuiet

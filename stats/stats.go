@@ -155,6 +155,11 @@ type Stats struct {
 	// Incomplete, when non-empty, says why the run could not complete
 	// (exit code 3), for example "group sub: no client could connect".
 	Incomplete string
+	// BrokerGone, when non-empty, says that the broker process the plan's
+	// broker.metrics watches exited during the run, and when: a run whose
+	// broker died measured a crash, not a load (mqplan find-max stops
+	// its search there). The report's warnings say it too.
+	BrokerGone string
 	// ErrorSamples holds the first distinct error messages, for the report,
 	// each with how often errors of its kind occurred ("(and 29 more like
 	// it)"); Errors counts them all (the errors metric, over the whole run).

@@ -33,6 +33,9 @@ type checker struct {
 	// stages["0"]), by the location of the index: compile turns each
 	// into the stage's name, the key its metrics are under.
 	renamed []renamedAt
+	// bounds are the comparisons of a bare metric with a number
+	// (Threshold.Bounds).
+	bounds []Bound
 }
 
 // scaledAt is one duration × fraction: where, and which side is the
@@ -50,6 +53,9 @@ type typ struct {
 	metric *metric.Metric
 	// spelled is the metric as written, for messages.
 	spelled string
+	// ref is the metric read when the sub-expression is a bare metric
+	// name, for Threshold.Bounds.
+	ref *Ref
 	// reads says the sub-expression's value comes from a metric: a number
 	// that does not (1000, 2 * 1024, sent > 0 ? 5 : 0) may stand for bytes
 	// beside a size, one that does (sent, recv_rate * 2) may not, since it
@@ -236,6 +242,9 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 		return typ{}
 	}
 	t := c.binaryType(n, l, r)
+	if c.err == nil {
+		c.noteBound(n, l, r)
+	}
 	t.reads = l.reads || r.reads
 	t.literal = l.literal || r.literal
 	return t
@@ -515,7 +524,7 @@ func (c *checker) metric(n ast.Node) typ {
 	if ref.Baseline {
 		spelled = BaselineRoot + "." + spelled
 	}
-	t := typ{kind: kindInt, metric: &md, spelled: spelled, reads: true}
+	t := typ{kind: kindInt, metric: &md, spelled: spelled, reads: true, ref: &ref}
 	switch {
 	case md.Unit == metric.Bytes:
 		t.kind = kindBytes

@@ -192,7 +192,7 @@ func (e *Env) Compile(src string) (*Threshold, *Error) {
 	if err != nil {
 		return nil, c.exprError(err)
 	}
-	return &Threshold{expr: src, Reads: c.reads, program: prog, arith: fin.texts}, nil
+	return &Threshold{expr: src, Reads: c.reads, program: prog, arith: fin.texts, bounds: c.bounds}, nil
 }
 
 // finitePatch wraps every /, ** and ^ of the expression in finiteFunc,

@@ -60,6 +60,8 @@ type Threshold struct {
 	// arith is the text of each division or power of the expression, for
 	// the reason of a threshold that met Inf or NaN (see finiteFunc).
 	arith []string
+	// bounds are the comparisons of a metric with a number (Bounds).
+	bounds []Bound
 }
 
 // String returns the expression as the user wrote it.

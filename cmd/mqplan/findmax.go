@@ -125,8 +125,11 @@ connections with a fresh run id: on the embedded broker a fresh broker per
 trial; on another broker, after --settle.
 Exits 0 (an answer confirmed), 1 (no value passes, even the lowest),
 2 (invalid plan, knob or flags) or 3 (the search could not complete: budget,
---max-trials, Ctrl-C, a trial that could not complete, no confirmation held;
-the best bracket found so far is reported).`)
+--max-trials, Ctrl-C, a trial that could not complete, a trial whose run was
+not healthy (the broker crashed, stalled, or refused or dropped connections:
+not a capacity limit), no confirmation held; the best bracket found so far is
+reported). Thresholds bounding a rate or count by a fixed number are warned
+of before the first trial: they do not scale with the knob.`)
 	var pf planFlags
 	pf.register(fs)
 	knobFlag := fs.String("knob", "", "the value searched: groups.NAME.rate (the group's total msg/s) or groups.NAME.count (its clients); default the rate of the first publishing group")
@@ -247,6 +250,15 @@ the best bracket found so far is reported).`)
 	cfg.TrialCost = plannedLength(trialProg) + pause
 	cfg.ConfirmCost = plannedLength(confirmProg) + pause
 	e.chooseProcs(*procs, plan.Broker)
+	// Thresholds with fixed bounds on what grows with the knob decide the
+	// knee themselves: said before the first trial, --quiet or not, and
+	// in every output.
+	var warnings []string
+	for _, f := range knob.FixedBounds(plan, trialProg.Thresholds) {
+		w := report.FixedBoundWarning(f, knob.String())
+		warnings = append(warnings, w)
+		fmt.Fprintf(e.stderr, "mqplan: warning: %s\n", report.TerminalSafe(w, "\t"))
+	}
 
 	if !*quiet {
 		// What the search will do, before the first trial: the
@@ -262,7 +274,8 @@ the best bracket found so far is reported).`)
 	ctx, stopSigs := onSignals(e, "interrupted: stopping the search and reporting the best bracket so far", nil)
 	defer stopSigs()
 	out := &report.FindMax{Plan: plan.Name, File: path, BrokerURL: strings.Join(plan.Broker.URLs, ","), Knob: knob.String(), Unit: knob.Unit(),
-		From: cfg.From, Max: cfg.Max, Precision: cfg.Precision, TrialDuration: *trialDur, ConfirmDuration: *confirmDur, Started: time.Now()}
+		From: cfg.From, Max: cfg.Max, Precision: cfg.Precision, TrialDuration: *trialDur, ConfirmDuration: *confirmDur, Started: time.Now(),
+		Warnings: warnings}
 	group := plan.Groups[knob.Index].Name
 	trial := func(ctx context.Context, t findmax.Trial) (findmax.Outcome, report.FindMaxTrial) {
 		start := time.Now()
@@ -313,8 +326,17 @@ the best bracket found so far is reported).`)
 			o.Err = errors.New(res.Incomplete)
 		}
 		ft := report.FindMaxTrialOf(t.N, t.Value, t.Confirm, res, group, o.Elapsed)
+		if len(ft.Unhealthy) > 0 {
+			// A broker that crashed, stalled or shed connections
+			// failed the thresholds for a reason the load did not
+			// cause: the search must not read it as the knee.
+			o.Pass, o.Unhealthy = false, strings.Join(ft.Unhealthy, "; ")
+		}
 		if !*quiet {
 			fmt.Fprintf(e.stderr, " %s", ft.Verdict)
+			if len(ft.Unhealthy) > 0 {
+				fmt.Fprintf(e.stderr, " (%s)", errText(errors.New(o.Unhealthy)))
+			}
 			if ft.SendRate != nil {
 				fmt.Fprintf(e.stderr, " (sent %.1f/s)", *ft.SendRate)
 			}
@@ -331,7 +353,12 @@ the best bracket found so far is reported).`)
 	}
 	out.Elapsed = time.Since(out.Started)
 	for _, s := range r.Steps {
+		s.Data.Note = s.Note
 		out.Trials = append(out.Trials, s.Data)
+	}
+	out.Unstable = r.Unstable
+	if r.HasConfirmFail {
+		out.ConfirmFailed = &r.ConfirmFailed
 	}
 	if r.HasPass {
 		out.LastPass = &r.LastPass

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/mqplan/mqplan/internal/golden"
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	await "github.com/mqplan/mqplan/internal/wait"
 )
@@ -159,5 +165,175 @@ func TestFindMaxInvalid(t *testing.T) {
 				t.Errorf("exit %d, want 2 with %q\nstderr:\n%s", r.code, tt.want, r.stderr)
 			}
 		})
+	}
+}
+
+// TestFindMaxUnhealthyBroker: a broker that dies (SIGKILL) or stalls
+// (SIGSTOP) during a trial is not a capacity limit. The trial is marked
+// UNHEALTHY with why, the search stops there with exit 3 and the healthy
+// trials' bracket (trial 1 passed; nothing failed), instead of reading
+// the failure as the knee and bisecting into a dead broker. Trial 2 is
+// hit once a watcher on the broker sees its messages flow, so the fault
+// lands in its publishing phase.
+func TestFindMaxUnhealthyBroker(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault func(*mosquittotest.Process)
+		// pid: the plan watches the broker's process (broker.metrics).
+		pid bool
+		// between: the fault lands before trial 2 connects (during a
+		// --settle long enough for it), so trial 2 cannot complete.
+		between bool
+		want    []string
+	}{
+		{name: "killed", fault: (*mosquittotest.Process).Kill, pid: true,
+			want: []string{"unhealthy: the broker process exited", "unexpected disconnection",
+				"INCOMPLETE: trial 2 at 20 was not a healthy run", "a failing broker is not a capacity limit", "| UNHEALTHY |"}},
+		{name: "stalled", fault: (*mosquittotest.Process).Pause,
+			want: []string{"unhealthy: the broker answered nothing (no delivery, no acknowledgement) for 3 s or more",
+				"INCOMPLETE: trial 2 at 20 was not a healthy run", "a failing broker is not a capacity limit", "| UNHEALTHY |"}},
+		{name: "killed between trials", fault: (*mosquittotest.Process).Kill, between: true,
+			want: []string{"INCOMPLETE: trial 2 at 20 could not complete: group sub: none of its 2 clients could connect", "| INCOMPLETE |"}},
+	}
+	t.Chdir("../..")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := mosquittotest.StartProcess(t, mosquittotest.Options{})
+			var mu sync.Mutex
+			seen := 0
+			w := pahoAt(t, p.MQTT, "fm-watch", true, func(string, []byte) { mu.Lock(); seen++; mu.Unlock() })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := w.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: "fm/#"}}}); err != nil {
+				t.Fatal(err)
+			}
+			js := filepath.Join(t.TempDir(), "fm.json")
+			settle := "100ms"
+			if tt.between {
+				settle = "5s"
+			}
+			args := []string{"find-max", "--broker", p.MQTT, "--from", "10", "--trial-duration", "4s", "--settle", settle, "--out", "json=" + js}
+			if tt.pid {
+				args = append(args, "--set", "broker.metrics.pid="+strconv.Itoa(p.PID()))
+			}
+			cmd := startCmd(t, append(args, "testdata/cli/findmax.yaml")...)
+			await.Until(t, "trial 2 to start", func() bool { return strings.Contains(cmd.stderr.String(), "trial 2:") })
+			if !tt.between {
+				mu.Lock()
+				seen = 0
+				mu.Unlock()
+				await.Until(t, "trial 2's messages to flow", func() bool { mu.Lock(); defer mu.Unlock(); return seen >= 5 })
+			}
+			tt.fault(p)
+			if code := cmd.wait(t, time.Minute); code != 3 {
+				t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, cmd.stdout.String(), cmd.stderr.String())
+			}
+			out := cmd.stdout.String()
+			for _, s := range append(tt.want, "10 msg/s passed (not confirmed), nothing failed yet", "knee: last pass 10 msg/s, first fail -") {
+				if !strings.Contains(out, s) {
+					t.Errorf("the report lacks %q:\n%s", s, out)
+				}
+			}
+			d := readFindMax(t, js)
+			verdict := "UNHEALTHY"
+			if tt.between {
+				verdict = "INCOMPLETE"
+			}
+			if d.Status != "incomplete" || len(d.Trials) != 2 || d.Trials[1].Verdict != verdict || d.FirstFail != nil || d.LastPass == nil || *d.LastPass != 10 {
+				t.Errorf("JSON %+v: want 2 trials, the second %s, last pass 10 and no failure", d, verdict)
+			}
+		})
+	}
+}
+
+// TestFindMaxFixedBounds: before the first trial, find-max warns of each
+// threshold that bounds a figure growing with the knob by a fixed number,
+// with the --set that restates it; the shipped 1to1-qos1 plan has none.
+// A budget too small for any trial ends the search before it connects.
+func TestFindMaxFixedBounds(t *testing.T) {
+	t.Chdir("../..")
+	tests := []struct {
+		name   string
+		args   []string
+		golden string // "" : no warning
+	}{
+		{name: "the shipped plan", args: []string{"plans/1to1-qos1.yaml"}},
+		{name: "a fixed receive rate and a fixed count", golden: "findmax-fixed-bounds.txt", args: []string{
+			"--set", "thresholds[3]=groups.sub.recv_rate >= 190", "--set", "thresholds[2]=connect.failed == 0 and received > 1000", "plans/1to1-qos1.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCmd(t, append([]string{"find-max", "--budget", "1ns"}, tt.args...)...)
+			if r.code != 3 || !strings.Contains(r.stdout, "INCOMPLETE: --budget 1ns would be exceeded") {
+				t.Fatalf("exit %d, want 3 with no trial run\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			var warned []string
+			for _, l := range strings.Split(r.stderr, "\n") {
+				if strings.HasPrefix(l, "mqplan: warning: ") {
+					warned = append(warned, l)
+				}
+			}
+			if tt.golden == "" {
+				if len(warned) > 0 {
+					t.Errorf("warnings %q, want none", warned)
+				}
+				return
+			}
+			golden.Check(t, filepath.Join("testdata", "golden", "cli", tt.golden), []byte(strings.Join(warned, "\n")+"\n"))
+			for _, w := range warned {
+				if !strings.Contains(r.stdout, "WARNING: "+strings.TrimPrefix(w, "mqplan: warning: ")) {
+					t.Errorf("the table does not repeat %q:\n%s", w, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestFindMaxUnstable: testdata/cli/findmax.yaml's threshold (sent <= 130
+// in the measured window) holds at 120 msg/s for a 1s trial and fails
+// for a 2s confirmation, as a load that holds briefly and not for
+// longer would. Each failed confirmation is noted against the short
+// trial that passed, the answer is marked unstable, and the summary
+// says the confirmation failed instead of offering the short trials'
+// bracket alone.
+func TestFindMaxUnstable(t *testing.T) {
+	t.Chdir("../..")
+	js := filepath.Join(t.TempDir(), "fm.json")
+	r := runCmd(t, "find-max", "--from", "80", "--trial-duration", "1s", "--confirm-duration", "2s", "--precision", "40%",
+		"--out", "json="+js, "testdata/cli/findmax.yaml")
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	// 80 passes, 160 fails, 120 passes (within 40% of 160); the
+	// confirmations at 120, 108 and 97.2 send 2×value > 130 and fail.
+	for _, s := range []string{"unstable: trial 3 passed at 120", "INCOMPLETE: no confirmation held in 3 attempts",
+		"the maximum is between 120 and 160 msg/s (not confirmed); but the confirmation at 97.2 msg/s failed: a longer run holds below it, if at all"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("the report lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	var d struct {
+		Unstable      bool     `json:"unstable"`
+		ConfirmFailed *float64 `json:"confirm_failed"`
+		Trials        []struct {
+			Value float64 `json:"value"`
+			Note  string  `json:"note"`
+		} `json:"trials"`
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, tr := range d.Trials {
+		notes = append(notes, tr.Note)
+	}
+	want := []string{"", "", "", "unstable: trial 3 passed at 120", "unstable: trial 3 passed at 120", "unstable: trial 3 passed at 120"}
+	if !d.Unstable || d.ConfirmFailed == nil || *d.ConfirmFailed != 97.2 || strings.Join(notes, "|") != strings.Join(want, "|") {
+		t.Errorf("unstable %v, confirm_failed %v, notes %q; want true, 97.2, %q", d.Unstable, d.ConfirmFailed, notes, want)
 	}
 }

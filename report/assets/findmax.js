@@ -23,7 +23,7 @@
     rate.push(t.send_rate === null ? null : t.send_rate);
     p99.push(t.p99_seconds === null ? null : t.p99_seconds * 1000);
   });
-  var colour = { PASS: "#1a7f37", FAIL: "#cf222e", INCOMPLETE: "#bf8700" };
+  var colour = { PASS: "#1a7f37", FAIL: "#cf222e", INCOMPLETE: "#bf8700", UNHEALTHY: "#bf8700" };
   var drawnPoints = 0;
   // drawPoints paints series si's points, each in its trial's colour,
   // a confirmation larger, a p99 point hollow.
