@@ -1035,25 +1035,24 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 	re, hasRate := s.get("rate")
 	be, hasBurst := s.get("burst")
 	ownStages := l.publishStages(s, pub)
-	switch {
-	case ownStages && (hasEvery || hasRate || hasBurst):
-		w := ee
+	// rated is the entry that gave a rate (every, rate or burst), for
+	// the error that stages already give it.
+	rated := func() keyEntry {
 		switch {
 		case hasRate:
-			w = re
+			return re
 		case hasBurst:
-			w = be
+			return be
 		}
+		return ee
+	}
+	switch {
+	case ownStages && (hasEvery || hasRate || hasBurst):
+		w := rated()
 		l.errorf(w.key, w.path, "the group's stages give its publish rate: leave every, rate and burst out of a publish with stages")
 	case ownStages:
 	case l.staged && (hasEvery || hasRate || hasBurst):
-		w := ee
-		switch {
-		case hasRate:
-			w = re
-		case hasBurst:
-			w = be
-		}
+		w := rated()
 		l.errorf(w.key, w.path, "the plan's stages give the publish rate: leave every, rate and burst out of the group's publish")
 	case l.staged:
 	case hasBurst && (hasEvery || hasRate):

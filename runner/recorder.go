@@ -343,18 +343,7 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 	if d.inStage > 0 {
 		stageReceived(st, &st.stages[d.inStage-1], d)
 	}
-	m.Received++
-	m.ReceivedBytes += d.bytes
-	if m.LastReceived == 0 || d.at < m.FirstReceived {
-		m.FirstReceived = d.at
-	}
-	m.LastReceived = max(m.LastReceived, d.at)
-	switch d.kind {
-	case deliveryDuplicate:
-		m.Duplicates++
-	case deliveryOutOfOrder:
-		m.OutOfOrder++
-	}
+	countReceived(m, d)
 	if d.kind != deliveryDuplicate {
 		st.cell(r.nGroups, d.phase, d.pubGroup).ReceivedOwn++
 		if d.scheduled {

@@ -100,9 +100,10 @@ func stageSent(st *stripe, m *stats.Metrics, s *sendRecord) {
 	}
 }
 
-// stageReceived counts a delivery (recordReceive has set overlap copies
-// apart) in its message's stage's cell. The stripe must be locked.
-func stageReceived(st *stripe, m *stats.Metrics, d *recvRecord) {
+// countReceived adds a delivery to m's counts (received, bytes, first and
+// last arrival, duplicates, out of order): the same for a phase×group cell
+// and a stage's. The stripe must be locked.
+func countReceived(m *stats.Metrics, d *recvRecord) {
 	m.Received++
 	m.ReceivedBytes += d.bytes
 	if m.LastReceived == 0 || d.at < m.FirstReceived {
@@ -115,6 +116,12 @@ func stageReceived(st *stripe, m *stats.Metrics, d *recvRecord) {
 	case deliveryOutOfOrder:
 		m.OutOfOrder++
 	}
+}
+
+// stageReceived counts a delivery (recordReceive has set overlap copies
+// apart) in its message's stage's cell. The stripe must be locked.
+func stageReceived(st *stripe, m *stats.Metrics, d *recvRecord) {
+	countReceived(m, d)
 	if m.Latency == nil {
 		m.Latency = st.hist()
 	}
