@@ -11,6 +11,7 @@ import (
 	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/stats"
 )
 
 // publishTruth is a broker hook that records every measured PUBLISH the
@@ -20,6 +21,18 @@ type publishTruth struct {
 	mqtt.HookBase
 	mu   sync.Mutex
 	seen map[msgKey]int64 // intended time, Unix ns
+}
+
+// runTruth runs prog on the embedded broker with a publishTruth hook; the
+// run must complete. The caller locks truth.mu to read it.
+func runTruth(t *testing.T, prog *plans.Program) (*stats.Stats, *publishTruth) {
+	t.Helper()
+	truth := &publishTruth{seen: map[msgKey]int64{}}
+	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
+	if st.Incomplete != "" || st.Interrupted {
+		t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
+	}
+	return st, truth
 }
 
 func (h *publishTruth) ID() string           { return "test-publish-truth" }
@@ -62,11 +75,7 @@ func runStages(t *testing.T, file string, sets []string) {
 		t.Fatal(err)
 	}
 	prog := compile(t, p)
-	truth := &publishTruth{seen: map[msgKey]int64{}}
-	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
-	if st.Incomplete != "" || st.Interrupted {
-		t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
-	}
+	st, truth := runTruth(t, prog)
 	truth.mu.Lock()
 	defer truth.mu.Unlock()
 	perStage := make([]int64, len(prog.Stages))
@@ -143,11 +152,7 @@ func TestRunBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := compile(t, p)
-	truth := &publishTruth{seen: map[msgKey]int64{}}
-	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
-	if st.Incomplete != "" || st.Interrupted {
-		t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
-	}
+	st, truth := runTruth(t, prog)
 	truth.mu.Lock()
 	defer truth.mu.Unlock()
 	first := int64(-1)
@@ -203,11 +208,7 @@ func testRunPoisson(t *testing.T, sets []string) {
 		t.Fatal(err)
 	}
 	prog := compile(t, p)
-	truth := &publishTruth{seen: map[msgKey]int64{}}
-	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
-	if st.Incomplete != "" || st.Interrupted {
-		t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
-	}
+	st, truth := runTruth(t, prog)
 	truth.mu.Lock()
 	defer truth.mu.Unlock()
 	perStage := make([]int64, len(prog.Stages))

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	mqtt "github.com/mochi-mqtt/server/v2"
-	"github.com/mqplan/mqplan/broker"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -38,11 +36,7 @@ drain: 3s
 				t.Fatal(err)
 			}
 			prog := compile(t, p)
-			truth := &publishTruth{seen: map[msgKey]int64{}}
-			st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
-			if st.Incomplete != "" || st.Interrupted {
-				t.Fatalf("incomplete: %q interrupted=%v errors=%v", st.Incomplete, st.Interrupted, st.ErrorSamples)
-			}
+			st, truth := runTruth(t, prog)
 			truth.mu.Lock()
 			defer truth.mu.Unlock()
 			perClient := map[uint32]int{}
