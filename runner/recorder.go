@@ -337,6 +337,9 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 		// A copy the broker sent for another matching subscription:
 		// counted apart, neither a delivery nor a duplicate.
 		m.OverlapCopies++
+		if d.inStage > 0 {
+			st.stages[d.inStage-1].OverlapCopies++
+		}
 		st.mu.Unlock()
 		return
 	}

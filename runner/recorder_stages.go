@@ -157,6 +157,23 @@ func (r *recorder) recordStageLostUnacked(stage int, n int64) {
 	st.mu.Unlock()
 }
 
+// recordStageMisjudgedCopies counts again in stage's cell, as duplicates
+// received, n repeats of payload size bytes first taken for overlap
+// copies (see recordMisjudgedCopies). It runs once, when the run is over.
+func (r *recorder) recordStageMisjudgedCopies(stage int, n, size int64) {
+	if n <= 0 || stage < 0 || stage >= r.nStages {
+		return
+	}
+	st := &r.stripes[0]
+	st.mu.Lock()
+	m := &st.stages[stage]
+	m.OverlapCopies -= n
+	m.Duplicates += n
+	m.Received += n
+	m.ReceivedBytes += n * size
+	st.mu.Unlock()
+}
+
 // mergeStages sums every stripe's stage cells, with Lost fixed as
 // expected minus first-time deliveries; nil without stages.
 func (r *recorder) mergeStages() []stats.Metrics {

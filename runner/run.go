@@ -1464,7 +1464,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 			// content is not checked.
 			d.phase, d.group, d.pubGroup = r.current(), pc.Group, pc.Group
 			d.inStage = 0
-			d.kind = r.observe(c, h, d.phase)
+			d.kind = r.observe(c, h, d.phase, 0)
 			d.scheduled = false
 			d.bytes = int64(len(payload))
 			d.latency = max(0, time.Duration(r.epochWall+now-h.intended))
@@ -1493,7 +1493,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 	d.latency = time.Duration(now - sent)
 	d.at = time.Duration(now)
 	d.scheduled = true
-	d.kind = r.observe(c, h, ph)
+	d.kind = r.observe(c, h, ph, d.inStage)
 	if d.kind == deliveryUnexpected {
 		r.rec.recordUnexpected(pc.Index, ph, pc.Group)
 		return
@@ -1507,7 +1507,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 // delivery the client's subscriptions do not imply is unexpected and
 // touches no stream: taken as received, it would stand in for a lost
 // delivery of another client of the same group.
-func (r *run) observe(c *client, h header, ph phase.Phase) delivery {
+func (r *run) observe(c *client, h header, ph phase.Phase, inStage int) delivery {
 	if sh := c.share; sh != nil {
 		expected, ok := c.expects[h.pub]
 		if !ok {
@@ -1538,7 +1538,7 @@ func (r *run) observe(c *client, h header, ph phase.Phase) delivery {
 	if c.lastStream.unexpected {
 		return deliveryUnexpected
 	}
-	return c.lastStream.classify(c.lastStream.observe(h.seq), ph)
+	return c.lastStream.classify(c.lastStream.observe(h.seq), ph, inStage)
 }
 
 // matches counts c's filters that match the topic of publisher pub and
@@ -1645,6 +1645,9 @@ func (r *run) settle(readersDone bool) {
 					if n > 0 {
 						r.rec.recordMisjudgedCopies(phase.Warmup+phase.Phase(i), c.plan.Group, int64(n), size)
 					}
+				}
+				for i, n := range st.copiesByStage {
+					r.rec.recordStageMisjudgedCopies(i, int64(n), size)
 				}
 			}
 			if !st.unexpected {

@@ -28,6 +28,10 @@ type stream struct {
 	// ramp, steady), so that settle can count them again as duplicates
 	// where they were not overlap copies after all (see classify).
 	copiesBy [3]uint32
+	// copiesByStage splits them by the messages' stage (index), so that
+	// settle counts them again in their stage's cell too; nil until a
+	// copy of a message intended in a stage.
+	copiesByStage []uint32
 	// unexpected: none of the subscriber's filters matches the
 	// publisher's topic, so the plan implies no delivery on this stream
 	// and none is counted as received (see stats.Metrics.Unexpected).
@@ -123,7 +127,8 @@ func (s *stream) has(seq uint32) bool {
 // none, and its repeats are duplicates. So the copies are provisional and
 // settle counts them as duplicates after all on a stream where fewer than
 // half the messages came with their copies (misjudged).
-func (s *stream) classify(kind delivery, ph phase.Phase) delivery {
+// inStage is 1 + the index of the message's stage, 0 when in none.
+func (s *stream) classify(kind delivery, ph phase.Phase, inStage int) delivery {
 	if kind != deliveryDuplicate {
 		s.firsts++
 		return kind
@@ -132,6 +137,12 @@ func (s *stream) classify(kind delivery, ph phase.Phase) delivery {
 		s.copies++
 		if i := int(ph) - int(phase.Warmup); i >= 0 && i < len(s.copiesBy) {
 			s.copiesBy[i]++
+		}
+		if inStage > 0 {
+			for len(s.copiesByStage) < inStage {
+				s.copiesByStage = append(s.copiesByStage, 0)
+			}
+			s.copiesByStage[inStage-1]++
 		}
 		return deliveryOverlap
 	}
