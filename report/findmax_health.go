@@ -31,7 +31,9 @@ const stallSeconds = 3
 //     on their own, and a broker that sheds them at some load has not
 //     measured that load;
 //   - the broker answered nothing for stallSeconds or more while
-//     publishes awaited their acknowledgement (from the timeline).
+//     publishes awaited their acknowledgement, or (QoS 0, which has no
+//     acknowledgement) while messages it was expected to deliver had been
+//     sent since its last delivery (from the timeline).
 //
 // An incomplete or interrupted run is not judged here: it is not a
 // result at all (Result.Complete).
@@ -68,32 +70,50 @@ func countOf(m map[metric.Name]any, n metric.Name) int64 {
 
 // stall finds the first stretch of stallSeconds or more of the publishing
 // phases in which nothing was delivered and nothing acknowledged while
-// QoS 1/2 publishes were outstanding.
+// QoS 1/2 publishes were outstanding or QoS 0 messages that some
+// subscriber expects were sent since the last delivery.
 func (r *Result) stall() string {
 	if r.Plan == nil {
 		return ""
 	}
+	// acked: a QoS 1/2 group, whose publishes await an acknowledgement.
+	// delivered0: a QoS 0 group whose messages the run expected to be
+	// delivered (its measured expected > 0): with no acknowledgement, what
+	// it sent since the last delivery is what awaits the broker.
 	acked := make([]bool, len(r.Plan.Groups))
+	delivered0 := make([]bool, len(r.Plan.Groups))
 	for i, g := range r.Plan.Groups {
-		acked[i] = g.Publish != nil && g.Publish.QoS > 0
+		if g.Publish == nil {
+			continue
+		}
+		acked[i] = g.Publish.QoS > 0
+		delivered0[i] = g.Publish.QoS == 0 && countOf(r.Measured.Groups[g.Name], metric.Expected) > 0
 	}
-	var outstanding int64
+	var outstanding, pending0 int64
 	var from time.Duration
 	run := 0
 	prev := time.Duration(0)
 	for _, s := range r.Timeline {
 		start := prev
 		prev = s.At
-		var sent, ack, recv int64
+		var sent, sent0, ack, recv int64
 		for i, g := range s.Groups {
 			if i < len(acked) && acked[i] {
 				sent += g.Sent
+			}
+			if i < len(delivered0) && delivered0[i] {
+				sent0 += g.Sent
 			}
 			ack += g.Acked
 			recv += g.Received
 		}
 		outstanding += sent - ack
-		silent := s.Phase.Publishing() && outstanding > 0 && ack == 0 && recv == 0
+		if recv > 0 {
+			pending0 = 0
+		} else {
+			pending0 += sent0
+		}
+		silent := s.Phase.Publishing() && (outstanding > 0 || pending0 > 0) && ack == 0 && recv == 0
 		if !silent {
 			run = 0
 			continue
@@ -102,16 +122,15 @@ func (r *Result) stall() string {
 			from = start
 		}
 		if run++; run >= stallSeconds {
-			return fmt.Sprintf("the broker answered nothing (no delivery, no acknowledgement) for %d s or more from %s while %d publishes awaited their acknowledgement: it stalled", run, fmtDuration(from.Round(time.Second)), outstanding)
+			if outstanding > 0 {
+				return fmt.Sprintf("the broker answered nothing (no delivery, no acknowledgement) for %d s or more from %s while %d publishes awaited their acknowledgement: it stalled", run, fmtDuration(from.Round(time.Second)), outstanding)
+			}
+			return fmt.Sprintf("the broker answered nothing (no delivery) for %d s or more from %s while %d QoS 0 publishes awaited their delivery: it stalled", run, fmtDuration(from.Round(time.Second)), pending0)
 		}
 	}
 	return ""
 }
 
-// FixedBoundWarning words find-max's warning about a threshold whose
-// bound does not scale with the knob, with the --set that restates it
-// when there is a restatement (plans.FixedBound.Relative), so that the
-// user can rerun the search as it is printed.
 func FixedBoundWarning(f plans.FixedBound, knob string) string {
 	s := fmt.Sprintf("%s: thresholds[%d] %q compares %s, which grows with %s, with the fixed number %s: it passes or fails by the value tried, whatever the broker does, so the knee found may be the threshold's, not the broker's",
 		f.Pos, f.Index, f.Expr, f.Bound.Ref, knob, strconv.FormatFloat(f.Bound.Value, 'g', -1, 64))

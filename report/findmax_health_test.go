@@ -21,12 +21,16 @@ func TestTrialHealth(t *testing.T) {
 		return stats.Second{At: time.Duration(at) * time.Second, Phase: ph,
 			Groups: []stats.GroupSecond{{Group: "sub", Received: recv}, {Group: "pub", Sent: sent, Acked: acked}}}
 	}
+	plan0 := &plans.Plan{Groups: []plans.Group{{Name: "sub"}, {Name: "pub", Publish: &plans.Publish{QoS: 0}}}}
+	expects0 := map[string]metric.Set{"pub": {metric.Expected: int64(400)}, "sub": {metric.Expected: int64(400)}}
 	tests := []struct {
 		name     string
 		top      metric.Set
 		gone     string
 		timeline []stats.Second
-		want     []string // parts of each reason, in order; none: healthy
+		plan     *plans.Plan           // default plan (QoS 1)
+		groups   map[string]metric.Set // the groups' measured figures
+		want     []string              // parts of each reason, in order; none: healthy
 	}{
 		{name: "healthy", top: metric.Set{metric.ConnectFailed: int64(0), metric.Disconnects: int64(0)},
 			timeline: []stats.Second{second(1, phase.Steady, 100, 100, 100), second(2, phase.Steady, 100, 100, 100)}},
@@ -43,12 +47,28 @@ func TestTrialHealth(t *testing.T) {
 			second(3, phase.Steady, 0, 0, 0), second(4, phase.Steady, 0, 20, 20)}},
 		{name: "silence in drain is not a stall", timeline: []stats.Second{second(1, phase.Steady, 100, 90, 90), second(2, phase.Drain, 0, 0, 0),
 			second(3, phase.Drain, 0, 0, 0), second(4, phase.Drain, 0, 0, 0)}},
+		// QoS 0 has no acknowledgement: a broker that stops delivering
+		// while QoS 0 publishes go on has stalled as surely.
+		{name: "QoS 0 stalled", plan: plan0, groups: expects0, timeline: []stats.Second{second(1, phase.Steady, 100, 0, 100), second(2, phase.Steady, 100, 0, 0),
+			second(3, phase.Steady, 100, 0, 0), second(4, phase.Steady, 0, 0, 0)},
+			want: []string{"answered nothing (no delivery) for 3 s or more from 1s while 200 QoS 0 publishes awaited their delivery"}},
+		{name: "QoS 0 slow but delivering", plan: plan0, groups: expects0, timeline: []stats.Second{second(1, phase.Steady, 100, 0, 100), second(2, phase.Steady, 100, 0, 0),
+			second(3, phase.Steady, 100, 0, 0), second(4, phase.Steady, 100, 0, 5)}},
+		{name: "QoS 0 at a low rate", plan: plan0, groups: expects0, timeline: []stats.Second{second(1, phase.Steady, 1, 0, 1), second(2, phase.Steady, 0, 0, 0),
+			second(3, phase.Steady, 0, 0, 0), second(4, phase.Steady, 0, 0, 0), second(5, phase.Steady, 1, 0, 1)}},
+		{name: "QoS 0 messages nobody subscribes to", plan: plan0, groups: map[string]metric.Set{"pub": {metric.Expected: int64(0)}},
+			timeline: []stats.Second{second(1, phase.Steady, 100, 0, 0), second(2, phase.Steady, 100, 0, 0),
+				second(3, phase.Steady, 100, 0, 0), second(4, phase.Steady, 100, 0, 0)}},
 		{name: "everything at once", gone: "the broker process exited", top: metric.Set{metric.ConnectFailed: int64(2), metric.Disconnects: int64(200)},
 			want: []string{"exited", "2 connections failed", "200 unexpected disconnections"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Result{Plan: plan, BrokerGone: tt.gone, Timeline: tt.timeline, Measured: threshold.Measured{Top: tt.top}}
+			p := plan
+			if tt.plan != nil {
+				p = tt.plan
+			}
+			r := &Result{Plan: p, BrokerGone: tt.gone, Timeline: tt.timeline, Measured: threshold.Measured{Top: tt.top, Groups: tt.groups}}
 			got := TrialHealth(r)
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %q, want %d reasons like %q", got, len(tt.want), tt.want)
