@@ -335,11 +335,14 @@ func TestShippedPlans(t *testing.T) {
 	} else {
 		t.Log("mosquitto is not installed (apt-get install mosquitto): the shipped plans run on the embedded broker only")
 	}
-	// The rows run side by side, two plans at a time, each row's plans
-	// one after the other: the
-	// runs mostly wait out their timelines, and the table took 230 s of
-	// CI in a single file. The connection storms run first and alone:
-	// their connect.p99 is the claim.
+	// One plan at a time (the rows as parallel subtests, each on its own
+	// broker, sharing one slot; the connection storms first). Two at
+	// once saved 60 s of CI but, beside the runner package's tests on
+	// CI's 2 cores, pushed 1to1-qos1's p99 past its 50 ms once and
+	// widened the window of a session-takeover race in the embedded
+	// broker (mochi loses a QoS 1 message routed to a session while its
+	// client reconnects; mqplan counted it lost by the broker, as it
+	// should). shippedPlansAtOnce is the place to widen it.
 	type planCase struct {
 		name string
 		f    string
@@ -419,7 +422,7 @@ func TestShippedPlans(t *testing.T) {
 			rows[bi] = append(rows[bi], planCase{name, f, args})
 		}
 	}
-	running := make(chan struct{}, 2) // a waiting row does not hold go test's slot
+	running := make(chan struct{}, shippedPlansAtOnce) // a waiting row does not hold go test's slot
 	for bi, b := range brokers {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
@@ -433,6 +436,10 @@ func TestShippedPlans(t *testing.T) {
 		})
 	}
 }
+
+// shippedPlansAtOnce is how many shipped plans TestShippedPlans runs at
+// once (see there).
+const shippedPlansAtOnce = 1
 
 // runShipped runs the shipped plan f with args; it must pass.
 func runShipped(t *testing.T, f string, args []string) {
