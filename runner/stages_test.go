@@ -35,6 +35,18 @@ func runTruth(t *testing.T, prog *plans.Program) (*stats.Stats, *publishTruth) {
 	return st, truth
 }
 
+// runValidTruth is runTruth on testdata/plans/valid/file with sets.
+func runValidTruth(t *testing.T, file string, sets []string) (*plans.Program, *stats.Stats, *publishTruth) {
+	t.Helper()
+	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", file), plans.LoadOptions{Sets: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := compile(t, p)
+	st, truth := runTruth(t, prog)
+	return prog, st, truth
+}
+
 func (h *publishTruth) ID() string           { return "test-publish-truth" }
 func (h *publishTruth) Provides(b byte) bool { return b == mqtt.OnPublish }
 
@@ -70,12 +82,7 @@ func TestRunStages(t *testing.T) {
 }
 
 func runStages(t *testing.T, file string, sets []string) {
-	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", file), plans.LoadOptions{Sets: sets})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog := compile(t, p)
-	st, truth := runTruth(t, prog)
+	prog, st, truth := runValidTruth(t, file, sets)
 	truth.mu.Lock()
 	defer truth.mu.Unlock()
 	perStage := make([]int64, len(prog.Stages))
@@ -147,12 +154,7 @@ func runStages(t *testing.T, file string, sets []string) {
 // with the burst's one intended time (the first burst's plus b seconds),
 // and that mqplan's accounting is exact.
 func TestRunBurst(t *testing.T) {
-	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "burst.yaml"), plans.LoadOptions{Sets: []string{"duration=2s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog := compile(t, p)
-	st, truth := runTruth(t, prog)
+	prog, st, truth := runValidTruth(t, "burst.yaml", []string{"duration=2s"})
 	truth.mu.Lock()
 	defer truth.mu.Unlock()
 	first := int64(-1)
@@ -203,12 +205,7 @@ func TestRunPoisson(t *testing.T) {
 }
 
 func testRunPoisson(t *testing.T, sets []string) {
-	p, err := plans.Load(filepath.Join("..", "testdata", "plans", "valid", "poisson.yaml"), plans.LoadOptions{Sets: sets})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog := compile(t, p)
-	st, truth := runTruth(t, prog)
+	prog, st, truth := runValidTruth(t, "poisson.yaml", sets)
 	truth.mu.Lock()
 	defer truth.mu.Unlock()
 	perStage := make([]int64, len(prog.Stages))
