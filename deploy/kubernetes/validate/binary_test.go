@@ -89,16 +89,8 @@ func TestJobArgvParses(t *testing.T) {
 	bin := mqplanBinary(t)
 	known := runFlags(t, bin)
 	b := render(t, deployDir)
-	ep := entrypoint(t)
 	for i := 0; i < int(*b.Job.Spec.Completions); i++ {
-		p, err := Emulate(b, PodOptions{Index: i, JobUID: "0b0e1f7a-5c1d-4e0a-9f3b-2d6c8a4e1b00", Entrypoint: ep})
-		if err != nil {
-			t.Fatal(err)
-		}
-		local, err := p.Materialise(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, local := startPod(t, b, i)
 		s, err := ParseShardArgv(p.Argv)
 		if err != nil {
 			t.Fatal(err)
@@ -152,20 +144,12 @@ func TestJobRunsShards(t *testing.T) {
 	waitDial(t, brokerAddr)
 
 	b := render(t, deployDir)
-	ep := entrypoint(t)
 	n := int(*b.Job.Spec.Completions)
 	coordinator := freeAddr(t)
 	results := make([]result, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		p, err := Emulate(b, PodOptions{Index: i, JobUID: "0b0e1f7a-5c1d-4e0a-9f3b-2d6c8a4e1b00", Entrypoint: ep})
-		if err != nil {
-			t.Fatal(err)
-		}
-		local, err := p.Materialise(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, local := startPod(t, b, i)
 		args := make([]string, 0, len(p.Argv)+4)
 		for _, a := range p.Argv[1:] {
 			switch {
@@ -194,6 +178,21 @@ func TestJobRunsShards(t *testing.T) {
 	if !strings.Contains(results[0].stdout, "PASS") {
 		t.Errorf("index 0 printed no passing report:\n%s", results[0].stdout)
 	}
+}
+
+// startPod emulates index i of the Job with the Dockerfile's entrypoint
+// and materialises its mounts; local maps a container path to its copy.
+func startPod(t *testing.T, b *Bundle, i int) (p *Pod, local func(string) string) {
+	t.Helper()
+	p, err := Emulate(b, PodOptions{Index: i, JobUID: "0b0e1f7a-5c1d-4e0a-9f3b-2d6c8a4e1b00", Entrypoint: entrypoint(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err = p.Materialise(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, local
 }
 
 // freeAddr is a loopback address with a port free a moment ago.

@@ -216,6 +216,24 @@ func TestEmulateEveryIndex(t *testing.T) {
 	}
 }
 
+// The shipped plan is plans/1to1-qos1.yaml, as the kustomization and the
+// README say (kustomize reads files inside its directory only, hence the
+// copy; only the schema comment's relative path differs).
+func TestPlanIsTheShippedOne(t *testing.T) {
+	copied, err := os.ReadFile(deployDir + "/plan.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := os.ReadFile(repoRoot + "/plans/1to1-qos1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(string(shipped), "$schema=../docs/", "$schema=../../docs/", 1)
+	if string(copied) != want {
+		t.Errorf("deploy/kubernetes/plan.yaml differs from plans/1to1-qos1.yaml: copy it again (with the $schema path ../../docs/), or say which plan it is in kustomization.yaml and the README")
+	}
+}
+
 func TestExpand(t *testing.T) {
 	vars := map[string]string{"A": "1", "EMPTY": "", "B": "$(A)"}
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
