@@ -133,6 +133,23 @@ func TestJobRunsShards(t *testing.T) {
 			t.Skipf("mqplan run has no --%s yet (the sharded run, issue 11 part 2): the Job's pods cannot run", f)
 		}
 	}
+	runJob(t, bin, render(t, deployDir), nil)
+}
+
+// The same machinery today, on what mqplan has: the Job with one shard,
+// its argv without the sharded run's flags, is the whole plan in one
+// process, and it passes against the broker the argv names.
+func TestJobRunsOneShardWithoutSharding(t *testing.T) {
+	bin := mqplanBinary(t)
+	b := render(t, copyDeploy(t, map[string][2]string{"kustomization.yaml": {"shards=4", "shards=1"}}))
+	runJob(t, bin, b, pendingFlags)
+}
+
+// runJob starts every index of b's Job as a process of bin, with the
+// coordinator's name and the broker's URL pointed at this machine, less
+// the flags omit names, and requires every exit to be 0 and index 0's
+// verdict PASS.
+func runJob(t *testing.T, bin string, b *Bundle, omit []string) {
 	brokerAddr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -143,16 +160,20 @@ func TestJobRunsShards(t *testing.T) {
 	defer func() { cancel(); _ = broker.Wait() }()
 	waitDial(t, brokerAddr)
 
-	b := render(t, deployDir)
 	n := int(*b.Job.Spec.Completions)
 	coordinator := freeAddr(t)
 	results := make([]result, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		p, local := startPod(t, b, i)
-		args := make([]string, 0, len(p.Argv)+4)
-		for _, a := range p.Argv[1:] {
+		args := make([]string, 0, len(p.Argv)+8)
+		for j := 1; j < len(p.Argv); j++ {
+			a := p.Argv[j]
 			switch {
+			case slices.Contains(omit, strings.TrimPrefix(a, "--")):
+				j++ // and its value
+				continue
 			case a == "mqplan-0.mqplan:7070":
 				a = coordinator // what the headless Service resolves, here
 			case a == "mqtt://mosquitto:1883":
@@ -162,20 +183,21 @@ func TestJobRunsShards(t *testing.T) {
 		}
 		// A short run: the plan's shape, not its 30 s.
 		plan := args[len(args)-1]
-		args = append(args[:len(args)-1], "--set", "duration=3s", "--set", "warmup=0s", "--set", "ramp=1s", plan)
+		args = append(args[:len(args)-1], "--quiet", "--set", "duration=3s", "--set", "warmup=0s", "--set", "ramp=1s", "--set", "drain=2s", plan)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = runMqplan(t, bin, args...)
+			results[i], errs[i] = execMqplan(ctx, bin, args...)
 		}()
 	}
 	wg.Wait()
 	for i, r := range results {
-		if r.code != 0 {
-			t.Errorf("index %d: exit %d\nstdout:\n%s\nstderr:\n%s", i, r.code, r.stdout, r.stderr)
+		if errs[i] != nil || r.code != 0 {
+			t.Errorf("index %d: exit %d (%v)\nstdout:\n%s\nstderr:\n%s", i, r.code, errs[i], r.stdout, r.stderr)
 		}
 	}
-	if !strings.Contains(results[0].stdout, "PASS") {
+	// The table's last line is the verdict.
+	if lines := strings.Split(strings.TrimSpace(results[0].stdout), "\n"); !strings.HasPrefix(lines[len(lines)-1], "PASS: ") {
 		t.Errorf("index 0 printed no passing report:\n%s", results[0].stdout)
 	}
 }

@@ -93,22 +93,30 @@ type result struct {
 	stdout, stderr string
 }
 
-// runMqplan runs the binary with argv[1:] and a deadline.
+// runMqplan runs the binary with args and a deadline.
 func runMqplan(t *testing.T, bin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	r, err := execMqplan(ctx, bin, args...)
+	if err != nil {
+		t.Fatalf("mqplan %q: %v", args, err)
+	}
+	return r
+}
+
+// execMqplan runs the binary until it exits or ctx ends; an exit code is
+// a result, not an error. Safe from any goroutine.
+func execMqplan(ctx context.Context, bin string, args ...string) (result, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("mqplan %q: %v", args, err)
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok && ctx.Err() == nil {
+		r.code, err = ee.ExitCode(), nil
 	}
-	return result{code, out.String(), errb.String()}
+	return r, err
 }
 
 var helpFlag = regexp.MustCompile(`(?m)^  -([a-z0-9][a-z0-9-]*)`)
