@@ -3,7 +3,6 @@ package validate
 import (
 	"context"
 	"debug/elf"
-	"fmt"
 	"net"
 	"os/exec"
 	"slices"
@@ -12,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mqplan/mqplan/internal/loopback"
+	"github.com/mqplan/mqplan/internal/wait"
 )
 
 // The Dockerfile makes a static image of mqplan, run as the user the Job
@@ -150,7 +152,7 @@ func TestJobRunsOneShardWithoutSharding(t *testing.T) {
 // the flags omit names, and requires every exit to be 0 and index 0's
 // verdict PASS.
 func runJob(t *testing.T, bin string, b *Bundle, omit []string) {
-	brokerAddr := freeAddr(t)
+	brokerAddr := loopback.FreeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	broker := exec.CommandContext(ctx, bin, "broker", "--listen", brokerAddr)
@@ -158,10 +160,16 @@ func runJob(t *testing.T, bin string, b *Bundle, omit []string) {
 		t.Fatal(err)
 	}
 	defer func() { cancel(); _ = broker.Wait() }()
-	waitDial(t, brokerAddr)
+	wait.UntilWithin(t, wait.Timeout, 20*time.Millisecond, "the broker to listen on "+brokerAddr, func() bool {
+		c, err := net.DialTimeout("tcp", brokerAddr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 
 	n := int(*b.Job.Spec.Completions)
-	coordinator := freeAddr(t)
+	coordinator := loopback.FreeAddr(t)
 	results := make([]result, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -215,32 +223,4 @@ func startPod(t *testing.T, b *Bundle, i int) (p *Pod, local func(string) string
 		t.Fatal(err)
 	}
 	return p, local
-}
-
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// waitDial waits, with a deadline, until addr accepts a connection.
-func waitDial(t *testing.T, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(fmt.Errorf("%s never accepted: %w", addr, err))
-		}
-		time.Sleep(50 * time.Millisecond) // polling a port; the deadline bounds it
-	}
 }
