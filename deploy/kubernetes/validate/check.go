@@ -15,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
+// ExampleJobUID stands for the uid the API server gives the Job, which a
+// manifest cannot know: Check emulates the pods with it.
+const ExampleJobUID = "0b0e1f7a-5c1d-4e0a-9f3b-2d6c8a4e1b00"
+
 // VerdictCodes are mqplan's exit codes that carry a verdict (threshold
 // failed, invalid plan, incomplete run): each must fail the Job at once,
 // never be retried.
@@ -31,7 +35,7 @@ type Shard struct {
 }
 
 // ParseShardArgv reads `ENTRYPOINT run --flag value ... PLAN` as the
-// sharded run's command line (scaleout.md §3.1): every flag takes a value
+// sharded run's command line (issue 11): every flag takes a value
 // (as --name value or --name=value), and one plan comes last.
 func ParseShardArgv(argv []string) (*Shard, error) {
 	if len(argv) < 2 || argv[1] != "run" {
@@ -158,7 +162,7 @@ func Check(b *Bundle, entrypoint []string) []error {
 	// Every index, as the kubelet would start it.
 	var runID string // index 0's
 	for i := 0; i < int(n); i++ {
-		p, err := Emulate(b, PodOptions{Index: i, JobUID: "0b0e1f7a-5c1d-4e0a-9f3b-2d6c8a4e1b00", Entrypoint: entrypoint})
+		p, err := Emulate(b, PodOptions{Index: i, JobUID: ExampleJobUID, Entrypoint: entrypoint})
 		if err != nil {
 			bad("index %d: %v", i, err)
 			continue
