@@ -202,10 +202,16 @@ func runJob(t *testing.T, bin string, b *Bundle, omit []string) {
 			args = append(args, "--out", "json="+resultFile)
 		}
 		args = append(args, plan)
+		// The container's environment, as the kubelet and the runtime
+		// give it, and nothing of this test's.
+		env := []string{"HOSTNAME=" + p.Hostname}
+		for _, e := range p.Env {
+			env = append(env, e.Name+"="+e.Value)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = execMqplan(ctx, bin, args...)
+			results[i], errs[i] = execMqplan(ctx, bin, env, args...)
 		}()
 	}
 	wg.Wait()

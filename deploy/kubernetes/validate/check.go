@@ -201,6 +201,13 @@ func Check(b *Bundle, entrypoint []string) []error {
 				bad("index %d: argument %q still has a $(VAR) that nothing defines", i, a)
 			}
 		}
+		// mqplan takes every CPU of the node unless GOMAXPROCS says
+		// otherwise: a shard must use the CPUs it is given.
+		cpus := pod.Containers[0].Resources.Limits.Cpu()
+		want := strconv.FormatInt((cpus.MilliValue()+999)/1000, 10)
+		if got, ok := envValue(p.Env, "GOMAXPROCS"); !ok || got != want {
+			bad("index %d: GOMAXPROCS %q (set %v), want %s, the CPU limit: mqplan otherwise runs a thread per CPU of the node", i, got, ok, want)
+		}
 	}
 
 	// A shard is a process that must not be throttled into measuring
@@ -226,6 +233,15 @@ func Check(b *Bundle, entrypoint []string) []error {
 		}
 	}
 	return errs
+}
+
+func envValue(env []corev1.EnvVar, name string) (string, bool) {
+	for _, e := range env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	return "", false
 }
 
 // firstExitRule is the action of the first podFailurePolicy rule that

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The names the Job controller gives an Indexed Job's pods (Kubernetes
@@ -59,8 +61,9 @@ type Pod struct {
 // there) and the kubelet (env resolved in order, each value expanded
 // with the variables before it; command and args expanded with all of
 // them; ConfigMap volumes projected as one file per key). What it does not
-// know (another volume type, envFrom, a Secret) is an error, never a
-// guess.
+// know (another volume type, envFrom, a Secret, a node's figures) is an
+// error, never a guess. The variables the runtime adds (HOSTNAME, PATH,
+// the Services' *_SERVICE_HOST) are not in Env.
 func Emulate(b *Bundle, opts PodOptions) (*Pod, error) {
 	job := b.Job
 	spec := job.Spec.Template.Spec
@@ -138,8 +141,14 @@ func Emulate(b *Bundle, opts PodOptions) (*Pod, error) {
 				return nil, fmt.Errorf("container %s: env %s: no key %q in ConfigMap %s (rendered: %s)", c.Name, e.Name, ref.Key, ref.Name, strings.Join(b.ConfigMapNames(), ", "))
 			}
 			v = val
+		case e.ValueFrom.ResourceFieldRef != nil:
+			rv, err := resourceValue(c, e.ValueFrom.ResourceFieldRef)
+			if err != nil {
+				return nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
+			}
+			v = rv
 		default:
-			return nil, fmt.Errorf("container %s: env %s: this valueFrom is not emulated (only fieldRef and configMapKeyRef)", c.Name, e.Name)
+			return nil, fmt.Errorf("container %s: env %s: this valueFrom is not emulated (only fieldRef, configMapKeyRef and resourceFieldRef)", c.Name, e.Name)
 		}
 		vars[e.Name] = v
 		p.Env = append(p.Env, corev1.EnvVar{Name: e.Name, Value: v})
@@ -212,6 +221,33 @@ func (p *Pod) field(fp string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("fieldRef %s is not emulated", fp)
+}
+
+// resourceValue is a resourceFieldRef's value as the kubelet computes it:
+// the container's cpu or memory request or limit divided by the divisor
+// (default 1), rounded up.
+func resourceValue(c corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+	if ref.ContainerName != "" && ref.ContainerName != c.Name {
+		return "", fmt.Errorf("resourceFieldRef of container %s: the emulator knows only this container's", ref.ContainerName)
+	}
+	kind, name, _ := strings.Cut(ref.Resource, ".")
+	list := map[string]corev1.ResourceList{"limits": c.Resources.Limits, "requests": c.Resources.Requests}[kind]
+	q, ok := list[corev1.ResourceName(name)]
+	switch {
+	case name != "cpu" && name != "memory":
+		return "", fmt.Errorf("resourceFieldRef %s is not emulated (only cpu and memory)", ref.Resource)
+	case !ok || q.IsZero():
+		// The kubelet would give the node's allocatable, unknown here.
+		return "", fmt.Errorf("resourceFieldRef %s: the container sets none", ref.Resource)
+	}
+	div := ref.Divisor
+	if div.IsZero() {
+		div = resource.MustParse("1")
+	}
+	if name == "cpu" {
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(div.MilliValue()))), 10), nil
+	}
+	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(div.Value()))), 10), nil
 }
 
 // projectConfigMap is the files a ConfigMap volume shows: one per key, or

@@ -98,17 +98,19 @@ func runMqplan(t *testing.T, bin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := execMqplan(ctx, bin, args...)
+	r, err := execMqplan(ctx, bin, nil, args...)
 	if err != nil {
 		t.Fatalf("mqplan %q: %v", args, err)
 	}
 	return r
 }
 
-// execMqplan runs the binary until it exits or ctx ends; an exit code is
-// a result, not an error. Safe from any goroutine.
-func execMqplan(ctx context.Context, bin string, args ...string) (result, error) {
+// execMqplan runs the binary until it exits or ctx ends, in env (nil:
+// this process's); an exit code is a result, not an error. Safe from any
+// goroutine.
+func execMqplan(ctx context.Context, bin string, env []string, args ...string) (result, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

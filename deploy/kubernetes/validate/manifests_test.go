@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
@@ -129,6 +130,19 @@ func TestCheckFindsEachBreak(t *testing.T) {
 			args := b.Job.Spec.Template.Spec.Containers[0].Args
 			args[len(args)-1] = "/etc/plan.yaml"
 		}, want: "the plan /etc/plan.yaml is not a file of any mounted volume"},
+		{name: "no GOMAXPROCS", edit: func(b *Bundle) {
+			c := &b.Job.Spec.Template.Spec.Containers[0]
+			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMAXPROCS" })
+		}, want: `GOMAXPROCS "" (set false), want 2`},
+		{name: "GOMAXPROCS from the request, not the limit", edit: func(b *Bundle) {
+			c := &b.Job.Spec.Template.Spec.Containers[0]
+			c.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
+			for _, e := range c.Env {
+				if e.Name == "GOMAXPROCS" {
+					e.ValueFrom.ResourceFieldRef.Resource = "requests.cpu"
+				}
+			}
+		}, want: `GOMAXPROCS "1" (set true), want 2`},
 		{name: "no memory limit", edit: func(b *Bundle) {
 			delete(b.Job.Spec.Template.Spec.Containers[0].Resources.Limits, corev1.ResourceMemory)
 		},
