@@ -461,17 +461,57 @@ const maxExpectationWork = 50_000_000
 // comes near it.
 const maxExpectationTable = 8_000_000
 
-// computeExpectations fills ClientPublish.Expected with a topic trie of
-// every subscription, matched once per publishing client (not per message).
-// A client receives one copy of a message however many of its
+// computeExpectations fills ClientPublish.Expected and ExpectedByGroup
+// (see expectationTables, by group) and each group's ExpectedPerMessage.
+// shareOwner[k] is the group credited with share group k's deliveries.
+func computeExpectations(prog *Program, shareOwner []int) error {
+	byGroup := deliveryClasses{n: len(prog.Groups), share: shareOwner, noun: "groups",
+		of: func(c int) int { return prog.Clients[c].Group }}
+	err := expectationTables(prog, byGroup, func(c int, table []int) { setExpected(prog.Clients[c].Publish, table) })
+	if err != nil {
+		return err
+	}
+	for gi := range prog.Groups {
+		gp := &prog.Groups[gi]
+		if !gp.Publishes || gp.Count == 0 {
+			continue
+		}
+		sum := 0
+		for _, c := range prog.Clients[gp.First : gp.First+gp.Count] {
+			sum += c.Publish.Expected
+		}
+		gp.ExpectedPerMessage = float64(sum) / float64(gp.Count)
+	}
+	return nil
+}
+
+// deliveryClasses is how expectationTables splits a message's deliveries:
+// by receiving group (ExpectedByGroup) or by the shard that owns the
+// receiver (Assignment.ExpectedByShard).
+type deliveryClasses struct {
+	// n is the number of classes, the length of each table.
+	n int
+	// of is the class of client c's deliveries.
+	of func(c int) int
+	// share[k] is the class credited with share group k's deliveries.
+	share []int
+	// noun names the classes in the limit's message.
+	noun string
+}
+
+// expectationTables calls set for every publishing client with the
+// deliveries one of its messages implies, by class, using a topic trie of
+// every subscription matched once per publishing client (not per
+// message). A client receives one copy of a message however many of its
 // subscriptions match, and none of its own through a no_local
 // subscription (unless another of its subscriptions matches without it).
-// shareOwner[k] is the group credited with share group k's deliveries.
+// Tables are shared between publishers with the same pattern: set must
+// not write them.
 //
 // The cost is O(subscriptions + publishers × trie nodes a topic reaches),
 // plus the per-client subscriptions of several-filter clients that each
 // distinct topic matches (bounded by maxExpectationWork).
-func computeExpectations(prog *Program, shareOwner []int) error {
+func expectationTables(prog *Program, cl deliveryClasses, set func(c int, table []int)) error {
 	var ix subscriptionIndex
 	plainSubs := make([]int32, len(prog.Clients)) // ordinary (not $share) subscriptions per client
 	noLocal := make([]bool, len(prog.Clients))    // the client has a no_local subscription
@@ -483,7 +523,7 @@ func computeExpectations(prog *Program, shareOwner []int) error {
 			noLocal[i] = noLocal[i] || s.NoLocal
 		}
 	}
-	shareIndexed := make([]bool, len(shareOwner))
+	shareIndexed := make([]bool, len(cl.share))
 	for i := range prog.Clients {
 		c := &prog.Clients[i]
 		for _, s := range c.Subscriptions {
@@ -496,24 +536,25 @@ func computeExpectations(prog *Program, shareOwner []int) error {
 			case s.Share != "":
 				if !shareIndexed[s.ShareKey] {
 					shareIndexed[s.ShareKey] = true
-					n.shares = addCount(n.shares, shareOwner[s.ShareKey])
+					n.shares = addCount(n.shares, cl.share[s.ShareKey])
 				}
 			case plainSubs[i] == 1 && !s.NoLocal:
-				n.plain = addCount(n.plain, c.Group)
+				n.plain = addCount(n.plain, cl.of(c.Index))
 			default:
-				n.subs = append(n.subs, indexedSub{client: c.Index, group: c.Group, noLocal: s.NoLocal})
+				n.subs = append(n.subs, indexedSub{client: c.Index, group: cl.of(c.Index), noLocal: s.NoLocal})
 			}
 		}
 	}
+	ix.root.compact()
 
 	// seen[c] == stamp marks client c as counted for the current topic.
 	seen := make([]int32, len(prog.Clients))
 	stamp := int32(0)
-	// tables interns the by-group tables, keyed by their non-zero
+	// tables interns the by-class tables, keyed by their non-zero
 	// entries, so that publishers with the same pattern share one.
 	tables := map[string][]int{}
 	tableEntries := 0
-	by := make([]int, len(prog.Groups))
+	by := make([]int, cl.n)
 	var key []byte
 	var prevTopic string
 	var prevTable []int
@@ -527,7 +568,7 @@ func computeExpectations(prog *Program, shareOwner []int) error {
 		// expectation of the previous one is this one's unless no_local
 		// makes it depend on who publishes.
 		if prevTable != nil && pub.Topic == prevTopic && !noLocal[self] {
-			setExpected(pub, prevTable)
+			set(i, prevTable)
 			continue
 		}
 		clear(by)
@@ -564,28 +605,17 @@ func computeExpectations(prog *Program, shareOwner []int) error {
 		if !ok {
 			tableEntries += len(by)
 			if tableEntries > maxExpectationTable {
-				return fmt.Errorf("the publishers' expected deliveries differ in more than %d ways × %d groups, more than the limit of %d table entries; use fewer groups or fewer distinct topics", len(tables), len(prog.Groups), maxExpectationTable)
+				return fmt.Errorf("the publishers' expected deliveries differ in more than %d ways × %d %s, more than the limit of %d table entries; use fewer %s or fewer distinct topics", len(tables), cl.n, cl.noun, maxExpectationTable, cl.noun)
 			}
 			table = slices.Clone(by)
 			tables[string(key)] = table
 		}
-		setExpected(pub, table)
+		set(i, table)
 		if !noLocal[self] {
 			prevTopic, prevTable = pub.Topic, table
 		} else {
 			prevTable = nil
 		}
-	}
-	for gi := range prog.Groups {
-		gp := &prog.Groups[gi]
-		if !gp.Publishes || gp.Count == 0 {
-			continue
-		}
-		sum := 0
-		for _, c := range prog.Clients[gp.First : gp.First+gp.Count] {
-			sum += c.Publish.Expected
-		}
-		gp.ExpectedPerMessage = float64(sum) / float64(gp.Count)
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package plans
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -134,25 +136,33 @@ type subscriptionIndex struct {
 	// work counts the per-client subscriptions visited by match, so that
 	// a plan whose expectations would take too long is refused instead.
 	work int
+	// nodes counts the trie's nodes: node ids run from 1 to nodes.
+	nodes int32
 }
 
 type trieNode struct {
 	children map[string]*trieNode
-	// plain and shares count, by group, the single-subscription clients
-	// and the share groups whose filter ends here.
+	// id numbers the node (from 1; the root is 0), so that a caller
+	// keeps its own figures per filter in a slice (assign.go).
+	id int32
+	// plain and shares count, by class (the receiving group, or shard),
+	// the single-subscription clients and the share groups whose filter
+	// ends here.
 	plain, shares []groupCount
 	// subs are the subscriptions ending here that need a per-client
 	// look: their client has several ordinary filters, or no_local.
 	subs []indexedSub
 }
 
-// groupCount is n clients (or share groups) of one group.
+// groupCount is n clients (or share groups) of one class: a group, or a
+// shard (see deliveryClasses).
 type groupCount struct {
 	group, n int
 }
 
-// addCount adds one to group g in counts. The compiler adds the clients
-// of a group one after another, so only the last entry is checked.
+// addCount adds one to class g in counts. The compiler adds the clients
+// of a group one after another, so only the last entry is checked; the
+// shards of striped clients alternate, which compact merges.
 func addCount(counts []groupCount, g int) []groupCount {
 	if k := len(counts) - 1; k >= 0 && counts[k].group == g {
 		counts[k].n++
@@ -164,7 +174,7 @@ func addCount(counts []groupCount, g int) []groupCount {
 // indexedSub is one subscription kept per client (see subscriptionIndex).
 type indexedSub struct {
 	client int // index into Program.Clients
-	group  int // the client's group
+	group  int // the client's class (group or shard)
 	// noLocal: the broker does not send the client its own messages
 	// through this subscription.
 	noLocal bool
@@ -180,12 +190,46 @@ func (ix *subscriptionIndex) node(filter string) *trieNode {
 		}
 		c := n.children[l]
 		if c == nil {
-			c = &trieNode{}
+			ix.nodes++
+			c = &trieNode{id: ix.nodes}
 			n.children[l] = c
 		}
 		n = c
 	}
 	return n
+}
+
+// compact merges the entries of one class in the counts of n and of
+// every node below it, so that a topic's walk costs a node's classes,
+// not its clients (clients striped over shards alternate their classes).
+// Counts that are already one entry a class are left as they are.
+func (n *trieNode) compact() {
+	n.plain, n.shares = mergeCounts(n.plain), mergeCounts(n.shares)
+	for _, c := range n.children {
+		c.compact()
+	}
+}
+
+// mergeCounts returns counts with one entry per class, ordered by class
+// when it had to merge.
+func mergeCounts(counts []groupCount) []groupCount {
+	merged := true // strictly increasing classes: already one entry each
+	for i := 1; i < len(counts) && merged; i++ {
+		merged = counts[i-1].group < counts[i].group
+	}
+	if merged {
+		return counts
+	}
+	slices.SortStableFunc(counts, func(a, b groupCount) int { return cmp.Compare(a.group, b.group) })
+	out := counts[:1]
+	for _, gc := range counts[1:] {
+		if last := &out[len(out)-1]; last.group == gc.group {
+			last.n += gc.n
+		} else {
+			out = append(out, gc)
+		}
+	}
+	return out
 }
 
 // match calls fn for every node holding a filter that matches topic. Each
