@@ -41,6 +41,7 @@ const (
 	fieldSizeDist                        // publish.size: a size, {min, max} or a list of {size, weight}
 	fieldLifetime                        // lifetime: a duration or {min, max}
 	fieldStageClients                    // a stage's clients: {group name: count}
+	fieldShardStrategy                   // sharding.strategy: auto or stripe
 )
 
 // planField is one key of a mapping in a plan file.
@@ -273,6 +274,14 @@ var groupSection = &planSection{
 	notBoth: [][2]string{{"connect_rate", "connect_every"}, {"subscribe", "respond"}, {"lifetime", "churn"}},
 }
 
+var shardingSection = &planSection{
+	name: "sharding",
+	doc:  "How a run split over several processes or machines (mqplan explain --shards N) divides the clients: every shard compiles the whole plan, so client ids, topics and %i are the same whatever the number of shards.",
+	fields: []planField{
+		{name: "strategy", kind: fieldShardStrategy, doc: "auto (the default) keeps each publisher with the clients it reaches, so that their latency is measured on one clock, keeps $share groups whole and balances connections and messages; stripe puts client i on shard i mod N whatever the topology (a $share group on its first member's shard)."},
+	},
+}
+
 var planSectionTop = &planSection{
 	name:       "plan",
 	doc:        "An mqplan test plan: the broker, the client groups, the phases and the thresholds that decide the verdict.",
@@ -289,6 +298,7 @@ var planSectionTop = &planSection{
 		{name: "seed", kind: fieldInt, min: 0, max: maxSeed, doc: "Seeds every random draw of the plan (default 1): poisson arrivals, payload templates and sizes, random lifetimes. The same seed gives the same schedule, payloads and timetable, so a run is repeatable, explain exact, and the receiver regenerates each payload to check it."},
 		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
+		{name: "sharding", kind: fieldSection, sec: shardingSection, doc: shardingSection.doc},
 	},
 }
 
@@ -309,4 +319,5 @@ var (
 	sizeRangeKeys = sizeRangeSection.keys()
 	lifeRangeKeys = lifetimeRangeSection.keys()
 	sizeKeys      = sizeChoiceSection.keys()
+	shardingKeys  = shardingSection.keys()
 )

@@ -493,6 +493,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
 	top.duration("drain", &p.Drain, durationOpts{})
 	l.seed(top, p)
+	l.sharding(top, p)
 	if staged {
 		l.decodeStages(top, p, stagesEntry)
 		hasDuration = true

@@ -60,6 +60,9 @@ func FuzzLoad(f *testing.F) {
 		"stages=[{name: a, duration: 1s, rate: 5/s}]\ngroups[0].publish={topic: x, stages: [{name: a, duration: 2s, rate: 1/s}]}",
 		"groups.pub.lifetime={min: 10ms, max: 2s}\ngroups.pub.away=100ms\nseed=3",
 		"stages=[{duration: 0s, every: 1s, clients: {pub: 0}}, {duration: 1s, every: 1s, clients: {pub: 1, nope: 2}}]\ngroups.pub.publish.every=",
+		"sharding={strategy: stripe}",
+		"sharding.strategy=auto\nsharding.shards=2",
+		"sharding=[auto]\nsharding.strategy=",
 	} {
 		f.Add(minimal, sets)
 	}

@@ -138,6 +138,15 @@ func TestLoadValid(t *testing.T) {
 			},
 		},
 		{
+			name: "sharding strategy",
+			file: "sharding.yaml",
+			check: func(t *testing.T, p *Plan) {
+				if p.Sharding == nil || p.Sharding.Strategy != ShardingStripe || p.Sharding.Pos != at("sharding.yaml", 11, 3) {
+					t.Errorf("sharding %+v", p.Sharding)
+				}
+			},
+		},
+		{
 			name: "the whole plan of plan-format.md",
 			file: "spec.yaml",
 			check: func(t *testing.T, p *Plan) {
@@ -535,6 +544,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "stages_zero", file: "stages_zero.yaml"},
 		{name: "bad_burst", file: "bad_burst.yaml"},
 		{name: "bad_arrival", file: "bad_arrival.yaml"},
+		{name: "bad_sharding", file: "bad_sharding.yaml"},
+		{name: "sharding_not_mapping", file: filepath.Join(validDir, "minimal.yaml"), sets: []string{"sharding=stripe"}},
 		{name: "poisson_too_much_work", file: filepath.Join(validDir, "poisson.yaml"), sets: []string{"groups.devices.count=50000"}},
 		{name: "stages_burst", file: "stages_burst.yaml"},
 		{name: "stage_thresholds", file: "stage_thresholds.yaml"},

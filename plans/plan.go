@@ -143,6 +143,9 @@ type Plan struct {
 	// a plan's random schedules and payloads are pure, a run repeats and
 	// a receiver regenerates each payload (default DefaultSeed).
 	Seed uint64 `json:"seed,omitempty"`
+	// Sharding, when the plan has a sharding: section, is how Assign
+	// divides the clients between shards; nil means the auto strategy.
+	Sharding *Sharding `json:"sharding,omitempty"`
 
 	// compiled are the thresholds as Load compiled them, which
 	// CompileThresholds hands out again rather than compiling twice.

@@ -29,7 +29,7 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, startDelaySection, sizeRangeSection, sizeChoiceSection, lifetimeRangeSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, startDelaySection, sizeRangeSection, sizeChoiceSection, lifetimeRangeSection, shardingSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs
@@ -224,6 +224,8 @@ func fieldSchema(f planField) map[string]any {
 		return map[string]any{"description": f.doc, "type": anyScalar}
 	case fieldHeader:
 		return map[string]any{"description": f.doc, "enum": []any{HeaderPrefix, HeaderProperty, HeaderField}}
+	case fieldShardStrategy:
+		return map[string]any{"description": f.doc, "type": "string", "pattern": textPattern(ShardingAuto + "|" + ShardingStripe)}
 	case fieldSizeDist:
 		one := withoutDoc(fieldSchema(planField{kind: fieldSize, min: f.min, max: f.max}))
 		return map[string]any{"description": f.doc, "anyOf": []any{one, ref(sizeRangeSection),

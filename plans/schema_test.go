@@ -155,6 +155,7 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"size_range":     {sizeRangeKeys, false},
 		"size_choice":    {sizeKeys, false},
 		"lifetime_range": {lifeRangeKeys, false},
+		"sharding":       {shardingKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {
 		m := mappings[name]
@@ -267,7 +268,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// Problems the schema finds: unknown keys, wrong types, values out of
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
-		"bad_arrival", "bad_burst", "bad_stages", "stages_burst", "group_stages",
+		"bad_arrival", "bad_sharding", "bad_burst", "bad_stages", "stages_burst", "group_stages",
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names", "bad_payload",
 		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "closed_loop", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
@@ -359,6 +360,11 @@ func TestSchemaFieldForms(t *testing.T) {
 		{"qos as text", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, qos: \"2\"}\nduration: 10s\n", true},
 		{"qos 3", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, qos: 3}\nduration: 10s\n", false},
 		{"qos from env", "groups:\n  - name: p\n    publish: {topic: t, every: 1s, qos: \"${QOS}\"}\nduration: 10s\n", true},
+		{"sharding stripe", pub + "sharding: {strategy: stripe}\n", true},
+		{"sharding auto, spaced", pub + "sharding: {strategy: \" auto \"}\n", true},
+		{"sharding null", pub + "sharding:\n", true},
+		{"sharding unknown strategy", pub + "sharding: {strategy: random}\n", false},
+		{"sharding a string", pub + "sharding: stripe\n", false},
 		{"protocol 3", "broker: {protocol: 3}\n" + pub, true},
 		{"protocol 6", "broker: {protocol: 6}\n" + pub, false},
 		{"protocol as text", "broker: {protocol: \"4\"}\n" + pub, true},
