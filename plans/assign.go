@@ -69,6 +69,8 @@ type Sharding struct {
 // Assignment says which shard owns each client of a program, and what each
 // shard sends and receives as planned.
 type Assignment struct {
+	// Strategy is the strategy that made it: ShardingAuto or ShardingStripe.
+	Strategy string
 	// Version names the algorithm ("auto-v1", "stripe-v1"): a shard that
 	// computes with another version gets another Hash.
 	Version string
@@ -129,7 +131,7 @@ func Assign(prog *Program, n int) (*Assignment, error) {
 	if sh := prog.Plan.Sharding; sh != nil && sh.Strategy != "" {
 		strategy = sh.Strategy
 	}
-	a := &Assignment{Shards: n, Shard: make([]int32, len(prog.Clients))}
+	a := &Assignment{Strategy: strategy, Shards: n, Shard: make([]int32, len(prog.Clients))}
 	end := prog.Warmup + prog.Ramp + prog.Steady
 	sends := make([]int64, len(prog.Clients))
 	for i := range prog.Clients {

@@ -39,20 +39,39 @@ type Needs struct {
 
 // ComputeNeeds works out the peak resources of a program.
 func ComputeNeeds(prog *plans.Program) Needs {
-	n := Needs{Connections: len(prog.Clients)}
-	n.FileDescriptors = n.Connections + descriptorSlack
-	if prog.Plan.Broker.IsEmbedded() {
-		n.FileDescriptors += n.Connections
+	return shardNeeds(prog, nil, 1)[0]
+}
+
+// shardNeeds works out the peak resources of each of n processes, the
+// clients of shard s being those with shard[i] == s (all of them when
+// shard is nil). The in-process broker holds the other end of every
+// connection in the one process it runs in: counted for a single process,
+// noted apart for shards (explain_shards.go).
+func shardNeeds(prog *plans.Program, shard []int32, n int) []Needs {
+	needs := make([]Needs, n)
+	type pair struct {
+		shard     int32
+		src, addr string
 	}
-	pairs := map[string]int{}
+	pairs := map[pair]int{}
 	for i := range prog.Clients {
 		c := &prog.Clients[i]
-		pairs[c.SourceAddr+"|"+c.URL]++
+		var s int32
+		if shard != nil {
+			s = shard[i]
+		}
+		needs[s].Connections++
+		k := pair{s, c.SourceAddr, c.URL}
+		pairs[k]++
+		needs[s].PortsPerAddress = max(needs[s].PortsPerAddress, pairs[k])
 	}
-	for _, v := range pairs {
-		n.PortsPerAddress = max(n.PortsPerAddress, v)
+	for s := range needs {
+		needs[s].FileDescriptors = needs[s].Connections + descriptorSlack
+		if shard == nil && prog.Plan.Broker.IsEmbedded() {
+			needs[s].FileDescriptors += needs[s].Connections
+		}
 	}
-	return n
+	return needs
 }
 
 // Warnings lists what will not fit in the machine's limits.

@@ -97,6 +97,7 @@ type jsonPlan struct {
 	Drain       jsonDuration            `json:"drain"`
 	Thresholds  []plans.ThresholdSource `json:"thresholds,omitempty"`
 	Seed        uint64                  `json:"seed,omitempty"`
+	Sharding    *plans.Sharding         `json:"sharding,omitempty"`
 }
 
 type jsonPlanBroker struct {
@@ -213,7 +214,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		Groups: make([]jsonPlanGroup, len(p.Groups)),
 		Warmup: jsonDuration(p.Warmup), Ramp: jsonDuration(p.Ramp),
 		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain),
-		Thresholds: p.Thresholds, Seed: p.Seed,
+		Thresholds: p.Thresholds, Seed: p.Seed, Sharding: p.Sharding,
 	}
 	jp.Stages = stagesJSON(p.Stages)
 	for i, u := range p.Broker.URLs {

@@ -691,7 +691,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		},
 		Warmup: time.Duration(jp.Warmup), Ramp: time.Duration(jp.Ramp),
 		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain),
-		Thresholds: jp.Thresholds, Seed: jp.Seed,
+		Thresholds: jp.Thresholds, Seed: jp.Seed, Sharding: jp.Sharding,
 	}
 	p.Stages = stagesOf(jp.Stages)
 	for _, g := range jp.Groups {

@@ -76,6 +76,7 @@ var commandExamples = map[string][]string{
 	"explain": {
 		"mqplan explain plans/conn-storm.yaml",
 		"mqplan explain --set groups.sub.count=100000 plans/fanout-qos0.yaml   # fds and ports it would need",
+		"mqplan explain --shards 10 plans/xmeter-100k.yaml                 # split over 10 processes: clients, msg/s, fds per shard",
 	},
 	"broker": {
 		"mqplan broker --listen 127.0.0.1:1883",
@@ -563,6 +564,8 @@ func cmdExplain(e *env, args []string) error {
 	fs := newFlags(e, "explain", "[flags] PLAN", "Prints the compiled plan: phases, connections and messages per second, expected\ndeliveries, bandwidth, and the file descriptors and local ports the run needs.")
 	var pf planFlags
 	pf.register(fs)
+	var shards shardsFlag
+	fs.Var(&shards, "shards", fmt.Sprintf("also show the plan split over `N` processes (1 to %d): each shard's clients, rates, fds and ports, the deliveries across shards, the assignment's hash", plans.MaxShards))
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -575,7 +578,18 @@ func cmdExplain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.WriteExplain(e.stdout, prog, systemLimits()); err != nil {
+	limits := systemLimits()
+	if err := report.WriteExplain(e.stdout, prog, limits); err != nil {
+		return incomplete(err)
+	}
+	if shards == 0 {
+		return nil
+	}
+	a, err := plans.Assign(prog, int(shards))
+	if err != nil {
+		return invalid(err)
+	}
+	if err := report.WriteShards(e.stdout, prog, a, limits); err != nil {
 		return incomplete(err)
 	}
 	return nil
