@@ -236,6 +236,39 @@ func runCmd(t *testing.T, args ...string) result {
 	return runCmdWith(t, cmdOpts{}, args...)
 }
 
+// cmdCase is one command line and what a user must see: its exit code,
+// lines its output holds (stdout and stderr) and lines it must not.
+type cmdCase struct {
+	name         string
+	args         []string
+	code         int
+	want, absent []string
+}
+
+// runCmdCases runs each case in-process as a subtest.
+func runCmdCases(t *testing.T, cases []cmdCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCmd(t, tt.args...)
+			out := r.stdout + r.stderr
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.absent {
+				if strings.Contains(out, w) {
+					t.Errorf("output holds %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
 // runCmdWith is runCmd with standard input and an environment.
 func runCmdWith(t *testing.T, o cmdOpts, args ...string) result {
 	t.Helper()

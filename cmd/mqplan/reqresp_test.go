@@ -1,21 +1,13 @@
 package main
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestRequestResponseCommands checks request/response as a user meets it
 // on the command line: explain counts the requests and answers, and the
 // plan at MQTT 3.1.1 is refused (exit 2) with both keys positioned.
 func TestRequestResponseCommands(t *testing.T) {
 	t.Chdir("../..")
-	tests := []struct {
-		name string
-		args []string
-		code int
-		want []string
-	}{
+	runCmdCases(t, []cmdCase{
 		{
 			name: "explain counts requests and answers",
 			args: []string{"explain", "plans/command-response.yaml"},
@@ -34,19 +26,5 @@ func TestRequestResponseCommands(t *testing.T) {
 				"plans/command-response.yaml:29:7: groups[1].publish.response_topic: is MQTT 5 request/response",
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := runCmd(t, tt.args...)
-			out := r.stdout + r.stderr
-			if r.code != tt.code {
-				t.Fatalf("exit %d, want %d\n%s", r.code, tt.code, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-		})
-	}
+	})
 }

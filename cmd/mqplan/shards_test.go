@@ -69,36 +69,15 @@ func FuzzParseShards(f *testing.F) {
 // 2 with the reason, and the sharding field and --set agree.
 func TestExplainShardsCommand(t *testing.T) {
 	t.Chdir("../..")
-	tests := []struct {
-		name string
-		args []string
-		code int
-		want []string
-	}{
-		{"pairs over 4 shards", []string{"--shards", "4", "plans/1to1-qos1.yaml"}, 0,
-			[]string{"peak connections 200", "shards 4, assignment auto-v1, sha256 ", "0 of 4,700 planned (0 %)", "sub 25, pub 25"}},
-		{"stripe from --set: pairs cut", []string{"--shards=3", "--set", "sharding.strategy=stripe", "plans/1to1-qos1.yaml"}, 0,
-			[]string{"assignment stripe-v1", "4,700 of 4,700 planned (100 %)"}},
-		{"no --shards, no split", []string{"plans/1to1-qos1.yaml"}, 0, nil},
-		{"zero shards", []string{"--shards", "0", "plans/1to1-qos1.yaml"}, 2, []string{"give a whole number from 1 to 1024"}},
-		{"too many shards", []string{"--shards", "5000", "plans/1to1-qos1.yaml"}, 2, []string{"give a whole number from 1 to 1024"}},
-		{"bad strategy", []string{"--shards", "2", "--set", "sharding.strategy=strip", "plans/1to1-qos1.yaml"}, 2, []string{`sharding.strategy: must be auto or stripe, got "strip" (did you mean "stripe"?)`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := runCmd(t, append([]string{"explain"}, tt.args...)...)
-			if r.code != tt.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
-			}
-			out := r.stdout + r.stderr
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-			if tt.want == nil && strings.Contains(out, "assignment") {
-				t.Errorf("explain without --shards shows an assignment:\n%s", out)
-			}
-		})
-	}
+	runCmdCases(t, []cmdCase{
+		{name: "pairs over 4 shards", args: []string{"explain", "--shards", "4", "plans/1to1-qos1.yaml"},
+			want: []string{"peak connections 200", "shards 4, assignment auto-v1, sha256 ", "0 of 4,700 planned (0 %)", "sub 25, pub 25"}},
+		{name: "stripe from --set: pairs cut", args: []string{"explain", "--shards=3", "--set", "sharding.strategy=stripe", "plans/1to1-qos1.yaml"},
+			want: []string{"assignment stripe-v1", "4,700 of 4,700 planned (100 %)"}},
+		{name: "no --shards, no split", args: []string{"explain", "plans/1to1-qos1.yaml"}, absent: []string{"assignment"}},
+		{name: "zero shards", args: []string{"explain", "--shards", "0", "plans/1to1-qos1.yaml"}, code: 2, want: []string{"give a whole number from 1 to 1024"}},
+		{name: "too many shards", args: []string{"explain", "--shards", "5000", "plans/1to1-qos1.yaml"}, code: 2, want: []string{"give a whole number from 1 to 1024"}},
+		{name: "bad strategy", args: []string{"explain", "--shards", "2", "--set", "sharding.strategy=strip", "plans/1to1-qos1.yaml"}, code: 2,
+			want: []string{`sharding.strategy: must be auto or stripe, got "strip" (did you mean "stripe"?)`}},
+	})
 }
