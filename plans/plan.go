@@ -23,6 +23,10 @@
 // and a requesting group's publish.response_topic; Compile counts the
 // answers each request implies with the other expectations.
 //
+// Assign (assign.go) divides a program's clients between the n shards of
+// a run split over several processes: pure too, versioned and hashed, so
+// that every shard computes the same split.
+//
 // A publisher's payloads are pure too: a template (payload.go) or a drawn
 // size (payload_size.go) is a function of the plan's seed, the publisher
 // and the message's sequence and intended time, so that a receiver renders

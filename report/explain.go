@@ -75,10 +75,14 @@ func shardNeeds(prog *plans.Program, shard []int32, n int) []Needs {
 }
 
 // Warnings lists what will not fit in the machine's limits.
-func (n Needs) Warnings(l Limits) []string {
+func (n Needs) Warnings(l Limits) []string { return n.warnings(l, "lower the client count") }
+
+// warnings lists what will not fit, the open-file limit's advice ending
+// with fewer: what else lowers the descriptors one process needs.
+func (n Needs) warnings(l Limits, fewer string) []string {
 	var w []string
 	if l.OpenFiles > 0 && n.FileDescriptors > l.OpenFiles {
-		w = append(w, fmt.Sprintf("needs %d file descriptors but the open-file limit is %d: raise it (ulimit -n) or lower the client count", n.FileDescriptors, l.OpenFiles))
+		w = append(w, fmt.Sprintf("needs %d file descriptors but the open-file limit is %d: raise it (ulimit -n) or %s", n.FileDescriptors, l.OpenFiles, fewer))
 	}
 	if l.EphemeralPorts > 0 && n.PortsPerAddress > l.EphemeralPorts {
 		w = append(w, fmt.Sprintf("needs %d local ports from one source address to one broker address but the ephemeral range has %d: add broker.source_addresses", n.PortsPerAddress, l.EphemeralPorts))

@@ -69,7 +69,7 @@ func WriteShards(w io.Writer, prog *plans.Program, a *plans.Assignment, l Limits
 		fmt.Fprintf(&b, "the embedded broker runs in one process and holds the other end of all %s connections: give the shards a broker they all reach (--broker)\n", thousandsI64(int64(len(prog.Clients))))
 	}
 	for s, n := range needs {
-		for _, warn := range n.Warnings(l) {
+		for _, warn := range n.warnings(l, "use more shards") {
 			fmt.Fprintf(&b, "WARNING: shard %d %s\n", s, warn)
 		}
 	}

@@ -9,7 +9,9 @@
 // lists them for --out.
 // It reads the JSON document back (ReadJSON), so that a saved run
 // re-renders in every format, and compares two results (Compare,
-// WriteComparison).
+// WriteComparison). Before a run, it explains a compiled plan
+// (WriteExplain) and its split over the shards of a run across
+// processes (WriteShards).
 //
 // Nothing here touches the network or reads a clock: every time shown comes
 // from the Stats, so the same run always renders the same report and golden
