@@ -460,9 +460,10 @@ func linkClients(prog *Program, sends []int64) (msgs []int64, u *unionFind) {
 			rep[s.node] = s.client
 		}
 	}
-	// Publishers on one topic are joined to its first; the topic's
-	// messages reach the filters its walk finds.
-	topics := map[string]int{}
+	// The distinct topics, each with its first publisher and the sends of
+	// all of them; the topic's messages reach the filters its walk finds.
+	topics := map[string]int32{}
+	topicOf := make([]int32, clients)
 	var topicPub []int
 	var topicSends []int64
 	for i := range prog.Clients {
@@ -472,25 +473,33 @@ func linkClients(prog *Program, sends []int64) (msgs []int64, u *unionFind) {
 		}
 		k, ok := topics[pub.Topic]
 		if !ok {
-			k = len(topicPub)
+			k = int32(len(topicPub))
 			topics[pub.Topic] = k
 			topicPub = append(topicPub, i)
 			topicSends = append(topicSends, 0)
 		}
-		u.union(topicPub[k], i)
+		topicOf[i] = k
 		topicSends[k] = satAdd(topicSends[k], sends[i])
 	}
 	arrivals := make([]int64, ix.nodes+1)
 	live := make([]bool, ix.nodes+1)
+	reaches := make([]bool, len(topicPub))
 	for k, p := range topicPub {
 		ix.match(prog.Clients[p].Publish.Topic, func(n *trieNode) {
 			if rep[n.id] < 0 {
 				return // the root or an inner level: no filter ends here
 			}
-			live[n.id] = true
+			live[n.id], reaches[k] = true, true
 			arrivals[n.id] = satAdd(arrivals[n.id], topicSends[k])
 			u.union(p, int(rep[n.id]))
 		})
+	}
+	// Publishers on a topic someone hears are joined to its first (on a
+	// topic no one hears, they stay apart: nothing to measure together).
+	for i := range prog.Clients {
+		if prog.Clients[i].Publish != nil && reaches[topicOf[i]] {
+			u.union(topicPub[topicOf[i]], i)
+		}
 	}
 	shareSeen := make([]bool, prog.ShareGroups())
 	for _, s := range subs {

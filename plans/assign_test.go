@@ -371,3 +371,39 @@ func BenchmarkAssignXMeter100k(b *testing.B) {
 		}
 	}
 }
+
+// TestAssignUnits checks which clients the auto strategy keeps together.
+func TestAssignUnits(t *testing.T) {
+	const pairs = "duration: 2s\ngroups:\n  - {name: sub, count: 6, subscribe: \"t/%i\"}\n  - {name: pub, count: 6, publish: {topic: \"t/%i\", every: 1s}}\n"
+	tests := []struct {
+		name  string
+		plan  string
+		units int
+	}{
+		{"1-to-1 pairs", pairs, 6},
+		{"a topic no one hears keeps its publishers apart", "groups:\n  - {name: pub, count: 8, publish: {topic: t, every: 1s}}\nduration: 2s\n", 8},
+		{"publishers on one heard topic together", "groups:\n  - {name: s, subscribe: t}\n  - {name: pub, count: 8, publish: {topic: t, every: 1s}}\nduration: 2s\n", 1},
+		{"a monitor on # joins every pair", pairs + "  - {name: monitor, subscribe: \"#\"}\n", 1},
+		{"a share group is one unit without publishers", "groups:\n  - {name: w, count: 5, subscribe: \"$share/g/t\"}\n  - {name: idle, count: 3}\nduration: 2s\n", 4},
+		{"requests join requester and responder", "broker: {protocol: 5}\ngroups:\n  - {name: dev, count: 4, respond: {topic: \"cmd/%i\"}}\n  - {name: app, count: 4, publish: {topic: \"cmd/%i\", response_topic: \"r/%c\", every: 1s}}\nduration: 2s\n", 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := LoadBytes("units.yaml", []byte(tt.plan), LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := Compile(p, CompileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Assign(prog, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Units != tt.units {
+				t.Errorf("%d units, want %d", a.Units, tt.units)
+			}
+		})
+	}
+}
