@@ -2,6 +2,8 @@ package plans
 
 import (
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -406,4 +408,64 @@ func TestAssignUnits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzAssign assigns every plan the loader accepts (the valid fixtures and
+// what the fuzzer makes of them) over 1 to 64 shards: Assign must not
+// panic, and its result must own every client once, keep share groups
+// whole, split each publisher's Expected exactly, and repeat itself.
+func FuzzAssign(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join(validDir, "*.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, n := range []uint8{0, 2, 7} {
+			f.Add(data, n)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, nb uint8) {
+		p, err := LoadBytes("fuzz.yaml", data, LoadOptions{LookupEnv: fuzzEnv})
+		if err != nil {
+			return
+		}
+		prog, err := Compile(p, CompileOptions{})
+		if err != nil || len(prog.Clients) > 20_000 {
+			return
+		}
+		n := int(nb)%64 + 1
+		a, err := Assign(prog, n)
+		if err != nil {
+			t.Fatalf("Assign(%d): %v", n, err)
+		}
+		shareShard := map[int]int32{}
+		for c := range prog.Clients {
+			if s := a.Shard[c]; s < 0 || int(s) >= n {
+				t.Fatalf("client %d on shard %d of %d", c, s, n)
+			}
+			for _, s := range prog.Clients[c].Subscriptions {
+				if sh, ok := shareShard[s.ShareKey]; s.ShareKey >= 0 && ok && sh != a.Shard[c] {
+					t.Fatalf("share group %d split", s.ShareKey)
+				}
+				shareShard[s.ShareKey] = a.Shard[c]
+			}
+			if pub := prog.Clients[c].Publish; pub != nil {
+				sum := 0
+				for _, k := range a.ExpectedByShard[c] {
+					sum += k
+				}
+				if sum != pub.Expected {
+					t.Fatalf("client %d: %d by shard, %d expected", c, sum, pub.Expected)
+				}
+			}
+		}
+		again, err := Assign(prog, n)
+		if err != nil || again.Hash != a.Hash {
+			t.Fatalf("a second assignment differs: %v", err)
+		}
+	})
 }
