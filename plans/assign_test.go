@@ -2,8 +2,6 @@ package plans
 
 import (
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -415,15 +413,7 @@ func TestAssignUnits(t *testing.T) {
 // panic, and its result must own every client once, keep share groups
 // whole, split each publisher's Expected exactly, and repeat itself.
 func FuzzAssign(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join(validDir, "*.yaml"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range fixturePlans(f, validDir) {
 		for _, n := range []uint8{0, 2, 7} {
 			f.Add(data, n)
 		}

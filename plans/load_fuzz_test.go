@@ -28,18 +28,8 @@ func fuzzEnv(name string) (string, bool) {
 // LoadBytes. Whatever the input, it must not panic, and it must return
 // either a plan or positioned Errors, never both.
 func FuzzLoad(f *testing.F) {
-	for _, dir := range []string{validDir, invalidDir} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data, "")
-		}
+	for _, data := range fixturePlans(f, validDir, invalidDir) {
+		f.Add(data, "")
 	}
 	minimal, err := os.ReadFile(filepath.Join(validDir, "minimal.yaml"))
 	if err != nil {
@@ -100,6 +90,26 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fixturePlans reads the plan fixtures (*.yaml) of dirs, the fuzzers' seeds.
+func fixturePlans(f *testing.F, dirs ...string) [][]byte {
+	f.Helper()
+	var out [][]byte
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			out = append(out, data)
+		}
+	}
+	return out
 }
 
 // checkPlanInvariants checks what every loaded plan promises, so that the

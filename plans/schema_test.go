@@ -447,18 +447,8 @@ func TestSchemaFieldForms(t *testing.T) {
 // would flag a plan that runs. Plans that YAML cannot turn into one JSON
 // document are left out: an editor reports those as YAML errors.
 func FuzzSchemaAcceptsWhatLoads(f *testing.F) {
-	for _, dir := range []string{validDir, invalidDir} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data)
-		}
+	for _, data := range fixturePlans(f, validDir, invalidDir) {
+		f.Add(data)
 	}
 	s := compileSchemaTB(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
