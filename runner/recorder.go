@@ -596,7 +596,8 @@ func (r *recorder) totals() (expected, unique int64) {
 }
 
 // merge builds the per-phase statistics: every stripe's cells summed, and
-// Lost fixed as expected minus first-time deliveries.
+// the derived figures (Lost, totals) fixed by stats.FinishPhases, the
+// code a merge of partial results runs too.
 func (r *recorder) merge() []stats.PhaseStats {
 	out := make([]stats.PhaseStats, phase.Count)
 	for _, p := range phase.All {
@@ -613,21 +614,7 @@ func (r *recorder) merge() []stats.PhaseStats {
 		}
 		st.mu.Unlock()
 	}
-	for p := range out {
-		for g := range out[p].Groups {
-			m := &out[p].Groups[g]
-			m.Lost = max(0, m.Expected-(m.Received-m.Duplicates))
-			m.LostOwn = max(0, m.ExpectedOwn-m.ReceivedOwn)
-			m.ReqResp.Timeouts = max(0, m.ReqResp.Expected-m.ReqResp.Responses)
-		}
-		for g := range out[p].Groups {
-			out[p].Total.Merge(&out[p].Groups[g])
-		}
-		// A merged scope counts every delivery once: the subscriber view.
-		t := &out[p].Total
-		t.ExpectedOwn, t.ReceivedOwn, t.LostOwn = 0, 0, 0
-		t.LostUnsentOwn, t.LostUnackedOwn = 0, 0
-	}
+	stats.FinishPhases(out, nil)
 	return out
 }
 

@@ -174,8 +174,8 @@ func (r *recorder) recordStageMisjudgedCopies(stage int, n, size int64) {
 	st.mu.Unlock()
 }
 
-// mergeStages sums every stripe's stage cells, with Lost fixed as
-// expected minus first-time deliveries; nil without stages.
+// mergeStages sums every stripe's stage cells; nil without stages. Their
+// Lost is fixed by stats.FinishPhases (stageStats).
 func (r *recorder) mergeStages() []stats.Metrics {
 	if r.nStages == 0 {
 		return nil
@@ -193,10 +193,8 @@ func (r *recorder) mergeStages() []stats.Metrics {
 	r.stageMu.Lock()
 	defer r.stageMu.Unlock()
 	for s := range out {
-		m := &out[s]
-		m.Lost = max(0, m.Expected-(m.Received-m.Duplicates))
 		// The run is over: the folded histograms are the stage's.
-		m.Latency, m.Lag = r.stageHists[s].latency, r.stageHists[s].lag
+		out[s].Latency, out[s].Lag = r.stageHists[s].latency, r.stageHists[s].lag
 	}
 	return out
 }
@@ -233,5 +231,6 @@ func (r *run) stageStats() []stats.StageStats {
 		sp := &r.prog.Stages[i]
 		out[i] = stats.StageStats{Index: i, Name: sp.Name, Start: sp.Start, End: sp.Start + sp.Duration, Metrics: ms[i]}
 	}
+	stats.FinishPhases(nil, out)
 	return out
 }
