@@ -533,7 +533,7 @@ func (r *recorder) second(sc *secondScratch, hooks secondHooks, matured int64) s
 		s.Disconnects += gs.Disconnects
 		s.LagMax = max(s.LagMax, gs.LagMax)
 		if h := sc.groups[g]; h != nil && h.TotalCount() > 0 {
-			gs.P50, gs.P99, gs.Max = quantiles(h)
+			gs.P50, gs.P99, gs.Max = stats.Quantiles(h)
 			sc.total.Merge(h)
 			if hooks.latency != nil {
 				hooks.latency(g, h)
@@ -551,7 +551,7 @@ func (r *recorder) second(sc *secondScratch, hooks secondHooks, matured int64) s
 		}
 	}
 	if sc.total.TotalCount() > 0 {
-		s.P50, s.P99, s.Max = quantiles(sc.total)
+		s.P50, s.P99, s.Max = stats.Quantiles(sc.total)
 		sc.total.Reset()
 	}
 	return s
@@ -568,13 +568,6 @@ func mergeInto(dst **hdrhistogram.Histogram, h *hdrhistogram.Histogram) {
 	}
 	(*dst).Merge(h)
 	h.Reset()
-}
-
-// quantiles reads a second's p50, p99 and max from h (µs).
-func quantiles(h *hdrhistogram.Histogram) (p50, p99, mx time.Duration) {
-	return time.Duration(h.ValueAtQuantile(50)) * time.Microsecond,
-		time.Duration(h.ValueAtQuantile(99)) * time.Microsecond,
-		time.Duration(h.Max()) * time.Microsecond
 }
 
 // totals reads the counters needed to know whether every expected

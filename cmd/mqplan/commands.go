@@ -68,6 +68,7 @@ var commandExamples = map[string][]string{
 		"mqplan run --quiet --out json=result.json --out table=summary.txt plans/1to1-qos1.yaml",
 		"mqplan run --quiet --out junit=junit.xml --out md=summary.md plans/1to1-qos1.yaml   # CI test report and summary",
 		"mqplan run --metrics-listen :9464 --metrics-linger 30s plans/soak.yaml   # Prometheus scrapes http://127.0.0.1:9464/metrics while it runs, and 30 s after",
+		"mqplan run --partial mqplan-part-0-of-1.json plans/1to1-qos1.yaml   # also the raw counters and histograms, for mqplan merge",
 	},
 	"validate": {
 		"mqplan validate plans/*.yaml",
@@ -95,6 +96,11 @@ var commandExamples = map[string][]string{
 		"mqplan find-max plans/1to1-qos1.yaml                             # the highest total rate of group pub that passes",
 		"mqplan find-max --broker mqtt://127.0.0.1:1883 --budget 5m --out html=findmax.html plans/1to1-qos1.yaml",
 		"mqplan find-max --knob groups.sub.count --from 100 --trial-duration 20s plans/fanout-qos0.yaml",
+	},
+	"merge": {
+		"mqplan merge part-*.json                                          # the table and exit code one process would have given",
+		"mqplan merge --out json=merged.json --out junit=junit.xml mqplan-part-*-of-8.json",
+		"mqplan merge --allow-missing part-*.json                          # what the parts there measured, INCOMPLETE (exit 3)",
 	},
 	"compare": {
 		"mqplan compare last-release.json now.json",
@@ -223,6 +229,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	baselineFile := fs.String("baseline", "", "a saved JSON result (--out json=FILE of an earlier run) that thresholds read as baseline.*, e.g. p99 <= baseline.p99 * 1.10")
 	metricsListen := fs.String("metrics-listen", "", "serve live Prometheus metrics on http://ADDR/metrics while the run goes, e.g. :9464 (a bare :PORT is 127.0.0.1:PORT)")
 	metricsLinger := fs.Duration("metrics-linger", 0, fmt.Sprintf("with --metrics-listen, keep serving the final metrics this long after the report (at most %v), so that a scraper's next scrape sees them; Ctrl-C ends the wait", maxMetricsLinger))
+	partialFile := fs.String("partial", "", "also write the run's partial result (raw counters and histograms) to this file, for mqplan merge")
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -231,7 +238,13 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if err != nil {
 		return err
 	}
-	prog, err := pf.load(e, path, newRunID())
+	var prog *plans.Program
+	var part *partialRun
+	if *partialFile != "" {
+		prog, part, err = pf.loadForPartial(e, path, newRunID(), *partialFile)
+	} else {
+		prog, err = pf.load(e, path, newRunID())
+	}
 	if err != nil {
 		return err
 	}
@@ -244,7 +257,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	// Output names are checked before anything connects: a typo in a
 	// directory must not cost a whole run.
 	if err := outs.check(input{path, "the plan"}, input{*baselineFile, "--baseline " + *baselineFile},
-		input{*cpuProfile, "--cpuprofile " + *cpuProfile}); err != nil {
+		input{*cpuProfile, "--cpuprofile " + *cpuProfile}, input{*partialFile, "--partial " + *partialFile}); err != nil {
 		return err
 	}
 	baselineSet := false
@@ -325,6 +338,9 @@ func cmdRun(e *env, args []string) (retErr error) {
 		opts.Ack = exporter.ObserveAck
 		opts.LostSoFar = exporter.ObserveLost
 	}
+	if part != nil {
+		part.hook(&opts)
+	}
 	st, err := runner.Run(ctx, prog, opts)
 	if prog_ != nil {
 		prog_.finish()
@@ -349,6 +365,11 @@ func cmdRun(e *env, args []string) (retErr error) {
 	}
 	if err := outs.write(e, res); err != nil {
 		return incomplete(err)
+	}
+	if part != nil {
+		if err := part.write(st); err != nil {
+			return incomplete(err)
+		}
 	}
 	if exporter != nil && *metricsLinger > 0 {
 		lingerMetrics(e, *metricsLinger, *quiet, stop)

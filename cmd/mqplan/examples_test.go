@@ -13,7 +13,7 @@ import (
 // commands that do not connect (validate, explain) succeed as written.
 func TestCommandExamples(t *testing.T) {
 	t.Chdir("../..")
-	for _, name := range []string{"run", "validate", "explain", "broker", "schema", "report", "compare", "find-max"} {
+	for _, name := range []string{"run", "validate", "explain", "broker", "schema", "report", "compare", "merge", "find-max"} {
 		t.Run(name, func(t *testing.T) {
 			help := runCmd(t, name, "--help")
 			if help.code != 0 || !strings.Contains(help.stderr, "\nExamples:\n") {

@@ -6,6 +6,7 @@
 //	mqplan explain plans/1to1-qos1.yaml    print the compiled phases and load
 //	mqplan report now.json                 re-render a saved JSON result
 //	mqplan compare last.json now.json      compare two saved results
+//	mqplan merge part-*.json               merge a run's partial results and judge them
 //	mqplan find-max plans/1to1-qos1.yaml   the highest rate at which the plan passes
 //	mqplan broker --listen 127.0.0.1:1883  run the embedded broker standalone
 //	mqplan conn|sub|pub [options]          emqtt-bench's commands, compiled into a plan
@@ -161,6 +162,7 @@ Usage:
   mqplan explain [flags] PLAN      print the compiled phases and load, without connecting
   mqplan report [flags] RESULT     re-render a result saved with --out json=FILE
   mqplan compare [flags] A B       compare two saved results, with the change of each key metric
+  mqplan merge [flags] PART...     merge the partial results of one run (run --partial) and judge them
   mqplan find-max [flags] PLAN     search a knob (a group's rate or count) for the highest value that passes
   mqplan broker [flags]            run the embedded MQTT broker until Ctrl-C
   mqplan conn|sub|pub [options]    emqtt-bench's commands and options, compiled into a plan
@@ -194,6 +196,8 @@ func dispatch(e *env, args []string) error {
 		return cmdReport(e, args[1:])
 	case "compare":
 		return cmdCompare(e, args[1:])
+	case "merge":
+		return cmdMerge(e, args[1:])
 	case "find-max":
 		return cmdFindMax(e, args[1:])
 	case "conn", "sub", "pub":

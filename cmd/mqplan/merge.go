@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/mqplan/mqplan/internal/outfile"
+	"github.com/mqplan/mqplan/partial"
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/report"
+	"github.com/mqplan/mqplan/runner"
+	"github.com/mqplan/mqplan/stats"
+)
+
+// cmdMerge merges the partial results of one run (mqplan run --partial,
+// one per shard) and judges the merge as mqplan run judges a run: the
+// same table, outputs and exit code (0, 1, or 3 for an incomplete run or
+// a missing part; 2 for parts of different runs or a plan that resolves
+// differently here).
+func cmdMerge(e *env, args []string) error {
+	fs := newFlags(e, "merge", "[flags] PART...", "Merges the partial results of one run (mqplan run --partial FILE, one per shard),\nprints the report and exits as the run would have: 0 (pass), 1 (a threshold failed),\n2 (parts of different runs) or 3 (incomplete, or a shard's part missing).")
+	var outs outputs
+	fs.Var(&outs, "out", "write the merged result as FORMAT to FILE (- for standard output); repeatable. Formats:\n"+report.FormatHelp())
+	fs.Var(jsonFlag{&outs}, "json", "write the merged result as JSON to this file (the same as --out json=FILE)")
+	allowMissing := fs.Bool("allow-missing", false, "merge what there is when shards' parts are missing: the report says INCOMPLETE (exit 3) with the figures it has")
+	args, done, err := parseFlags(fs, args)
+	if done {
+		return err
+	}
+	if len(args) == 0 {
+		fs.Usage()
+		return invalid(errors.New("expected the partial result files of a run, got none"))
+	}
+	ins := make([]input, len(args))
+	for i, a := range args {
+		ins[i] = input{a, a}
+	}
+	if err := outs.check(ins...); err != nil {
+		return err
+	}
+	files := make([]*partial.File, 0, len(args))
+	for _, path := range args {
+		f, err := readPartial(path)
+		if err != nil {
+			return invalid(err)
+		}
+		files = append(files, f)
+	}
+	merged, err := partial.Merge(files, partial.Options{AllowMissing: *allowMissing})
+	var missing *partial.MissingError
+	switch {
+	case errors.As(err, &missing):
+		return incomplete(fmt.Errorf("%w (--allow-missing reports what the others measured)", err))
+	case err != nil:
+		return invalid(err)
+	}
+	prog, err := reloadPlan(e, merged)
+	if err != nil {
+		return invalid(err)
+	}
+	res := report.Evaluate(prog.Plan, prog.Thresholds, merged.Stats)
+	tableOut := e.stdout
+	if outs.toStdout() {
+		tableOut = e.stderr
+	}
+	if err := writeTable(e, tableOut, res); err != nil {
+		return incomplete(fmt.Errorf("write report: %w", err))
+	}
+	if err := outs.write(e, res); err != nil {
+		return incomplete(err)
+	}
+	return verdict(res)
+}
+
+// readPartial reads one partial result file, bounded (partial.MaxSize).
+func readPartial(path string) (*partial.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return partial.Read(path, f)
+}
+
+// reloadPlan loads and compiles the plan the parts carry, with the run's
+// id, and insists that it resolves here as it did in the run (the same
+// thresholds and groups): its ${VAR} references read this process's
+// environment. A variable unset here reads as a placeholder, so that a
+// password the merge does not need does not stop it; one the verdict
+// depends on shows in the comparison.
+func reloadPlan(e *env, m *partial.Merged) (*plans.Program, error) {
+	ps := m.Plan
+	lookup := func(name string) (string, bool) {
+		if v, ok := e.lookupEnv(name); ok {
+			return v, true
+		}
+		return "REDACTED", true
+	}
+	plan, err := plans.LoadBytes(ps.File, []byte(ps.Source), plans.LoadOptions{Sets: ps.Sets, LookupEnv: lookup})
+	if err != nil {
+		return nil, fmt.Errorf("the run's plan %s does not load here (set the environment variables it names as in the run): %w", ps.File, err)
+	}
+	prog, err := plans.Compile(plan, plans.CompileOptions{RunID: m.RunID})
+	if err != nil {
+		return nil, fmt.Errorf("the run's plan %s does not compile here: %w", ps.File, err)
+	}
+	th, groups := partial.Resolved(prog)
+	if !slices.Equal(th, ps.Thresholds) || !slices.Equal(groups, ps.Groups) {
+		return nil, fmt.Errorf("the run's plan %s resolves differently here than in the run (thresholds %q, groups %q here; %q, %q in the run): set the environment variables it names as in the run",
+			ps.File, th, groups, ps.Thresholds, ps.Groups)
+	}
+	return prog, nil
+}
+
+// partialRun is what mqplan run --partial FILE needs: the plan's text as
+// loaded, and the collector of the run's per-second histograms.
+type partialRun struct {
+	path    string
+	plan    partial.PlanSource
+	runID   string
+	seconds *partial.Collector
+}
+
+// loadForPartial reads the plan once (its text goes into the partial)
+// and loads and compiles it as pf.load does.
+func (pf *planFlags) loadForPartial(e *env, path, runID, out string) (*plans.Program, *partialRun, error) {
+	data, err := readPlanOnce(e, path)
+	if err != nil {
+		return nil, nil, invalid(err)
+	}
+	sets := append([]string(nil), pf.sets...)
+	if pf.broker != "" {
+		sets = append(sets, "broker.url="+pf.broker)
+	}
+	plan, err := plans.LoadBytes(path, data, e.loadOptions(sets))
+	if err != nil {
+		return nil, nil, invalid(err)
+	}
+	prog, err := plans.Compile(plan, plans.CompileOptions{RunID: runID})
+	if err != nil {
+		return nil, nil, invalid(err)
+	}
+	return prog, &partialRun{path: out, plan: partial.NewPlanSource(path, data, sets, prog), runID: runID, seconds: partial.NewCollector()}, nil
+}
+
+// hook chains the collector into the run's per-second hooks, after
+// whatever else (the live metrics) observes them.
+func (p *partialRun) hook(opts *runner.Options) {
+	latency, second := opts.Latency, opts.Second
+	opts.Latency = func(g int, h *hdrhistogram.Histogram) {
+		if latency != nil {
+			latency(g, h)
+		}
+		p.seconds.Latency(g, h)
+	}
+	opts.Second = func(s stats.Second) {
+		if second != nil {
+			second(s)
+		}
+		p.seconds.Second(s)
+	}
+}
+
+// write writes the run's partial (a single process: shard 0 of 1).
+func (p *partialRun) write(st *stats.Stats) error {
+	f, err := partial.FromStats(st, p.seconds, partial.Meta{
+		MqplanVersion: buildVersion(), RunID: p.runID, Plan: p.plan,
+		Shard: partial.Shard{Index: 0, Count: 1},
+		Clock: partial.Clock{Source: partial.SingleProcess},
+	})
+	if err != nil {
+		return fmt.Errorf("--partial %s: %w", p.path, err)
+	}
+	var b bytes.Buffer
+	if err := partial.Write(&b, f); err != nil {
+		return fmt.Errorf("--partial %s: %w", p.path, err)
+	}
+	if err := outfile.WriteFile(p.path, b.Bytes()); err != nil {
+		return fmt.Errorf("--partial %s: %w", p.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,303 @@
+// Package partial owns the partial result of a sharded run: what one
+// shard (one process of a run split across processes or machines)
+// measured, in a form that merges exactly, and the merge itself. A
+// partial holds raw data only: counters per phase × group and per stage,
+// HDR histograms in the standard V2 compressed encoding, the per-second
+// timeline with each second's latency histograms, and the plan the run
+// was judged by. It never holds a per-shard Lost or verdict: the merge
+// adds the counters, recomputes the derived figures once with
+// stats.FinishPhases (the code a single run uses), and hands one
+// stats.Stats to the report, so that merged parts are judged exactly as
+// one process would have been.
+//
+// It reads and writes files' contents, never the file system, and runs
+// nothing: cmd/mqplan reads the files and picks the exit code.
+package partial
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/mqplan/mqplan/brokerstat"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
+)
+
+// Version is the format this mqplan writes and the only one it reads
+// (the file's "mqplan_partial"). A change that an older reader would
+// misread takes a new version.
+const Version = 1
+
+// MaxSize bounds a partial file: a run's cells are a few KiB each and a
+// second of timeline a few KiB per receiving group, so an hour-long run
+// of many groups stays well below it, and a wrong file (a log, a dump)
+// is refused before it costs memory.
+const MaxSize = 256 << 20
+
+// File is one shard's partial result, the JSON document of a partial
+// file. Times are nanoseconds: offsets from the run's epoch unless said.
+type File struct {
+	// Version is Version; the reader refuses any other.
+	Version int `json:"mqplan_partial"`
+	// MqplanVersion is the writer's build, for the reader of a refusal.
+	MqplanVersion string `json:"mqplan_version,omitempty"`
+	// RunID is the run's id, the same on every shard: it feeds client ids
+	// and topics, and a merge refuses parts of different runs.
+	RunID string `json:"run_id"`
+	// Plan is the plan the run was judged by; PlanSHA256 identifies it
+	// (PlanSource.Hash), equal on every part of one run.
+	Plan       PlanSource `json:"plan"`
+	PlanSHA256 string     `json:"plan_sha256"`
+	Shard      Shard      `json:"shard"`
+	Clock      Clock      `json:"clock"`
+	// Started is the shard's wall-clock start; ElapsedNS its run's length.
+	Started   time.Time `json:"started"`
+	ElapsedNS int64     `json:"elapsed_ns"`
+	// BrokerURL is where the shard connected, user information redacted.
+	BrokerURL string `json:"broker_url,omitempty"`
+	// Interrupted and Incomplete are the shard's own (stats.Stats).
+	Interrupted bool   `json:"interrupted,omitempty"`
+	Incomplete  string `json:"incomplete,omitempty"`
+	BrokerGone  string `json:"broker_gone,omitempty"`
+	// Phases holds every phase, in phase order, each with one cell per
+	// plan group in plan order.
+	Phases []Phase `json:"phases"`
+	Stages []Stage `json:"stages,omitempty"`
+	// Groups are the shard's own clients per plan group.
+	Groups   []Group  `json:"groups"`
+	Timeline []Second `json:"timeline,omitempty"`
+	// Broker is the embedded broker's counters, when the shard ran it.
+	Broker            *stats.Broker `json:"broker,omitempty"`
+	CountersStart     Counters      `json:"counters_start,omitempty"`
+	CountersEnd       Counters      `json:"counters_end,omitempty"`
+	CountersUnchanged []string      `json:"counters_unchanged,omitempty"`
+	ErrorSamples      []string      `json:"error_samples,omitempty"`
+	InFlightAtEnd     int64         `json:"in_flight_at_end,omitempty"`
+	DrainQuietNS      int64         `json:"drain_quiet_ns,omitempty"`
+	Notices           []string      `json:"notices,omitempty"`
+	Procs             int           `json:"procs,omitempty"`
+}
+
+// Shard says which part of the run a file is.
+type Shard struct {
+	// Index is the shard's number, 0 ≤ Index < Count; a merge wants every
+	// index once.
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// Assignment names the algorithm that chose each shard's clients and
+	// AssignSHA256 hashes its result: parts of one run agree on both.
+	// Empty for a single process (Count 1).
+	Assignment   string `json:"assignment,omitempty"`
+	AssignSHA256 string `json:"assign_sha256,omitempty"`
+}
+
+// Clock is the shard's time base: the common epoch and publish start
+// (Unix ns) and its offset to the coordinator's clock with the
+// uncertainty of that offset. A single process writes its own epoch and
+// zero offset ("single process": there is nothing to be uncertain of).
+type Clock struct {
+	EpochWallNS    int64  `json:"epoch_wall_ns"`
+	PubStartWallNS int64  `json:"pub_start_wall_ns"`
+	OffsetNS       int64  `json:"offset_ns"`
+	UncertaintyNS  int64  `json:"uncertainty_ns"`
+	Source         string `json:"source"`
+}
+
+// Phase is one phase's window and cells.
+type Phase struct {
+	Name    string  `json:"name"`
+	StartNS int64   `json:"start_ns"`
+	EndNS   int64   `json:"end_ns"`
+	Groups  []*Cell `json:"groups"`
+}
+
+// Stage is one stage's window and cell (stats.StageStats).
+type Stage struct {
+	Name    string `json:"name"`
+	StartNS int64  `json:"start_ns"`
+	EndNS   int64  `json:"end_ns"`
+	Cell    *Cell  `json:"cell,omitempty"`
+}
+
+// Group is one plan group's clients on the shard (stats.GroupInfo).
+type Group struct {
+	Name           string `json:"name"`
+	Clients        int    `json:"clients"`
+	Connected      int    `json:"connected"`
+	ConnectedAtEnd int    `json:"connected_at_end"`
+	Lost           int    `json:"lost"`
+}
+
+// Second is one second of the shard's timeline: its counts, and per
+// group the second's latency histogram, from which the merge recomputes
+// P50, P99 and Max (percentiles of parts cannot be combined).
+type Second struct {
+	AtNS        int64         `json:"at_ns"`
+	Phase       string        `json:"phase"`
+	Connected   int           `json:"connected,omitempty"`
+	Lost        int           `json:"lost,omitempty"`
+	Sent        int64         `json:"sent,omitempty"`
+	Received    int64         `json:"received,omitempty"`
+	Errors      int64         `json:"errors,omitempty"`
+	Disconnects int64         `json:"disconnects,omitempty"`
+	LagMaxNS    int64         `json:"lag_max_ns,omitempty"`
+	Groups      []GroupSecond `json:"groups,omitempty"`
+	Broker      *Proc         `json:"broker,omitempty"`
+	Self        *Proc         `json:"self,omitempty"`
+	Counters    Counters      `json:"counters,omitempty"`
+}
+
+// Proc is a process's CPU (percent of one core) and resident memory
+// (bytes) over a second (stats.ProcSample), when it was sampled.
+type Proc struct {
+	CPU float64 `json:"cpu"`
+	RSS int64   `json:"rss"`
+}
+
+func procOf(p stats.ProcSample) *Proc {
+	if !p.Sampled {
+		return nil
+	}
+	return &Proc{CPU: p.CPU, RSS: p.RSS}
+}
+
+// GroupSecond is one group's share of a Second (stats.GroupSecond), with
+// its latency histogram instead of percentiles.
+type GroupSecond struct {
+	Connected   int    `json:"connected,omitempty"`
+	Lost        int    `json:"lost,omitempty"`
+	Sent        int64  `json:"sent,omitempty"`
+	Received    int64  `json:"received,omitempty"`
+	Errors      int64  `json:"errors,omitempty"`
+	Disconnects int64  `json:"disconnects,omitempty"`
+	Acked       int64  `json:"acked,omitempty"`
+	Duplicates  int64  `json:"duplicates,omitempty"`
+	LagMaxNS    int64  `json:"lag_max_ns,omitempty"`
+	Latency     string `json:"latency,omitempty"`
+}
+
+// Counters is a broker counter reading (brokerstat.Counters) by name.
+type Counters map[string]int64
+
+func countersOf(cs brokerstat.Counters) Counters {
+	var out Counters
+	for c := range brokerstat.NumCounters {
+		if v, ok := cs.Get(c); ok {
+			if out == nil {
+				out = Counters{}
+			}
+			out[c.String()] = v
+		}
+	}
+	return out
+}
+
+func (cs Counters) counters() (brokerstat.Counters, error) {
+	var out brokerstat.Counters
+	for name, v := range cs {
+		c, ok := brokerstat.CounterByName(name)
+		if !ok {
+			return out, fmt.Errorf("unknown broker counter %q", name)
+		}
+		if v < 0 {
+			return out, fmt.Errorf("broker counter %s: %d, negative", name, v)
+		}
+		out.Put(c, v)
+	}
+	return out, nil
+}
+
+// Write writes f as indented JSON.
+func Write(w io.Writer, f *File) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(f)
+}
+
+// Read reads one partial file's contents, at most MaxSize bytes, and
+// checks its shape (Check); name is the file's name for the errors.
+func Read(name string, r io.Reader) (*File, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB, too large for a partial result", name, MaxSize>>20)
+	}
+	return Parse(name, data)
+}
+
+// Parse decodes a partial file's bytes and checks them (Check). Unknown
+// fields are refused: a field this mqplan does not know could change the
+// figures.
+func Parse(name string, data []byte) (*File, error) {
+	var probe struct {
+		Version *int `json:"mqplan_partial"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%s: not a partial result: %w", name, err)
+	}
+	switch {
+	case probe.Version == nil:
+		return nil, fmt.Errorf("%s: not a partial result (no \"mqplan_partial\" version; mqplan run --partial FILE writes one)", name)
+	case *probe.Version != Version:
+		return nil, fmt.Errorf("%s: partial format version %d, this mqplan reads version %d only: merge with the mqplan that wrote it", name, *probe.Version, Version)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := f.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &f, nil
+}
+
+// maxGroups and maxStages bound what a partial may declare, as the plan
+// language bounds plans (plans/limits.go), so that a forged file cannot
+// make the merge allocate without bound.
+const (
+	maxGroups  = 10_000
+	maxStages  = 10_000
+	maxSeconds = 7 * 24 * 3600
+)
+
+// Check verifies what the merge relies on: the shard numbers, every phase
+// once in order with a cell per group, the groups' names, bounded sizes.
+func (f *File) Check() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if f.Shard.Count < 1 || f.Shard.Index < 0 || f.Shard.Index >= f.Shard.Count {
+		add("shard %d of %d: want 0 ≤ index < count", f.Shard.Index, f.Shard.Count)
+	}
+	if len(f.Groups) > maxGroups || len(f.Stages) > maxStages || len(f.Timeline) > maxSeconds {
+		add("%d groups, %d stages, %d seconds: more than a plan can have", len(f.Groups), len(f.Stages), len(f.Timeline))
+		return errors.Join(errs...)
+	}
+	if len(f.Phases) != phase.Count {
+		add("%d phases, want %d", len(f.Phases), phase.Count)
+	}
+	for i, p := range f.Phases {
+		if i < phase.Count && p.Name != phase.All[i].String() {
+			add("phases[%d] is %q, want %q", i, p.Name, phase.All[i])
+		}
+		if len(p.Groups) != len(f.Groups) {
+			add("phase %s has %d group cells for %d groups", p.Name, len(p.Groups), len(f.Groups))
+		}
+	}
+	for i, s := range f.Timeline {
+		if _, ok := phase.Parse(s.Phase); !ok {
+			add("timeline[%d]: unknown phase %q", i, s.Phase)
+		}
+		if len(s.Groups) != 0 && len(s.Groups) != len(f.Groups) {
+			add("timeline[%d] has %d groups for %d", i, len(s.Groups), len(f.Groups))
+		}
+	}
+	return errors.Join(errs...)
+}
