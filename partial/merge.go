@@ -35,10 +35,15 @@ func (e *MissingError) Error() string {
 	return fmt.Sprintf("%s of %d missing: the expected deliveries of their publishers are unknown, so loss cannot be computed", what, e.Count)
 }
 
+// joinInts lists shard numbers, the first ten of them.
 func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = fmt.Sprint(n)
+	const shown = 10
+	s := make([]string, 0, min(len(ns), shown)+1)
+	for _, n := range ns[:min(len(ns), shown)] {
+		s = append(s, fmt.Sprint(n))
+	}
+	if len(ns) > shown {
+		s = append(s, fmt.Sprintf("and %d more", len(ns)-shown))
 	}
 	return strings.Join(s, ", ")
 }

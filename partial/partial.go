@@ -220,13 +220,15 @@ func Write(w io.Writer, f *File) error {
 
 // Read reads one partial file's contents, at most MaxSize bytes, and
 // checks its shape (Check); name is the file's name for the errors.
-func Read(name string, r io.Reader) (*File, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
+func Read(name string, r io.Reader) (*File, error) { return readLimited(name, r, MaxSize) }
+
+func readLimited(name string, r io.Reader, limit int64) (*File, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%s: larger than %d MiB, too large for a partial result", name, MaxSize>>20)
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d MiB, too large for a partial result", name, limit>>20)
 	}
 	return Parse(name, data)
 }
@@ -266,6 +268,9 @@ const (
 	maxGroups  = 10_000
 	maxStages  = 10_000
 	maxSeconds = 7 * 24 * 3600
+	// maxShards bounds the shard count: far more processes than any run
+	// of a plan's bounded clients could use.
+	maxShards = 100_000
 )
 
 // Check verifies what the merge relies on: the shard numbers, every phase
@@ -273,8 +278,8 @@ const (
 func (f *File) Check() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if f.Shard.Count < 1 || f.Shard.Index < 0 || f.Shard.Index >= f.Shard.Count {
-		add("shard %d of %d: want 0 ≤ index < count", f.Shard.Index, f.Shard.Count)
+	if f.Shard.Count < 1 || f.Shard.Count > maxShards || f.Shard.Index < 0 || f.Shard.Index >= f.Shard.Count {
+		add("shard %d of %d: want 0 ≤ index < count ≤ %d", f.Shard.Index, f.Shard.Count, maxShards)
 	}
 	if len(f.Groups) > maxGroups || len(f.Stages) > maxStages || len(f.Timeline) > maxSeconds {
 		add("%d groups, %d stages, %d seconds: more than a plan can have", len(f.Groups), len(f.Stages), len(f.Timeline))
