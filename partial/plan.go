@@ -1,9 +1,13 @@
 package partial
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -69,46 +73,129 @@ func (ps *PlanSource) Hash() string {
 const redacted = "REDACTED"
 
 // redactSource is the plan text with every password's value and every
-// URL's user information redacted. Text that is not YAML is kept as it
-// is: the run loaded it, so it is YAML, and a test pins that.
+// URL's user information redacted. The secrets are replaced where they
+// stand, the rest of the text left byte for byte, so that the positions
+// the report shows (a threshold's line and column) stay the run's. A
+// secret written over several lines has the whole text re-written
+// instead (positions may then move, figures not). Text that is not YAML
+// is kept as it is: the run loaded it, so it is YAML.
 func redactSource(src []byte) string {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return string(src)
 	}
-	if !redactNode(&doc) {
+	var edits []edit
+	whole := false
+	collectSecrets(&doc, func(n *yaml.Node, value string) {
+		e, ok := locate(src, n, value)
+		if !ok {
+			whole = true
+		}
+		edits = append(edits, e)
+		n.Value, n.Tag, n.Style = value, "!!str", 0
+	})
+	switch {
+	case len(edits) == 0:
 		return string(src)
+	case whole:
+		out, err := yaml.Marshal(&doc)
+		if err != nil {
+			return ""
+		}
+		return string(out)
 	}
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		return ""
+	slices.SortFunc(edits, func(a, b edit) int { return b.from - a.from })
+	out := slices.Clone(src)
+	for _, e := range edits {
+		out = slices.Concat(out[:e.from], []byte(e.text), out[e.to:])
 	}
 	return string(out)
 }
 
-// redactNode redacts secrets under n in place and reports whether it
-// changed anything.
-func redactNode(n *yaml.Node) bool {
-	changed := false
+// edit replaces src[from:to] by text.
+type edit struct {
+	from, to int
+	text     string
+}
+
+// collectSecrets calls found for every scalar under n that holds a
+// secret, with its redacted value.
+func collectSecrets(n *yaml.Node, found func(n *yaml.Node, value string)) {
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if isSecretKey(k.Value) && v.Kind == yaml.ScalarNode && !isReference(v.Value) && v.Value != "" {
-				v.Value, v.Tag, v.Style = redacted, "!!str", 0
-				changed = true
+				found(v, redacted)
 			}
 		}
 	}
-	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "@") {
+	if n.Kind == yaml.ScalarNode && n.Value != redacted && strings.Contains(n.Value, "@") {
 		if r := plans.RedactURL(n.Value); r != n.Value {
-			n.Value = r
-			changed = true
+			found(n, r)
 		}
 	}
 	for _, c := range n.Content {
-		changed = redactNode(c) || changed
+		collectSecrets(c, found)
 	}
-	return changed
+}
+
+// locate finds the text of scalar n in src (a plain or quoted scalar on
+// one line) and returns the edit that writes value there, double-quoted.
+func locate(src []byte, n *yaml.Node, value string) (edit, bool) {
+	lineStart := 0
+	for line := 1; line < n.Line; line++ {
+		i := bytes.IndexByte(src[lineStart:], '\n')
+		if i < 0 {
+			return edit{}, false
+		}
+		lineStart += i + 1
+	}
+	lineEnd := len(src)
+	if i := bytes.IndexByte(src[lineStart:], '\n'); i >= 0 {
+		lineEnd = lineStart + i
+	}
+	line := src[lineStart:lineEnd]
+	// Column counts characters from 1.
+	from := 0
+	for col := 1; col < n.Column; col++ {
+		_, size := utf8.DecodeRune(line[from:])
+		if size == 0 {
+			return edit{}, false
+		}
+		from += size
+	}
+	rest := line[from:]
+	to := -1
+	switch n.Style {
+	case 0:
+		if bytes.HasPrefix(rest, []byte(n.Value)) {
+			to = len(n.Value)
+		}
+	case yaml.DoubleQuotedStyle:
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\\' {
+				i++
+			} else if rest[i] == '"' {
+				to = i + 1
+				break
+			}
+		}
+	case yaml.SingleQuotedStyle:
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\'' {
+				if i+1 < len(rest) && rest[i+1] == '\'' {
+					i++
+					continue
+				}
+				to = i + 1
+				break
+			}
+		}
+	}
+	if to < 0 {
+		return edit{}, false
+	}
+	return edit{from: lineStart + from, to: lineStart + from + to, text: strconv.Quote(value)}, true
 }
 
 // redactSet is one --set override, its value redacted when it is a
@@ -130,8 +217,18 @@ func redactSet(s string) string {
 
 func isSecretKey(k string) bool { return strings.EqualFold(k, "password") }
 
-// isReference is a value that is one ${VAR} reference: not a secret
-// itself, the environment holds it.
+// isReference is a value that is one ${VAR} reference and nothing else:
+// not a secret itself, the environment holds it. A default
+// (${VAR:-value}) may be the secret, so it is no mere reference.
 func isReference(v string) bool {
-	return strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") && strings.Count(v, "${") == 1
+	name, ok := strings.CutPrefix(v, "${")
+	if name, ok = strings.CutSuffix(name, "}"); !ok || name == "" {
+		return false
+	}
+	for _, c := range name {
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -33,6 +33,9 @@ func TestPlanSourceRedacts(t *testing.T) {
 			t.Errorf("%q lost from the plan:\n%s", want, all)
 		}
 	}
+	if r := redactSet("groups.sub.password=${PW:-" + canary + "}"); strings.Contains(r, canary) {
+		t.Errorf("a ${VAR:-default} password kept its default: %s", r)
+	}
 	if r := redactSet("broker.url=mqtt://u:" + canary + "@h:1883"); strings.Contains(r, canary) {
 		t.Errorf("--set broker.url kept its password: %s", r)
 	}
@@ -41,5 +44,27 @@ func TestPlanSourceRedacts(t *testing.T) {
 	}
 	if _, err := plans.LoadBytes(ps.File, []byte(ps.Source), plans.LoadOptions{Sets: ps.Sets, LookupEnv: func(string) (string, bool) { return "x", true }}); err != nil {
 		t.Errorf("the redacted plan does not load: %v", err)
+	}
+}
+
+// TestRedactSourceInPlace: secrets are replaced where they stand, every
+// other byte kept (the report's positions stay the run's), whatever the
+// scalar's quoting.
+func TestRedactSourceInPlace(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"plain", "a: 1\npassword: s3cret # hm\nb: 2\n", "a: 1\npassword: \"REDACTED\" # hm\nb: 2\n"},
+		{"double quoted", "password: \"s\\\"3\"\nb: 2\n", "password: \"REDACTED\"\nb: 2\n"},
+		{"single quoted", "password: 's''3'\nb: 2\n", "password: \"REDACTED\"\nb: 2\n"},
+		{"in a flow mapping", "g: {password: s3, topic: t}\n", "g: {password: \"REDACTED\", topic: t}\n"},
+		{"a URL's user information", "url: mqtt://u:s3@h:1883\n", "url: \"mqtt://u:***@h:1883\"\n"},
+		{"a reference stays", "password: ${PW}\n", "password: ${PW}\n"},
+		{"nothing secret", "name: x\n", "name: x\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redactSource([]byte(tt.src)); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
 	}
 }
