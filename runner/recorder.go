@@ -36,6 +36,8 @@ type recorder struct {
 	// trackAck records each second's ack latencies per group (for
 	// Options.Ack); off, an ack costs no histogram.
 	trackAck bool
+	// tap, set by tests only, keeps every record call (recorder_tap.go).
+	tap *recorderTap
 }
 
 // dueSlots is the length of each stripe's ring of due counts per group:
@@ -74,7 +76,9 @@ type stripe struct {
 	due     []dueSlot
 	settled []int64
 	matured int64
-	_       [64]byte // keep neighbouring stripes' locks off one cache line
+	// taken counts the timeline seconds taken of the stripe (for a tap).
+	taken int64
+	_     [64]byte // keep neighbouring stripes' locks off one cache line
 }
 
 // secondAcc is one stripe's share of one group's current second.
@@ -191,6 +195,9 @@ type sendRecord struct {
 func (r *recorder) recordSend(client int, s *sendRecord) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapSend, client: client, send: *s})
+	}
 	m := st.cell(r.nGroups, s.phase, s.group)
 	m.Sent++
 	m.SentBytes += s.bytes
@@ -231,6 +238,9 @@ func (r *recorder) recordUnsent(client int, ph phase.Phase, group int, n int64, 
 	}
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapUnsent, client: client, ph: ph, group: group, n: n, expected: expected, expectedBy: expectedBy})
+	}
 	m := st.cell(r.nGroups, ph, group)
 	m.Unsent += n
 	m.ExpectedOwn += n * expected
@@ -252,6 +262,9 @@ func (r *recorder) recordUnsent(client int, ph phase.Phase, group int, n int64, 
 func (r *recorder) recordLostUnacked(ph phase.Phase, pub, recv int, n int64) {
 	st := &r.stripes[0]
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapLostUnacked, client: -1, ph: ph, group: pub, other: recv, n: n})
+	}
 	st.cell(r.nGroups, ph, recv).LostUnacked += n
 	st.cell(r.nGroups, ph, pub).LostUnackedOwn += n
 	st.mu.Unlock()
@@ -263,6 +276,9 @@ func (r *recorder) recordLostUnacked(ph phase.Phase, pub, recv int, n int64) {
 func (r *recorder) recordMisjudgedCopies(ph phase.Phase, group int, n, size int64) {
 	st := &r.stripes[0]
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapMisjudgedCopies, client: -1, ph: ph, group: group, n: n, size: size})
+	}
 	m := st.cell(r.nGroups, ph, group)
 	m.OverlapCopies -= n
 	m.Duplicates += n
@@ -283,6 +299,9 @@ func (r *recorder) recordAck(client int, ph phase.Phase, group int, d time.Durat
 	}
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapAck, client: client, ph: ph, group: group, d: d})
+	}
 	m := st.cell(r.nGroups, ph, group)
 	m.Acked++
 	us := micros(d)
@@ -303,6 +322,9 @@ func (r *recorder) recordAck(client int, ph phase.Phase, group int, d time.Durat
 func (r *recorder) recordError(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapError, client: client, ph: ph, group: group})
+	}
 	st.cell(r.nGroups, ph, group).Errors++
 	st.sec[group].errors++
 	st.mu.Unlock()
@@ -332,6 +354,9 @@ type recvRecord struct {
 func (r *recorder) recordReceive(client int, d *recvRecord) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapReceive, client: client, recv: *d})
+	}
 	m := st.cell(r.nGroups, d.phase, d.group)
 	if d.kind == deliveryOverlap {
 		// A copy the broker sent for another matching subscription:
@@ -371,6 +396,9 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 func (r *recorder) recordCorrupt(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapCorrupt, client: client, ph: ph, group: group})
+	}
 	st.cell(r.nGroups, ph, group).Corrupted++
 	st.mu.Unlock()
 }
@@ -379,6 +407,9 @@ func (r *recorder) recordCorrupt(client int, ph phase.Phase, group int) {
 func (r *recorder) recordForeign(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapForeign, client: client, ph: ph, group: group})
+	}
 	st.cell(r.nGroups, ph, group).Foreign++
 	st.mu.Unlock()
 }
@@ -388,6 +419,9 @@ func (r *recorder) recordForeign(client int, ph phase.Phase, group int) {
 func (r *recorder) recordUnexpected(client int, ph phase.Phase, group int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapUnexpected, client: client, ph: ph, group: group})
+	}
 	st.cell(r.nGroups, ph, group).Unexpected++
 	st.mu.Unlock()
 }
@@ -412,6 +446,9 @@ const (
 func (r *recorder) recordEvent(client int, ph phase.Phase, group int, ev event, d time.Duration) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapConnEvent, client: client, ph: ph, group: group, ev: ev, d: d})
+	}
 	m := st.cell(r.nGroups, ph, group)
 	switch ev {
 	case evConnectOK:
@@ -444,6 +481,9 @@ func (r *recorder) recordEvent(client int, ph phase.Phase, group int, ev event, 
 func (r *recorder) recordSubscribe(client int, ph phase.Phase, group int, d time.Duration) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapSubscribe, client: client, ph: ph, group: group, d: d})
+	}
 	m := st.cell(r.nGroups, ph, group)
 	record(&m.Subscribe, micros(d), &m.OverRange)
 	st.mu.Unlock()
@@ -501,6 +541,7 @@ func (r *recorder) second(sc *secondScratch, hooks secondHooks, matured int64) s
 		st := &r.stripes[i]
 		st.mu.Lock()
 		r.foldStages(st)
+		st.taken++
 		st.matured = max(st.matured, matured)
 		for g := range st.sec {
 			acc, gs := &st.sec[g], &s.Groups[g]

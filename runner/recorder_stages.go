@@ -137,6 +137,9 @@ func (r *recorder) recordStageUnsent(client, stage int, n, expected int64) {
 	}
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapStageUnsent, client: client, other: stage, n: n, expected: expected})
+	}
 	m := &st.stages[stage]
 	m.Unsent += n
 	m.Expected += n * expected
@@ -153,6 +156,9 @@ func (r *recorder) recordStageLostUnacked(stage int, n int64) {
 	}
 	st := &r.stripes[0]
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapStageLostUnacked, client: -1, other: stage, n: n})
+	}
 	st.stages[stage].LostUnacked += n
 	st.mu.Unlock()
 }
@@ -166,6 +172,9 @@ func (r *recorder) recordStageMisjudgedCopies(stage int, n, size int64) {
 	}
 	st := &r.stripes[0]
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapStageMisjudgedCopies, client: -1, other: stage, n: n, size: size})
+	}
 	m := &st.stages[stage]
 	m.OverlapCopies -= n
 	m.Duplicates += n

@@ -147,6 +147,9 @@ func (c *client) publishRequest(ctx context.Context, buf []byte, k int) error {
 func (r *recorder) recordAnswerSent(client int, ph phase.Phase, group int, failed bool) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapAnswerSent, client: client, ph: ph, group: group, flag: failed})
+	}
 	m := st.cell(r.nGroups, ph, group)
 	if failed {
 		m.ReqResp.Failed++
@@ -160,6 +163,9 @@ func (r *recorder) recordAnswerSent(client int, ph phase.Phase, group int, faile
 func (r *recorder) recordRequest(client int, ph phase.Phase, group int, expected int) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapRequest, client: client, ph: ph, group: group, n: int64(expected)})
+	}
 	m := st.cell(r.nGroups, ph, group)
 	m.ReqResp.Requests++
 	m.ReqResp.Expected += int64(expected)
@@ -170,6 +176,9 @@ func (r *recorder) recordRequest(client int, ph phase.Phase, group int, expected
 func (r *recorder) recordAnswer(client int, ph phase.Phase, group int, dup bool, rtt, timeout time.Duration) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapAnswer, client: client, ph: ph, group: group, flag: dup, d: rtt, d2: timeout})
+	}
 	m := st.cell(r.nGroups, ph, group)
 	switch {
 	case dup:

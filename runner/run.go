@@ -77,6 +77,9 @@ type Options struct {
 	// InterruptDrain bounds the drain after an interruption (default 2s):
 	// a user who pressed Ctrl-C wants the report soon.
 	InterruptDrain time.Duration
+	// tap, set by this package's tests only, keeps the run's every
+	// record call (recorder_tap.go).
+	tap *recorderTap
 }
 
 // EmbeddedBroker is what a run needs of an in-process broker: where to
@@ -227,6 +230,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		r.timeout = 10 * time.Second
 	}
 	r.rec.trackAck = opts.Ack != nil
+	r.rec.tap = opts.tap
 	r.rec.withStages(len(prog.Stages))
 	st := &stats.Stats{Started: time.Now()}
 
