@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -64,11 +65,11 @@ func checkGeometry(s string) error {
 	if len(raw) < 8 {
 		return fmt.Errorf("histogram: %d bytes, too short", len(raw))
 	}
-	z, err := zlib.NewReader(bytes.NewReader(raw[8:]))
+	z, err := inflater(bytes.NewReader(raw[8:]))
 	if err != nil {
 		return fmt.Errorf("histogram: %w", err)
 	}
-	defer z.Close()
+	defer inflaters.Put(z)
 	var hdr struct {
 		Cookie, PayloadLen, Offset, Digits int32
 		Lowest, Highest                    int64
@@ -81,6 +82,22 @@ func checkGeometry(s string) error {
 			hdr.Lowest, hdr.Highest, hdr.Digits, geometry[0], geometry[1], geometry[2])
 	}
 	return nil
+}
+
+// inflaters keeps zlib readers for checkGeometry to reuse: a merge reads
+// a header per histogram and second, and a new reader's buffers cost
+// more than reading the header.
+var inflaters sync.Pool
+
+// inflater is a zlib reader of r, reused when one is free.
+func inflater(r io.Reader) (io.ReadCloser, error) {
+	if z, ok := inflaters.Get().(io.ReadCloser); ok {
+		if err := z.(zlib.Resetter).Reset(r, nil); err != nil {
+			return nil, err
+		}
+		return z, nil
+	}
+	return zlib.NewReader(r)
 }
 
 // geometry is stats.NewHistogram's lowest and highest trackable values
