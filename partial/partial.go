@@ -183,33 +183,9 @@ type GroupSecond struct {
 // Counters is a broker counter reading (brokerstat.Counters) by name.
 type Counters map[string]int64
 
-func countersOf(cs brokerstat.Counters) Counters {
-	var out Counters
-	for c := range brokerstat.NumCounters {
-		if v, ok := cs.Get(c); ok {
-			if out == nil {
-				out = Counters{}
-			}
-			out[c.String()] = v
-		}
-	}
-	return out
-}
+func countersOf(cs brokerstat.Counters) Counters { return cs.ByName() }
 
-func (cs Counters) counters() (brokerstat.Counters, error) {
-	var out brokerstat.Counters
-	for name, v := range cs {
-		c, ok := brokerstat.CounterByName(name)
-		if !ok {
-			return out, fmt.Errorf("unknown broker counter %q", name)
-		}
-		if v < 0 {
-			return out, fmt.Errorf("broker counter %s: %d, negative", name, v)
-		}
-		out.Put(c, v)
-	}
-	return out, nil
-}
+func (cs Counters) counters() (brokerstat.Counters, error) { return brokerstat.FromNames(cs) }
 
 // Write writes f as indented JSON.
 func Write(w io.Writer, f *File) error {

@@ -161,35 +161,11 @@ type jsonSecond struct {
 type jsonCounters map[string]int64
 
 // countersJSON is cs in the JSON document.
-func countersJSON(cs brokerstat.Counters) jsonCounters {
-	if !cs.Sampled() {
-		return nil
-	}
-	out := jsonCounters{}
-	for c := range brokerstat.NumCounters {
-		if v, ok := cs.Get(c); ok {
-			out[c.String()] = v
-		}
-	}
-	return out
-}
+func countersJSON(cs brokerstat.Counters) jsonCounters { return cs.ByName() }
 
 // counters reads a reading back; an unknown name or a negative value is
 // refused, as no reading holds one.
-func (j jsonCounters) counters() (brokerstat.Counters, error) {
-	var cs brokerstat.Counters
-	for name, v := range j {
-		c, ok := brokerstat.CounterByName(name)
-		if !ok {
-			return cs, fmt.Errorf("unknown counter %q", name)
-		}
-		if v < 0 {
-			return cs, fmt.Errorf("%s is %d: must not be negative", name, v)
-		}
-		cs.Put(c, v)
-	}
-	return cs, nil
-}
+func (j jsonCounters) counters() (brokerstat.Counters, error) { return brokerstat.FromNames(j) }
 
 // jsonBrokerCounters are the broker's own counters at the run's start and
 // end (Result.CountersStart and CountersEnd).
