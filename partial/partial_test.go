@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +273,33 @@ func (z *zeros) Read(p []byte) (int, error) {
 	}
 	z.n -= k
 	return k, nil
+}
+
+// TestEveryStatsFieldHandled: the partial carries stats.Metrics by
+// reflection, and the other types of a run's stats field by field; a
+// field added to one of them must be carried (FromStats) and merged
+// (Merge) too, or a merged run would silently lack it. This lists the
+// fields handled: a new one fails here until it is.
+func TestEveryStatsFieldHandled(t *testing.T) {
+	handled := map[reflect.Type][]string{
+		reflect.TypeFor[stats.Stats](): {"Started", "Elapsed", "BrokerURL", "Phases", "Stages", "Groups", "Timeline", "Broker",
+			"CountersStart", "CountersEnd", "CountersUnchanged", "Interrupted", "Incomplete", "BrokerGone", "ErrorSamples",
+			"InFlightAtEnd", "DrainQuiet", "Notices", "Procs"},
+		reflect.TypeFor[stats.PhaseStats]():  {"Phase", "Start", "End", "Total", "Groups"},
+		reflect.TypeFor[stats.StageStats]():  {"Index", "Name", "Start", "End", "Metrics"},
+		reflect.TypeFor[stats.GroupInfo]():   {"Name", "Clients", "Connected", "ConnectedAtEnd", "Lost"},
+		reflect.TypeFor[stats.Second]():      {"At", "Phase", "Connected", "Lost", "Sent", "Received", "Errors", "Disconnects", "P50", "P99", "Max", "LagMax", "Groups", "Broker", "Self", "Counters"},
+		reflect.TypeFor[stats.GroupSecond](): {"Group", "Connected", "Lost", "Sent", "Received", "Errors", "Disconnects", "Acked", "Duplicates", "P50", "P99", "Max", "LagMax"},
+		reflect.TypeFor[stats.ProcSample]():  {"Sampled", "CPU", "RSS"},
+		reflect.TypeFor[stats.Broker]():      {"MessagesReceived", "MessagesSent", "MessagesDropped", "InflightDropped", "ClientsMaximum"},
+	}
+	for typ, names := range handled {
+		var have []string
+		for i := range typ.NumField() {
+			have = append(have, typ.Field(i).Name)
+		}
+		if !slices.Equal(have, names) {
+			t.Errorf("stats.%s has fields %v; the partial result handles %v: carry and merge the new ones (partial/from.go, merge.go), then list them here", typ.Name(), have, names)
+		}
+	}
 }

@@ -88,6 +88,8 @@ func TestNoPasswordInOutput(t *testing.T) {
 		{name: "validate --set password", args: []string{"validate", "--set", "groups.pub.password=" + canary, noPW}, code: 0},
 		{name: "explain --set password", args: []string{"explain", "--set", "groups.pub.password=" + canary, noPW}, code: 0},
 		{name: "run --set password, --json", args: []string{"run", "--quiet", "--json", jsonOut("set.json"), "--set", "groups.pub.password=" + canary, noPW}, code: 0},
+		{name: "run --set password, --partial", args: []string{"run", "--quiet", "--partial", jsonOut("set.part.json"), "--set", "groups.pub.password=" + canary, noPW}, code: 0},
+		{name: "merge the partial of a run with --set password", args: []string{"merge", "--json", jsonOut("set.merged.json"), jsonOut("set.part.json")}, code: 0},
 		{name: "validate --set password, not valid YAML", args: []string{"validate", "--set", "groups.pub.password=[" + canary, noPW}, code: 2, want: "not shown"},
 		{name: "validate --set password, a mapping", args: []string{"validate", "--set", "groups.pub.password={a: " + canary + "}", noPW}, code: 2, want: "must be a string"},
 		{name: "validate --set password, a list", args: []string{"validate", "--set", "groups.pub.password=[" + canary + "]", noPW}, code: 2, want: "must be a string"},
@@ -101,6 +103,8 @@ func TestNoPasswordInOutput(t *testing.T) {
 		{name: "validate ${PW}", env: pwEnv, args: []string{"validate", envPlan}, code: 0},
 		{name: "explain ${PW}", env: pwEnv, args: []string{"explain", envPlan}, code: 0},
 		{name: "validate ${NOPE:-default}", args: []string{"validate", defPlan}, code: 0},
+		{name: "run ${NOPE:-default}, --partial", args: []string{"run", "--quiet", "--partial", jsonOut("default.part.json"), defPlan}, code: 0},
+		{name: "merge the partial of a run with ${NOPE:-default}", args: []string{"merge", jsonOut("default.part.json")}, code: 0},
 		{name: "validate a password with a broken ${", args: []string{"validate", badEnvPlan}, code: 2, want: "malformed ${...}"},
 		{name: "validate a password with a bad ${reference}", args: []string{"validate", badRef}, code: 2, want: "malformed ${...}"},
 		{name: "run ${PW} against the broker that wants it, --json", env: pwEnv, args: []string{"run", "--json", jsonOut("env.json"), "--broker", brokerURL, envPlan}, code: 0},
@@ -135,7 +139,7 @@ func TestNoPasswordInOutput(t *testing.T) {
 	}
 
 	// Every file written (the --json reports) is free of it too.
-	for _, name := range []string{"set.json", "env.json", "unreachable.json", "env.junit.xml", "env.md", "env.csv", "env.html", "summary.md"} {
+	for _, name := range []string{"set.part.json", "set.merged.json", "default.part.json", "set.json", "env.json", "unreachable.json", "env.junit.xml", "env.md", "env.csv", "env.html", "summary.md"} {
 		b, err := os.ReadFile(jsonOut(name))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
