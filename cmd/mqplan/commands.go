@@ -348,6 +348,12 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if err != nil {
 		return incomplete(err)
 	}
+	// The partial is written first: it is the raw data, and a report
+	// that cannot be written must not cost it.
+	var partErr error
+	if part != nil {
+		partErr = part.write(st)
+	}
 	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
 	// An output to standard output (--json -, --out md=-) owns it, so
 	// that it can be piped to jq; the table goes to standard error.
@@ -366,10 +372,8 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if err := outs.write(e, res); err != nil {
 		return incomplete(err)
 	}
-	if part != nil {
-		if err := part.write(st); err != nil {
-			return incomplete(err)
-		}
+	if partErr != nil {
+		return incomplete(partErr)
 	}
 	if exporter != nil && *metricsLinger > 0 {
 		lingerMetrics(e, *metricsLinger, *quiet, stop)

@@ -129,6 +129,14 @@ type partialRun struct {
 // loadForPartial reads the plan once (its text goes into the partial)
 // and loads and compiles it as pf.load does.
 func (pf *planFlags) loadForPartial(e *env, path, runID, out string) (*plans.Program, *partialRun, error) {
+	// Checked before anything connects: a typo in a directory must not
+	// cost a whole run.
+	if outfile.IsStdout(out) {
+		return nil, nil, invalid(fmt.Errorf("--partial %s: standard output carries the report: name a file", out))
+	}
+	if err := outfile.Check(out); err != nil {
+		return nil, nil, invalid(fmt.Errorf("--partial %s: %w", out, err))
+	}
 	data, err := readPlanOnce(e, path)
 	if err != nil {
 		return nil, nil, invalid(err)

@@ -97,13 +97,14 @@ func TestMergeRefuses(t *testing.T) {
 	if r := runCmd(t, "merge", "--json", report, part); r.code != 0 {
 		t.Fatalf("merge: exit %d\n%s", r.code, r.stderr)
 	}
-	tests := []struct {
+	type merge struct {
 		name   string
-		args   []string
+		args   []string // a merge's arguments, or a whole run command line
 		code   int
 		stderr string
 		stdout string
-	}{
+	}
+	tests := []merge{
 		{"a shard missing", []string{of2}, 3, "shard 1 of 2 missing: the expected deliveries of their publishers are unknown, so loss cannot be computed", ""},
 		{"a shard missing, allowed", []string{"--allow-missing", of2}, 3, "", "shard 1 of 2 missing"},
 		{"a shard twice", []string{part, part}, 2, "shard 0 of 1 given twice", ""},
@@ -111,9 +112,17 @@ func TestMergeRefuses(t *testing.T) {
 		{"no file", []string{filepath.Join(dir, "nope.json")}, 2, "no such file", ""},
 		{"no arguments", nil, 2, "expected the partial result files of a run", ""},
 	}
+	// --partial is checked before anything connects.
+	tests = append(tests,
+		merge{"run --partial into a missing directory", []string{"run", "--partial", filepath.Join(dir, "nope", "p.json"), "testdata/cli/pass.yaml"}, 2, "--partial " + filepath.Join(dir, "nope", "p.json"), ""},
+		merge{"run --partial to standard output", []string{"run", "--partial", "-", "testdata/cli/pass.yaml"}, 2, "standard output carries the report", ""})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := runCmd(t, append([]string{"merge"}, tt.args...)...)
+			args := tt.args
+			if args == nil || args[0] != "run" {
+				args = append([]string{"merge"}, args...)
+			}
+			r := runCmd(t, args...)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) || !strings.Contains(r.stdout, tt.stdout) {
 				t.Errorf("exit %d, want %d with %q / %q\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, tt.stderr, tt.stdout, r.stdout, r.stderr)
 			}
