@@ -71,6 +71,11 @@ func cmdMerge(e *env, args []string) error {
 	if err := writeTable(e, tableOut, res); err != nil {
 		return incomplete(fmt.Errorf("write report: %w", err))
 	}
+	// As mqplan run: the step summary is GitHub's page, not an output
+	// the user named.
+	if err := appendStepSummary(e, res); err != nil {
+		fmt.Fprintf(e.stderr, "mqplan: warning: %s\n", errText(err))
+	}
 	if err := outs.write(e, res); err != nil {
 		return incomplete(err)
 	}
