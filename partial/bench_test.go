@@ -73,7 +73,6 @@ func BenchmarkMerge8(b *testing.B) {
 		parts[i] = bigPart(b, i, n)
 		size += len(parts[i])
 	}
-	b.ReportMetric(float64(size)/n/1024, "KiB/part")
 	b.ResetTimer()
 	for b.Loop() {
 		files := make([]*File, n)
@@ -88,4 +87,5 @@ func BenchmarkMerge8(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(size)/n/1024, "KiB/part")
 }
