@@ -59,10 +59,12 @@ type Options struct {
 type Merged struct {
 	// Stats is the run as one process would have measured it.
 	Stats *stats.Stats
-	// Plan, RunID and Count are the parts' (all equal).
-	Plan  PlanSource
-	RunID string
-	Count int
+	// Plan, RunID, Count and Assignment are the parts' (all equal):
+	// Assignment's Index is 0.
+	Plan       PlanSource
+	RunID      string
+	Count      int
+	Assignment Shard
 	// Missing lists the shards without a part (AllowMissing only).
 	Missing []int
 }
@@ -96,7 +98,9 @@ func Merge(files []*File, opts Options) (*Merged, error) {
 		}
 		st.Incomplete = reason
 	}
-	return &Merged{Stats: st, Plan: files[0].Plan, RunID: files[0].RunID, Count: files[0].Shard.Count, Missing: missing}, nil
+	a := files[0].Shard
+	a.Index = 0
+	return &Merged{Stats: st, Plan: files[0].Plan, RunID: files[0].RunID, Count: a.Count, Assignment: a, Missing: missing}, nil
 }
 
 // checkParts refuses parts of different runs and returns the shards

@@ -94,7 +94,8 @@ func readPartial(path string) (*partial.File, error) {
 
 // reloadPlan loads and compiles the plan the parts carry, with the run's
 // id, and insists that it resolves here as it did in the run (the same
-// thresholds and groups): its ${VAR} references read this process's
+// thresholds and groups, and the same assignment of clients to the
+// parts' shards when they name one): its ${VAR} references read this process's
 // environment. A variable unset here reads as a placeholder, so that a
 // password the merge does not need does not stop it; one the verdict
 // depends on shows in the comparison.
@@ -113,6 +114,18 @@ func reloadPlan(e *env, m *partial.Merged) (*plans.Program, error) {
 	prog, err := plans.Compile(plan, plans.CompileOptions{RunID: m.RunID})
 	if err != nil {
 		return nil, fmt.Errorf("the run's plan %s does not compile here: %w", ps.File, err)
+	}
+	if a := m.Assignment; a.AssignSHA256 != "" {
+		// The parts' clients were split by the assignment they name: the
+		// plan must give that split here too, or they are not its parts.
+		got, err := plans.Assign(prog, m.Count)
+		if err != nil {
+			return nil, fmt.Errorf("the run's plan %s: %w", ps.File, err)
+		}
+		if got.Version != a.Assignment || got.Hash != a.AssignSHA256 {
+			return nil, fmt.Errorf("the parts were split by assignment %s %s, but the run's plan %s gives %s %s at %d shards here: they are not this plan's parts",
+				a.Assignment, a.AssignSHA256, ps.File, got.Version, got.Hash, m.Count)
+		}
 	}
 	th, groups := partial.Resolved(prog)
 	if !slices.Equal(th, ps.Thresholds) || !slices.Equal(groups, ps.Groups) {

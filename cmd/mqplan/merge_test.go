@@ -93,6 +93,10 @@ func TestMergeRefuses(t *testing.T) {
 	if err := os.WriteFile(of2, []byte(strings.Replace(string(data), `"count": 1`, `"count": 2`, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	forged := filepath.Join(dir, "part-0-of-2-forged.json")
+	if err := os.WriteFile(forged, []byte(strings.Replace(string(data), `"count": 1`, `"count": 2, "assignment": "auto-v1", "assign_sha256": "0123"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	report := filepath.Join(dir, "report.json")
 	if r := runCmd(t, "merge", "--json", report, part); r.code != 0 {
 		t.Fatalf("merge: exit %d\n%s", r.code, r.stderr)
@@ -107,6 +111,7 @@ func TestMergeRefuses(t *testing.T) {
 	tests := []merge{
 		{"a shard missing", []string{of2}, 3, "shard 1 of 2 missing: the expected deliveries of their publishers are unknown, so loss cannot be computed", ""},
 		{"a shard missing, allowed", []string{"--allow-missing", of2}, 3, "", "shard 1 of 2 missing"},
+		{"an assignment the plan does not give", []string{"--allow-missing", forged}, 2, "but the run's plan testdata/cli/pass.yaml gives auto-v1", ""},
 		{"a shard twice", []string{part, part}, 2, "shard 0 of 1 given twice", ""},
 		{"a saved report", []string{report}, 2, `no "mqplan_partial" version`, ""},
 		{"no file", []string{filepath.Join(dir, "nope.json")}, 2, "no such file", ""},
