@@ -355,22 +355,8 @@ func cmdRun(e *env, args []string) (retErr error) {
 		partErr = part.write(st)
 	}
 	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
-	// An output to standard output (--json -, --out md=-) owns it, so
-	// that it can be piped to jq; the table goes to standard error.
-	tableOut := e.stdout
-	if outs.toStdout() {
-		tableOut = e.stderr
-	}
-	if err := writeTable(e, tableOut, res); err != nil {
-		return incomplete(fmt.Errorf("write report: %w", err))
-	}
-	// The step summary is GitHub's page, not an output the user named:
-	// one that cannot be written is said, and the verdict stands.
-	if err := appendStepSummary(e, res); err != nil {
-		fmt.Fprintf(e.stderr, "mqplan: warning: %s\n", errText(err))
-	}
-	if err := outs.write(e, res); err != nil {
-		return incomplete(err)
+	if err := outs.report(e, res); err != nil {
+		return err
 	}
 	if partErr != nil {
 		return incomplete(partErr)

@@ -64,20 +64,8 @@ func cmdMerge(e *env, args []string) error {
 		return invalid(err)
 	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, merged.Stats)
-	tableOut := e.stdout
-	if outs.toStdout() {
-		tableOut = e.stderr
-	}
-	if err := writeTable(e, tableOut, res); err != nil {
-		return incomplete(fmt.Errorf("write report: %w", err))
-	}
-	// As mqplan run: the step summary is GitHub's page, not an output
-	// the user named.
-	if err := appendStepSummary(e, res); err != nil {
-		fmt.Fprintf(e.stderr, "mqplan: warning: %s\n", errText(err))
-	}
-	if err := outs.write(e, res); err != nil {
-		return incomplete(err)
+	if err := outs.report(e, res); err != nil {
+		return err
 	}
 	return verdict(res)
 }

@@ -126,6 +126,30 @@ func (o *outputs) toStdout() bool {
 	return false
 }
 
+// report presents a judged result as mqplan run and merge do: the table
+// (on standard output, or standard error when an output owns standard
+// output so that it can be piped to jq), the GitHub step summary, then
+// every output. An error is the command's (exit 3); the verdict is the
+// caller's to return.
+func (o *outputs) report(e *env, res *report.Result) error {
+	tableOut := e.stdout
+	if o.toStdout() {
+		tableOut = e.stderr
+	}
+	if err := writeTable(e, tableOut, res); err != nil {
+		return incomplete(fmt.Errorf("write report: %w", err))
+	}
+	// The step summary is GitHub's page, not an output the user named:
+	// one that cannot be written is said, and the verdict stands.
+	if err := appendStepSummary(e, res); err != nil {
+		fmt.Fprintf(e.stderr, "mqplan: warning: %s\n", errText(err))
+	}
+	if err := o.write(e, res); err != nil {
+		return incomplete(err)
+	}
+	return nil
+}
+
 // write writes every output, in the order given, each whole or not at
 // all (see internal/outfile), and returns the first error; the others are
 // still written, since each is what was measured.
