@@ -58,13 +58,17 @@ package runner
 //   - mochi v2.7.9 writes PINGRESP straight to the connection
 //     (server.go processPingreq → Client.WritePacket), while deliveries go
 //     through the client's outbound channel and its WriteLoop
-//     (server.go:1101, clients.go:197): a PINGRESP overtakes deliveries
-//     still queued there (up to MaximumClientWritesPending, 2,048 in
-//     package broker).
+//     (server.go:1101, clients.go:197): once the socket is full and the
+//     WriteLoop waits, a PINGRESP can overtake the deliveries still queued
+//     in the channel (up to MaximumClientWritesPending, 2,048 in package
+//     broker). A backlog that fits the socket buffers is not overtaken
+//     (TestCleanFenceOrder).
 //   - Mosquitto queues PINGRESP in the same ordered packet queue as the
-//     deliveries it writes at once, but holds the deliveries beyond
-//     max_inflight_messages (20 by default) in the session's queue until
-//     PUBACKs free a slot: a PINGRESP overtakes those.
+//     deliveries it writes at once, but holds the deliveries beyond the
+//     client's in-flight window (its Receive Maximum at MQTT 5, 64 for
+//     mqplan's client; max_inflight_messages, 20 by default, at 3.1.1) in
+//     the session's queue until PUBACKs free a slot: a PINGRESP overtakes
+//     those (TestCleanFenceOrder: read after 64 of 300 at MQTT 5).
 //
 // The fence chosen is therefore a delivery itself: a QoS 1 PUBLISH by the
 // leaving subscriber on a topic only it subscribes to. Both brokers queue a
@@ -168,3 +172,121 @@ func classifyClean(m cleanMessage, sessions []cleanSession) cleanClass {
 	}
 	return verdict
 }
+
+// From times to sequence numbers. Keeping W and A per message would be
+// work per message; the rule needs none. A publisher writes its messages
+// in sequence order, and a broker acknowledges one connection's QoS 1
+// messages in order in practice, so each edge of a window is a sequence
+// threshold per publisher, read once per boundary from two per-publisher
+// counters: written (the highest sequence whose write has begun, stored
+// before the write begins) and acked (the highest sequence up to which
+// every message is acknowledged). The subscriber reads, for each
+// publisher that reaches it:
+//
+//	r  acked, just before writing CONNECT      seq ≤ r: A < R
+//	w  written, just after reading SUBACK      seq > w: W > S
+//	a  acked, just before sending the fence    seq ≤ a: A < F
+//	x  written, just after the reader stopped  seq > x: W > X
+//
+// Each is read on the safe side of its event (a message acknowledged out
+// of order only moves from expected or not expected to ambiguous, never
+// the other way), so cleanWindow.classify never expects a message the
+// time rule does not, and never refuses one it expects. Then a delivery is
+// classified by comparing its sequence with its window's thresholds, O(1)
+// on the stream it already looks up, and what a window expects is a
+// closed form over the publisher's timetable (expected), per boundary and
+// publisher, never per message.
+
+// cleanWindow is one clean session window of a subscriber as sequence
+// thresholds of one publisher (see above).
+type cleanWindow struct {
+	// r, w, a and x are the thresholds above; a window whose SUBACK
+	// never came has w = x (all of it ambiguous).
+	r, w, a, x uint32
+	// fenced: the fence came back before the session ended (a is
+	// trusted); last: the window lasts to the end of the run (a, x and
+	// fenced unused).
+	fenced, last bool
+}
+
+// classify is the verdict on the publisher's message seq (1-based) for
+// the window: the time rule of cleanSession.classify, on sequences.
+func (cw *cleanWindow) classify(seq uint32) cleanClass {
+	switch {
+	case seq <= cw.r:
+		return cleanNotExpected
+	case !cw.last && seq > cw.x:
+		return cleanNotExpected
+	case seq <= cw.w:
+		return cleanAmbiguous
+	case cw.last:
+		return cleanExpected
+	case cw.fenced && seq <= cw.a:
+		return cleanExpected
+	}
+	return cleanAmbiguous
+}
+
+// expected is how many of the publisher's messages the window expects,
+// given sent(lo, hi), how many of its sequences in (lo, hi] it sent (its
+// timetable less the messages skipped while away or never written), and
+// its last sequence.
+func (cw *cleanWindow) expected(sent func(lo, hi uint32) int64, last uint32) int64 {
+	hi := cw.a
+	switch {
+	case cw.last:
+		hi = last
+	case !cw.fenced:
+		return 0
+	}
+	if hi <= cw.w {
+		return 0
+	}
+	return sent(cw.w, hi)
+}
+
+// cleanAmbiguous counts the publisher's messages ambiguous for a
+// subscriber with windows (in order): in (r, w] of any window, or (a, x]
+// (all of (w, x] when unfenced) of any but a last one, each counted once
+// where two adjacent windows' ranges overlap. No window expects a message
+// another finds ambiguous (cleanSession's rule: W > S(k+1) > X(k) for
+// the next, A < F(k) < R(k+1) for the one before), so the union is
+// exactly the ambiguous messages.
+func cleanAmbiguousCount(windows []cleanWindow, sent func(lo, hi uint32) int64) int64 {
+	var n int64
+	done := uint32(0) // every sequence up to done is counted
+	add := func(lo, hi uint32) {
+		lo = max(lo, done)
+		if hi > lo {
+			n += sent(lo, hi)
+			done = hi
+		}
+	}
+	for i := range windows {
+		cw := &windows[i]
+		add(cw.r, cw.w)
+		if cw.last {
+			continue
+		}
+		if cw.fenced {
+			add(max(cw.a, cw.w), cw.x)
+		} else {
+			add(cw.w, cw.x)
+		}
+	}
+	return n
+}
+
+// What wiring this into a run takes (not built): the publisher stores
+// written before each write and keeps acked from its acknowledgements (a
+// prefix over a small window, as stream does); it books at send only the
+// subscribers that are not clean and churning, and a clean subscriber's
+// window books its expected when it closes (cleanWindow.expected, split by
+// phase and stage through the schedule). A subscriber reads r, w, a, x of
+// each publisher that reaches it (a list per client, made once at start)
+// at its four events, publishes w to its reader before it classifies the
+// deliveries of the window (those read before are held in a bounded list;
+// overflow makes the run INCOMPLETE), and counts an ambiguous first
+// delivery apart from received. The run's end adds cleanAmbiguousCount
+// per pair to churn.ambiguous. The fence needs one more subscription per
+// clean churning client, on a topic no plan filter matches.

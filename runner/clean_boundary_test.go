@@ -119,3 +119,164 @@ func TestCleanClassifyOneExpecter(t *testing.T) {
 		}
 	}
 }
+
+// cleanScript is a random timeline that a run can produce: one publisher
+// writing its messages in order (write[i] for sequence i+1), their last
+// acknowledgements (0: never), and a subscriber's session windows.
+type cleanScript struct {
+	write, ack []int64
+	sessions   []cleanSession
+}
+
+// newCleanScript draws a timeline; inOrder: every message acknowledged,
+// in order.
+func newCleanScript(rng *rand.Rand, inOrder bool) cleanScript {
+	var sc cleanScript
+	n := 20 + rng.IntN(60)
+	at, lastAck := int64(0), int64(0)
+	for i := 0; i < n; i++ {
+		at += 1 + rng.Int64N(4)
+		sc.write = append(sc.write, at)
+		a := at + 1 + rng.Int64N(12)
+		switch {
+		case inOrder:
+			a = max(a, lastAck+1)
+			lastAck = a
+		case rng.IntN(10) == 0:
+			a = 0
+		}
+		sc.ack = append(sc.ack, a)
+	}
+	t := int64(rng.IntN(10))
+	step := func() int64 { t += 1 + rng.Int64N(int64(n)); return t }
+	for len(sc.sessions) < 1+rng.IntN(4) {
+		s := cleanSession{connect: step(), suback: step(), fence: step(), fenced: rng.IntN(4) > 0, stop: step()}
+		sc.sessions = append(sc.sessions, s)
+	}
+	if rng.IntN(2) == 0 {
+		l := &sc.sessions[len(sc.sessions)-1]
+		l.fence, l.fenced, l.stop = 0, false, 0
+	}
+	return sc
+}
+
+// written is the publisher's written counter at t: the highest sequence
+// whose write began at or before t.
+func (sc *cleanScript) written(t int64) uint32 {
+	n := uint32(0)
+	for i, w := range sc.write {
+		if w <= t {
+			n = uint32(i + 1)
+		}
+	}
+	return n
+}
+
+// acked is the publisher's acked counter just before t: the highest
+// sequence up to which every message was acknowledged before t.
+func (sc *cleanScript) acked(t int64) uint32 {
+	for i, a := range sc.ack {
+		if a == 0 || a >= t {
+			return uint32(i)
+		}
+	}
+	return uint32(len(sc.ack))
+}
+
+// windows reads the thresholds as the runner is to: each counter on the
+// safe side of its event.
+func (sc *cleanScript) windows() []cleanWindow {
+	out := make([]cleanWindow, len(sc.sessions))
+	for i, s := range sc.sessions {
+		cw := cleanWindow{r: sc.acked(s.connect), w: sc.written(s.suback)}
+		if s.stop == 0 {
+			cw.last = true
+		} else {
+			cw.a, cw.x, cw.fenced = sc.acked(s.fence), sc.written(s.stop), s.fenced
+		}
+		out[i] = cw
+	}
+	return out
+}
+
+// TestCleanWindowMatchesTimeRule checks the reduction of the time rule to
+// sequence thresholds over random timelines: the same verdict for every
+// message and window when every message is acknowledged in order, and
+// never a verdict the time rule contradicts otherwise (acknowledgements
+// out of order or missing only make a message ambiguous).
+func TestCleanWindowMatchesTimeRule(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 3000; trial++ {
+		inOrder := trial%2 == 0
+		sc := newCleanScript(rng, inOrder)
+		windows := sc.windows()
+		for k := range sc.sessions {
+			for i := range sc.write {
+				byTime := sc.sessions[k].classify(cleanMessage{write: sc.write[i], ack: sc.ack[i]})
+				bySeq := windows[k].classify(uint32(i + 1))
+				if inOrder && byTime != bySeq || bySeq != cleanAmbiguous && bySeq != byTime {
+					t.Fatalf("trial %d (in order %v), message %d (write %d, ack %d), window %+v (%+v): by time %v, by sequence %v",
+						trial, inOrder, i+1, sc.write[i], sc.ack[i], sc.sessions[k], windows[k], byTime, bySeq)
+				}
+			}
+		}
+	}
+}
+
+// TestCleanWindowCounts checks expected and cleanAmbiguousCount against
+// the verdicts message by message, with some sequences never sent (skipped
+// while the publisher was away, or never written).
+func TestCleanWindowCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 3000; trial++ {
+		sc := newCleanScript(rng, trial%2 == 0)
+		windows := sc.windows()
+		last := uint32(len(sc.write))
+		unsent := map[uint32]bool{}
+		for seq := uint32(1); seq <= last; seq++ {
+			if rng.IntN(8) == 0 {
+				unsent[seq] = true
+			}
+		}
+		sent := func(lo, hi uint32) int64 {
+			n := int64(0)
+			for seq := lo + 1; seq <= hi && seq <= last; seq++ {
+				if !unsent[seq] {
+					n++
+				}
+			}
+			return n
+		}
+		wantExpected := make([]int64, len(windows))
+		var wantAmbiguous int64
+		for seq := uint32(1); seq <= last; seq++ {
+			if unsent[seq] {
+				continue
+			}
+			expecters, ambiguous := 0, false
+			for k := range windows {
+				switch windows[k].classify(seq) {
+				case cleanExpected:
+					wantExpected[k]++
+					expecters++
+				case cleanAmbiguous:
+					ambiguous = true
+				}
+			}
+			if expecters > 1 || expecters == 1 && ambiguous {
+				t.Fatalf("trial %d: message %d expected by %d windows, ambiguous in one: %v (%+v)", trial, seq, expecters, ambiguous, windows)
+			}
+			if ambiguous {
+				wantAmbiguous++
+			}
+		}
+		for k := range windows {
+			if got := windows[k].expected(sent, last); got != wantExpected[k] {
+				t.Fatalf("trial %d: window %d %+v expects %d, counted one by one %d", trial, k, windows[k], got, wantExpected[k])
+			}
+		}
+		if got := cleanAmbiguousCount(windows, sent); got != wantAmbiguous {
+			t.Fatalf("trial %d: %d ambiguous, counted one by one %d (%+v)", trial, got, wantAmbiguous, windows)
+		}
+	}
+}
