@@ -71,7 +71,9 @@ package runner
 //     those (TestCleanFenceOrder: read after 64 of 300 at MQTT 5).
 //
 // The fence chosen is therefore a delivery itself: a QoS 1 PUBLISH by the
-// leaving subscriber on a topic only it subscribes to. Both brokers queue a
+// leaving subscriber on a topic only it subscribes to, under $mqplan/ so
+// that no plan filter matches it (# does not match a topic starting with
+// $, [MQTT-4.7.2-1]; both brokers let a client publish there). Both brokers queue a
 // client's deliveries first in, first out (mochi's outbound channel, with
 // the send quota disabled by package broker's sendQuotaHook; Mosquitto's
 // session queue, which releases held deliveries in order), so the fence
@@ -289,4 +291,5 @@ func cleanAmbiguousCount(windows []cleanWindow, sent func(lo, hi uint32) int64) 
 // overflow makes the run INCOMPLETE), and counts an ambiguous first
 // delivery apart from received. The run's end adds cleanAmbiguousCount
 // per pair to churn.ambiguous. The fence needs one more subscription per
-// clean churning client, on a topic no plan filter matches.
+// clean churning client ($mqplan/fence/<client id>), and the broker's
+// sent count one more delivery per leave.

@@ -26,6 +26,10 @@ import (
 // sends a PINGREQ at the same point and logs how many deliveries preceded
 // its PINGRESP: on Mosquitto at MQTT 5 the PINGRESP overtakes the held
 // deliveries, which is why a PINGREQ is not the fence.
+//
+// The fence topic starts with $ so that no plan filter can match it: a
+// client subscribed to # beside them gets the data and never the fence
+// ([MQTT-4.7.2-1]), and both brokers let a client publish there.
 func TestCleanFenceOrder(t *testing.T) {
 	const n = 300
 	embedded := func(t *testing.T) string {
@@ -66,7 +70,7 @@ func TestCleanFenceOrder(t *testing.T) {
 			hold := make(chan struct{})
 			var held atomic.Bool
 			sub, err := mqttc.Dial(ctx, targets[0], opts("fence-sub"), now, mqttc.Handlers{Message: func(topic, _ []byte, _ bool) {
-				if string(topic) == "fence/fence-sub" {
+				if string(topic) == "$mqplan/fence/fence-sub" {
 					fenceAt.Store(read.Load())
 					return
 				}
@@ -79,8 +83,26 @@ func TestCleanFenceOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(sub.Close)
-			subs := []mqttc.Subscription{{Filter: "fence/data", QoS: 1}, {Filter: "fence/fence-sub", QoS: 1}}
+			subs := []mqttc.Subscription{{Filter: "fence/data", QoS: 1}, {Filter: "$mqplan/fence/fence-sub", QoS: 1}}
 			if _, err := sub.Subscribe(ctx, subs); err != nil {
+				t.Fatal(err)
+			}
+			var watched, watchedFences atomic.Int64
+			watcher, err := mqttc.Dial(ctx, targets[0], opts("fence-watcher"), now, mqttc.Handlers{Message: func(topic, _ []byte, _ bool) {
+				switch string(topic) {
+				case "$mqplan/fence/fence-sub":
+					watchedFences.Add(1)
+				case "fence/done":
+					watched.Store(-1 << 40)
+				default:
+					watched.Add(1)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(watcher.Close)
+			if _, err := watcher.Subscribe(ctx, []mqttc.Subscription{{Filter: "#", QoS: 1}}); err != nil {
 				t.Fatal(err)
 			}
 			pub, err := mqttc.Dial(ctx, targets[0], opts("fence-pub"), now, mqttc.Handlers{})
@@ -97,7 +119,7 @@ func TestCleanFenceOrder(t *testing.T) {
 			wait.Until(t, "the publisher's acknowledgements", func() bool { return pub.Pending() == 0 })
 			wait.Until(t, "the first delivery", held.Load)
 			sub.Probe()
-			if err := sub.Publish(ctx, "fence/fence-sub", 1, false, []byte("fence"), 1); err != nil {
+			if err := sub.Publish(ctx, "$mqplan/fence/fence-sub", 1, false, []byte("fence"), 1); err != nil {
 				t.Fatal(err)
 			}
 			close(hold)
@@ -110,6 +132,15 @@ func TestCleanFenceOrder(t *testing.T) {
 			})
 			if got := fenceAt.Load(); got != n {
 				t.Errorf("the fence came back after %d of the %d deliveries acknowledged before it was sent", got, n)
+			}
+			// A marker published after the fence came back reaches the
+			// watcher behind the fence, had it been routed there.
+			if err := pub.Publish(ctx, "fence/done", 1, false, payload, n+1); err != nil {
+				t.Fatal(err)
+			}
+			wait.Until(t, "the marker at the # subscriber", func() bool { return watched.Load() < 0 })
+			if got := watchedFences.Load(); got != 0 {
+				t.Errorf("the # subscriber got %d fences", got)
 			}
 			t.Logf("PINGRESP read after at most %d of %d deliveries acknowledged before the PINGREQ", pingAt, n)
 		})
