@@ -37,11 +37,12 @@ import (
 // requires clean_start: false, a session expiry that outlasts the away
 // time, and QoS 1 or 2 on every subscription and every message that
 // reaches it), so the broker queues what it misses and every message stays
-// expected: the expectations do not change with churn. Subscribers with a
-// clean session across churn are refused for now (see checkChurn): which
-// messages published around the moment a clean session leaves or comes
-// back reach it depends on the broker's order, and that accounting is not
-// built yet.
+// expected: the expectations do not change with churn. A subscriber with
+// a clean session (clean_start: true) subscribes again on each return, and
+// what is published while it is away is not expected; around its leaves
+// and returns, the runner decides from observable events which messages
+// are expected and which are ambiguous (runner/clean_boundary.go), which
+// needs QoS 1 or 2 and publishers on a schedule (checkChurnQoS).
 //
 // The same timetable type serves a random lifetime (sessions_random.go)
 // and a stage's clients (stage_clients.go), which keep their leaves, and
@@ -348,9 +349,6 @@ func checkChurn(p *Plan) Errors {
 		if len(g.Subscribe) == 0 {
 			continue
 		}
-		if g.CleanStart {
-			bad(key, "of a subscribing group with clean_start: true is not supported yet: which messages published around the moment a clean session leaves or comes back reach it depends on the broker's order, and that accounting is not built; set clean_start: false (the broker keeps the session and queues what it misses)")
-		}
 		if g.Protocol >= 5 && !g.CleanStart && g.SessionExpiry < c.Away+p.Broker.ConnectTimeout {
 			bad(key, "needs the session to outlast the time away: session_expiry (%s) must be at least away + broker.connect_timeout (%s), or the broker may drop the session and what it queued", g.SessionExpiry, c.Away+p.Broker.ConnectTimeout)
 		}
@@ -397,10 +395,22 @@ func checkChurnQoS(prog *Program) Errors {
 	for i := range prog.Clients {
 		c := &prog.Clients[i]
 		pub := c.Publish
-		if pub == nil || pub.QoS > 0 {
+		if pub == nil || pub.QoS > 0 && !pub.Max {
 			continue
 		}
 		for _, gi := range churning {
+			if pub.QoS > 0 {
+				// publish.rate: max: its sends have no schedule, which
+				// a clean churning subscriber's windows are counted on.
+				if pub.ExpectedByGroup[gi] == 0 || !prog.Plan.Groups[gi].CleanStart || seen[[2]int{c.Group, gi}] {
+					continue
+				}
+				seen[[2]int{c.Group, gi}] = true
+				pg := &prog.Plan.Groups[c.Group]
+				errs = append(errs, &Error{Pos: pg.Publish.Pos, Path: "groups[" + strconv.Itoa(c.Group) + "].publish.rate",
+					Msg: fmt.Sprintf("max is not supported yet with group %s's messages reaching %s, a churning group with a clean session: what its session windows expect is counted on the publisher's schedule, which a closed loop does not have; give a rate", pg.Name, prog.Groups[gi].Name)})
+				continue
+			}
 			if pub.ExpectedByGroup[gi] == 0 || seen[[2]int{c.Group, gi}] {
 				continue
 			}

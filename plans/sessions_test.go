@@ -147,7 +147,6 @@ func TestChurnPlanErrors(t *testing.T) {
 		{name: "lifetime and churn together", groups: "  - {name: a, lifetime: 1s, churn: 1/s}\n", want: "set either lifetime or churn, not both"},
 		{name: "away alone", groups: "  - {name: a, away: 1s}\n", want: "groups[0].away: is the time a churning client stays disconnected"},
 		{name: "churn faster than away allows", groups: "  - {name: a, count: 2, churn: 4/s, away: 1s}\n", want: "each would be away longer than connected"},
-		{name: "clean subscriber", groups: "  - {name: a, lifetime: 1s, subscribe: {topic: t, qos: 1}}\n", want: "clean_start: true is not supported yet"},
 		{name: "short session expiry", groups: "  - {name: a, lifetime: 1s, away: 1s, clean_start: false, session_expiry: 5s, subscribe: {topic: t, qos: 1}}\n", want: "session_expiry (5s) must be at least away + broker.connect_timeout (11s)"},
 		{name: "QoS 0 subscription", groups: "  - {name: a, lifetime: 1s, clean_start: false, session_expiry: 1h, subscribe: {topic: t, qos: 0}}\n", want: "groups[0].subscribe[0].qos: must be 1 or 2 in a churning group"},
 		{name: "shared subscription", groups: "  - {name: a, lifetime: 1s, clean_start: false, session_expiry: 1h, subscribe: {topic: $share/s/t, qos: 1}}\n", want: "a shared subscription in a churning group is not supported yet"},
@@ -169,17 +168,28 @@ func TestChurnPlanErrors(t *testing.T) {
 	}
 }
 
-func TestChurnQoS0PublisherRefused(t *testing.T) {
-	plan := "duration: 10s\ngroups:\n" +
-		"  - {name: sub, lifetime: 2s, clean_start: false, session_expiry: 1h, subscribe: {topic: t/+, qos: 1}}\n" +
-		"  - {name: pub, publish: {topic: t/%i, every: 1s, qos: 0}}\n"
-	p, err := LoadBytes("x.yaml", []byte(plan), LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Compile(p, CompileOptions{})
-	if err == nil || !strings.Contains(err.Error(), "groups[1].publish.qos: must be 1 or 2: group pub's messages reach the churning group sub") {
-		t.Fatalf("error %v", err)
+func TestChurnPublisherRefused(t *testing.T) {
+	for _, tc := range []struct{ name, sub, pub, want string }{
+		{name: "QoS 0 to a kept session", sub: "clean_start: false, session_expiry: 1h", pub: "every: 1s, qos: 0",
+			want: "groups[1].publish.qos: must be 1 or 2: group pub's messages reach the churning group sub"},
+		{name: "QoS 0 to a clean session", sub: "clean_start: true", pub: "every: 1s, qos: 0",
+			want: "groups[1].publish.qos: must be 1 or 2: group pub's messages reach the churning group sub"},
+		{name: "closed loop to a clean session", sub: "clean_start: true", pub: "rate: max, qos: 1",
+			want: "groups[1].publish.rate: max is not supported yet with group pub's messages reaching sub, a churning group with a clean session"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := "duration: 10s\ngroups:\n" +
+				"  - {name: sub, lifetime: 2s, " + tc.sub + ", subscribe: {topic: t/+, qos: 1}}\n" +
+				"  - {name: pub, publish: {topic: t/%i, " + tc.pub + "}}\n"
+			p, err := LoadBytes("x.yaml", []byte(plan), LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Compile(p, CompileOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -26,13 +26,23 @@ import (
 // received go out before DISCONNECT (mqttc.Conn.Leave), so a kept session
 // is sent again only what it never handed over. A client whose connection
 // was already lost is left as it is: its loss is counted as such.
+//
+// A clean subscriber first sends its fence and waits for it, and closes
+// its session window once its reader stopped (clean_run.go).
 func (r *run) leave(c *client) {
+	fenced := c.clean != nil && c.ready.Load() && r.cleanFence(c)
 	if !c.ready.CompareAndSwap(true, false) {
+		if c.clean != nil {
+			r.cleanClose(c, false)
+		}
 		return
 	}
 	r.connected.Add(-1)
 	r.groupConns[c.plan.Group].connected.Add(-1)
 	c.live.Load().Leave(r.timeout)
+	if c.clean != nil {
+		r.cleanClose(c, fenced)
+	}
 	r.rec.recordEvent(c.plan.Index, r.current(), c.plan.Group, evChurnDisconnect, 0)
 }
 
@@ -42,12 +52,16 @@ func (r *run) leave(c *client) {
 // lost, as far as the broker is concerned. A client that cannot connect is
 // down (clients.lost unless a later planned return succeeds).
 func (r *run) comeBack(ctx context.Context, c *client) bool {
-	if !r.dial(ctx, c) {
-		if !c.lost.Swap(true) {
-			r.down.Add(1)
-			r.groupConns[c.plan.Group].down.Add(1)
-			c.lostPhase.Store(uint32(r.current()))
+	if c.clean != nil {
+		if !r.cleanReturn(ctx, c) {
+			r.down1(c)
+			return false
 		}
+		r.rec.recordEvent(c.plan.Index, r.current(), c.plan.Group, evChurnReconnect, 0)
+		return true
+	}
+	if !r.dial(ctx, c) {
+		r.down1(c)
 		return false
 	}
 	mc := c.live.Load()
@@ -57,6 +71,16 @@ func (r *run) comeBack(ctx context.Context, c *client) bool {
 		r.subscribe(ctx, c)
 	}
 	return true
+}
+
+// down1 counts c down after a planned return failed (clients.lost unless
+// a later one succeeds).
+func (r *run) down1(c *client) {
+	if !c.lost.Swap(true) {
+		r.down.Add(1)
+		r.groupConns[c.plan.Group].down.Add(1)
+		c.lostPhase.Store(uint32(r.current()))
+	}
 }
 
 // churnCycle is client c's k-th planned leave and return, offsets from

@@ -4,8 +4,9 @@ package runner
 // decides, from observable events only, whether a message published around
 // the moment a clean subscriber leaves or comes back is expected by that
 // subscriber, not expected, or ambiguous. This file holds the rule and its
-// design; the runner does not use it yet (plans still refuse a churning
-// subscribing group with a clean session, plans/sessions.go checkChurn).
+// design; clean_run.go wires it into a run (subscribing groups moved by
+// stage clients: with a clean session are still refused,
+// plans/stage_clients.go).
 //
 // A clean subscriber that leaves loses its subscriptions with its session,
 // and subscribes again when it comes back: what is published while it is
@@ -279,17 +280,5 @@ func cleanAmbiguousCount(windows []cleanWindow, sent func(lo, hi uint32) int64) 
 	return n
 }
 
-// What wiring this into a run takes (not built): the publisher stores
-// written before each write and keeps acked from its acknowledgements (a
-// prefix over a small window, as stream does); it books at send only the
-// subscribers that are not clean and churning, and a clean subscriber's
-// window books its expected when it closes (cleanWindow.expected, split by
-// phase and stage through the schedule). A subscriber reads r, w, a, x of
-// each publisher that reaches it (a list per client, made once at start)
-// at its four events, publishes w to its reader before it classifies the
-// deliveries of the window (those read before are held in a bounded list;
-// overflow makes the run INCOMPLETE), and counts an ambiguous first
-// delivery apart from received. The run's end adds cleanAmbiguousCount
-// per pair to churn.ambiguous. The fence needs one more subscription per
-// clean churning client ($mqplan/fence/<client id>), and the broker's
-// sent count one more delivery per leave.
+// clean_run.go wires these into a run: where the counters are kept, read
+// and booked is written there.

@@ -77,6 +77,16 @@ type client struct {
 	// publisher's retain flag, so the flag does not tell a replayed
 	// retained message from a live delivery.
 	retainAsPublished bool
+	// clean is the state of a subscriber of a churning group with a
+	// clean session, cleanPub the counters a publisher shows the clean
+	// subscribers it reaches (clean_run.go); nil otherwise.
+	clean    *cleanSub
+	cleanPub *cleanPub
+	// expected and expectedBy are a publisher's Expected and
+	// ExpectedByGroup less its clean churning subscribers, whose
+	// windows book their own expected deliveries (clean_run.go).
+	expected   int64
+	expectedBy []int
 	// req is the client's request/response state, nil when it neither
 	// requests nor responds (reqresp.go).
 	req *reqState

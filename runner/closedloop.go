@@ -76,7 +76,7 @@ func (r *run) publishMax(ctx context.Context, c *client, start int64) {
 	}
 	w := newPayloadWriter(pub)
 	key := plans.PayloadKey{Seed: r.checks.seed, Pub: uint32(pc.Index)}
-	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup, closed: true}
+	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: c.expected, expectedBy: c.expectedBy, closed: true}
 	for k := 0; k < limit; k++ {
 		c.next = k
 		if !c.ready.Load() && !r.awaitReconnect(ctx, c) {

@@ -531,7 +531,9 @@ func (r *run) crossCheck(st *stats.Stats) {
 		}
 		written += t.Sent
 	}
-	written += r.resent.Load()
+	written += r.resent.Load() + r.fences.Load()
+	delivered += r.fencesBack.Load()
+	deliveredAll += r.fencesBack.Load()
 	answersSent, answersDelivered, answersAll := answerCounts(st)
 	written += answersSent
 	delivered += answersDelivered
@@ -599,7 +601,7 @@ func (r *run) mosquittoCounted(st *stats.Stats) int64 {
 		}
 	}
 	answers, _, _ := answerCounts(st)
-	return n + r.resentCounted.Load() + answers
+	return n + r.resentCounted.Load() + r.fences.Load() + answers
 }
 
 // checkPair notes when a cumulative counter's delta differs from mqplan's

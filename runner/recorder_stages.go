@@ -213,7 +213,7 @@ func (r *recorder) mergeStages() []stats.Metrics {
 // forms per stage the span touches, never per message. r.unsentMu must be
 // held (recordUnsentSpan).
 func (r *run) recordStageUnsentSpan(c *client, lo, hi time.Duration) {
-	prog, pub := r.prog, c.plan.Publish
+	prog := r.prog
 	for i := max(0, prog.StageOf(lo)); i < len(prog.Stages); i++ {
 		sp := &prog.Stages[i]
 		if sp.Start >= hi {
@@ -224,7 +224,7 @@ func (r *run) recordStageUnsentSpan(c *client, lo, hi time.Duration) {
 			continue
 		}
 		n := int64(prog.Sends(c.plan, a, b))
-		r.rec.recordStageUnsent(c.plan.Index, i, n, int64(pub.Expected))
+		r.rec.recordStageUnsent(c.plan.Index, i, n, c.expected)
 	}
 }
 

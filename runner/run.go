@@ -147,7 +147,14 @@ type run struct {
 	// resentCounted counts those of them at QoS 1 without the retain
 	// flag: the ones Mosquitto's publish/messages/received counts.
 	resentCounted atomic.Int64
-	timeout       time.Duration
+	// fences counts the fences clean subscribers published, fencesBack
+	// those that came back (clean_run.go); cleanOverflow is set when a
+	// clean subscriber held more deliveries than it may, and cleanWhy
+	// says why the clean accounting is incomplete, if it is.
+	fences, fencesBack atomic.Int64
+	cleanOverflow      atomic.Bool
+	cleanWhy           string
+	timeout            time.Duration
 
 	phase     atomic.Uint32
 	pubStart  atomic.Int64 // ns since epoch when warmup starts
@@ -291,6 +298,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		}
 		r.clients[i] = c
 	}
+	r.setupClean()
 
 	if r.procs, err = newProcSamplers(prog.Plan.Broker.Metrics); err != nil {
 		st.Incomplete = err.Error()
@@ -503,6 +511,9 @@ func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 	r.setPhase(phase.Disconnect)
 	r.disconnectAll()
 	r.phaseEnd[phase.Disconnect] = r.at()
+	if incomplete == "" {
+		incomplete = r.cleanWhy
+	}
 	return incomplete
 }
 
@@ -597,6 +608,12 @@ func (r *run) connect(ctx context.Context, c *client, t mqttc.Target) {
 	}
 	h := mqttc.Handlers{
 		Acked: func(a mqttc.Ack) {
+			if a.Token == fenceToken {
+				return // a clean subscriber's fence (clean_run.go)
+			}
+			if cp := c.cleanPub; cp != nil && uint32(a.Token) > cp.acked.Load() {
+				cp.acked.Store(uint32(a.Token))
+			}
 			ph, _ := r.sentAsAt(pc.Publish, c.ackCursor(), a.Token)
 			r.rec.recordAck(pc.Index, ph, group, a.Latency, a.Reason.Failed())
 			if pc.Publish != nil && pc.Publish.Max {
@@ -655,6 +672,13 @@ func (r *run) dial(ctx context.Context, c *client) bool {
 	if old != nil {
 		r.resume(c, old, mc)
 		c.abandoned = old.TakeUnacked(c.abandoned)
+		if cp := c.cleanPub; cp != nil {
+			for _, tok := range c.abandoned {
+				if ab := cp.abandoned.Load(); ab == 0 || uint32(tok) < ab {
+					cp.abandoned.Store(uint32(tok))
+				}
+			}
+		}
 	}
 	if mc.SharedSubsUnavailable() && c.share != nil {
 		r.note("the broker says shared subscriptions are not available (CONNACK Shared Subscription Available = 0): the $share subscriptions will be refused or receive nothing")
@@ -794,18 +818,26 @@ func (r *run) subscribeAll(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r.subscribe(ctx, c)
+			ok := r.subscribe(ctx, c)
+			if c.clean != nil {
+				r.cleanOpened(c, ok)
+			}
 		}()
 	}
 	wg.Wait()
 }
 
-func (r *run) subscribe(ctx context.Context, c *client) {
+// subscribe sends c's subscriptions (a clean churning subscriber's fence
+// among them, clean_run.go) and reports whether all were granted.
+func (r *run) subscribe(ctx context.Context, c *client) bool {
 	pc := c.plan
-	subs := make([]mqttc.Subscription, len(pc.Subscriptions))
+	subs := make([]mqttc.Subscription, len(pc.Subscriptions), len(pc.Subscriptions)+1)
 	for i, sub := range pc.Subscriptions {
 		subs[i] = mqttc.Subscription{Filter: sub.Filter, QoS: sub.QoS,
 			NoLocal: sub.NoLocal, RetainAsPublished: sub.RetainAsPublished, RetainHandling: sub.RetainHandling}
+	}
+	if c.clean != nil {
+		subs = append(subs, mqttc.Subscription{Filter: c.clean.fenceTopic, QoS: 1})
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -815,10 +847,10 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 	if err != nil {
 		r.rec.recordEvent(pc.Index, ph, pc.Group, evSubscribeFailed, 0)
 		r.fail(pc, fmt.Errorf("subscribe %s: %w", pc.ID, cleanErr(err)))
-		return
+		return false
 	}
 	r.rec.recordSubscribe(pc.Index, ph, pc.Group, r.at()-t0)
-	granted, downgraded := false, false
+	granted, downgraded, all := false, false, len(reasons) == len(subs)
 	gg := &r.groups[pc.Group]
 	for i, code := range reasons {
 		f := "?"
@@ -826,9 +858,13 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 		if i < len(pc.Subscriptions) {
 			f, asked = pc.Subscriptions[i].Filter, pc.Subscriptions[i].QoS
 		}
+		if i == len(pc.Subscriptions) && c.clean != nil {
+			f = c.clean.fenceTopic
+		}
 		if code.Failed() {
 			r.rec.recordEvent(pc.Index, ph, pc.Group, evSubscribeFailed, 0)
 			r.fail(pc, fmt.Errorf("subscribe %s to %q refused: %s", pc.ID, f, code))
+			all = false
 			continue
 		}
 		granted = true
@@ -857,6 +893,7 @@ func (r *run) subscribe(ctx context.Context, c *client) {
 	if granted && !c.subscribed.Swap(true) {
 		r.subscribed.Add(1)
 	}
+	return all
 }
 
 // groupGrants is what the broker granted one group's clients: QoS
@@ -1073,6 +1110,7 @@ func (r *run) publishPhases(ctx context.Context) {
 	}
 	stop()
 	r.releaseWriters(pubs, finished)
+	r.cleanPublishingOver()
 	r.setPhase(phase.Drain)
 	r.countUnsent(cutoff)
 	drain := prog.Drain - (r.at() - r.phaseStart[phase.Drain])
@@ -1191,12 +1229,12 @@ func (r *run) recordUnsentSpan(c *client, lo, hi time.Duration) {
 	if lo >= hi {
 		return
 	}
-	prog, pub := r.prog, c.plan.Publish
+	prog := r.prog
 	bounds := [...]time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
 	for i := 0; i < 3; i++ {
 		a, b := max(lo, bounds[i]), min(hi, bounds[i+1])
 		n := int64(prog.Sends(c.plan, a, b)) // a churning publisher's away windows are not due
-		r.rec.recordUnsent(c.plan.Index, phase.Warmup+phase.Phase(i), c.plan.Group, n, int64(pub.Expected), pub.ExpectedByGroup)
+		r.rec.recordUnsent(c.plan.Index, phase.Warmup+phase.Phase(i), c.plan.Group, n, c.expected, c.expectedBy)
 	}
 	r.recordStageUnsentSpan(c, lo, hi)
 	c.unsentTo = hi
@@ -1299,7 +1337,8 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 	}()
 	w := newPayloadWriter(pub)
 	key := plans.PayloadKey{Seed: r.checks.seed, Pub: uint32(pc.Index)}
-	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: int64(pub.Expected), expectedBy: pub.ExpectedByGroup}
+	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: c.expected, expectedBy: c.expectedBy}
+	cp := c.cleanPub // nil unless a clean churning subscriber reads it
 	// A churning publisher leaves and comes back between two messages
 	// (churn.go), and skips the messages due while it is away: they are
 	// not in its timetable (plans.Sessions).
@@ -1326,7 +1365,11 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			return
 		}
 		if back, away := churn.Back(slot, off); away {
+			from := k
 			k = pub.Schedule.Messages(0, back) - 1 // the first message due once back
+			if cp != nil {
+				cp.skip(uint32(from), uint32(k+1))
+			}
 			continue
 		}
 		intended := start + int64(off)
@@ -1359,6 +1402,9 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		buf, props := w.fill(r.pattern, pc, key)
 		rec.bytes = int64(len(buf))
 		// The token is the message's sequence number: sentAs maps it back.
+		if cp != nil {
+			cp.written.Store(uint32(k + 1))
+		}
 		var err error
 		if pub.ResponseTopic != "" {
 			err = c.publishRequest(ctx, buf, k)
@@ -1366,6 +1412,9 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			err = c.live.Load().PublishProps(ctx, pub.Topic, pub.QoS, pub.Retain, props, buf, mqttc.Token(k+1))
 		}
 		if err != nil {
+			if cp != nil {
+				cp.skip(uint32(k), uint32(k+1))
+			}
 			if ctx.Err() != nil {
 				return // stopped while waiting or writing: not sent
 			}
@@ -1450,6 +1499,10 @@ func (r *run) receive(c *client, payload []byte, retained bool) {
 func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 	now := r.now()
 	pc := c.plan
+	if c.clean != nil && c.clean.isFence(payload) {
+		r.cleanFenceBack(c)
+		return
+	}
 	h, place := r.checks.findHeader(props, payload)
 	ok := place != placeNone && place != placeBroken
 	clients := r.prog.Clients
@@ -1502,6 +1555,10 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 		r.rec.recordUnexpected(pc.Index, ph, pc.Group)
 		return
 	}
+	if st := c.lastStream; c.clean != nil && st != nil && st.peer > 0 && (d.kind == deliveryFirst || d.kind == deliveryOutOfOrder) {
+		r.cleanDeliver(c, st.peer-1, h.seq, d)
+		return
+	}
 	r.rec.recordReceive(pc.Index, d)
 }
 
@@ -1535,6 +1592,11 @@ func (r *run) observe(c *client, h header, ph phase.Phase, inStage int) delivery
 		if st == nil {
 			own, shared := r.matches(c, h.pub)
 			st = &stream{extra: uint8(min(max(own-1, 0), 255)), unexpected: !r.listenOnly && own+shared == 0}
+			if c.clean != nil {
+				if i, ok := c.clean.slot[h.pub]; ok {
+					st.peer = i + 1
+				}
+			}
 			c.streams[h.pub] = st
 		}
 		c.lastPub, c.lastStream = h.pub, st
@@ -1614,6 +1676,7 @@ func (r *run) disconnectAll() {
 // subscribers' streams needs every reader stopped; when one could not be
 // stopped in time those deliveries stay counted as the broker's loss.
 func (r *run) settle(readersDone bool) {
+	r.cleanWhy = r.cleanSettle()
 	for _, c := range r.clients {
 		if c.live.Load() != nil && c.lost.Load() {
 			r.rec.recordEvent(c.plan.Index, phase.Phase(c.lostPhase.Load()), c.plan.Group, evClientLost, 0)
@@ -1690,12 +1753,13 @@ func (r *run) settle(readersDone bool) {
 					seen[h.group]++
 				}
 			}
-			for g, want := range pub.ExpectedByGroup {
+			for g, want := range c.expectedBy {
 				if n := int64(want) - seen[g]; n > 0 {
 					r.rec.recordLostUnacked(ph, c.plan.Group, g, n)
 					r.rec.recordStageLostUnacked(stage, n)
 				}
 			}
+			r.cleanLostUnacked(c, tok, ph, stage)
 		}
 	}
 }

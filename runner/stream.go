@@ -36,6 +36,9 @@ type stream struct {
 	// publisher's topic, so the plan implies no delivery on this stream
 	// and none is counted as received (see stats.Metrics.Unexpected).
 	unexpected bool
+	// peer is 1 + the publisher's index in a clean subscriber's peers
+	// (clean_run.go), 0 for any other stream.
+	peer int32
 }
 
 // delivery classifies one delivery of sequence seq (1-based).

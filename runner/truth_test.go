@@ -18,8 +18,12 @@ import (
 // msgKey names one measured message: its publisher and sequence number.
 type msgKey struct{ pub, seq uint32 }
 
-// keyOf reads a measured message's key from its payload.
+// keyOf reads a measured message's key from its payload. A clean
+// subscriber's fence (clean_run.go) is not one.
 func keyOf(payload []byte) (msgKey, bool) {
+	if strings.HasPrefix(string(payload), fencePrefix) {
+		return msgKey{}, false
+	}
 	h, ok := decodeHeader(payload)
 	return msgKey{h.pub, h.seq}, ok && h.seq != 0
 }

@@ -87,6 +87,14 @@ type Metrics struct {
 	// and new sessions of groups with lifetime or churn: apart from
 	// Disconnects and Reconnects, which stay unplanned drops and recoveries.
 	ChurnDisconnects, ChurnReconnects int64
+	// ChurnAmbiguous counts, for a subscribing group with a clean session
+	// across churn, the deliveries at the edges of its session windows
+	// whose fate the broker's order decides (published while the session
+	// was being made or ended): neither expected nor lost, so Lost never
+	// blames the broker for mqplan's own leave and return.
+	// ChurnAmbiguousReceived counts those that arrived (first deliveries
+	// only: a second one is a duplicate); they are not in Received.
+	ChurnAmbiguous, ChurnAmbiguousReceived int64
 	// QoSDowngrades counts what the broker granted below what the plan
 	// asked: clients granted a lower QoS than asked on a subscription (in
 	// the subscribe phase), and QoS 2 publishes acknowledged with PUBACK,
@@ -164,6 +172,8 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.Reconnects += o.Reconnects
 	m.ChurnDisconnects += o.ChurnDisconnects
 	m.ChurnReconnects += o.ChurnReconnects
+	m.ChurnAmbiguous += o.ChurnAmbiguous
+	m.ChurnAmbiguousReceived += o.ChurnAmbiguousReceived
 	m.ClientsLost += o.ClientsLost
 	m.QoSDowngrades += o.QoSDowngrades
 	m.ConnectAttempts += o.ConnectAttempts
