@@ -147,6 +147,12 @@ const (
 	ChurnDisconnects Name = "churn.disconnects"
 	// ChurnReconnects counts the new sessions of lifetime or churn.
 	ChurnReconnects Name = "churn.reconnects"
+	// ChurnAmbiguous counts the deliveries to clean churning subscribers
+	// that the broker's order decides (published as a session was being
+	// made or ended): neither expected nor lost.
+	ChurnAmbiguous Name = "churn.ambiguous"
+	// ChurnAmbiguousReceived counts those that arrived (not in received).
+	ChurnAmbiguousReceived Name = "churn.ambiguous_received"
 	// QoSDowngrades counts subscriptions and QoS 2 publishes granted a
 	// lower QoS than asked.
 	QoSDowngrades Name = "qos_downgrades"
@@ -369,6 +375,8 @@ var catalogue = []Metric{
 	{Name: Reconnects, Kind: Count, Help: "reconnections"},
 	{Name: ChurnDisconnects, Kind: Count, Help: "planned disconnections of lifetime or churn (not in disconnects); only in a plan that churns"},
 	{Name: ChurnReconnects, Kind: Count, Help: "planned reconnections of lifetime or churn (not in reconnects; their CONNECTs are in connect.*); only in a plan that churns"},
+	{Name: ChurnAmbiguous, Kind: Count, Help: "deliveries to subscribers with a clean session across churn published as a session was being made or ended, whose fate the broker's order decides: neither expected nor lost; only with such subscribers"},
+	{Name: ChurnAmbiguousReceived, Kind: Count, Help: "the churn.ambiguous deliveries that arrived (first deliveries; not in received); only with such subscribers"},
 	{Name: QoSDowngrades, Kind: Count, Help: "subscriptions granted a lower QoS than asked (one per client) and QoS 2 publishes acknowledged as QoS 1"},
 	{Name: ClientsLost, Kind: Count, Help: "clients whose connection dropped and did not come back before the run ended"},
 	{Name: LagP99, Kind: Duration, Help: "how far sends fell behind their schedule, 99th percentile"},

@@ -13,7 +13,7 @@ func TestMetricsCatalogue(t *testing.T) {
 	want := []string{"sent", "acked", "expected", "received", "lost", "loss_rate", "duplicates", "dup_rate",
 		"out_of_order", "ooo_rate", "corrupted", "send_rate", "recv_rate", "sent_bytes", "received_bytes",
 		"connect.attempts", "connect.ok", "connect.failed", "connect.mean", "connect.p50", "connect.p99", "connect.max",
-		"subscribe.mean", "subscribe.p99", "subscribe.max", "errors", "disconnects", "reconnects", "churn.disconnects", "churn.reconnects",
+		"subscribe.mean", "subscribe.p99", "subscribe.max", "errors", "disconnects", "reconnects", "churn.disconnects", "churn.reconnects", "churn.ambiguous", "churn.ambiguous_received",
 		"lag.p99", "lag.max", "late_rate",
 		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "clients.lost", "overlap_copies", "qos_downgrades", "unexpected",
 		"broker.cpu.max", "broker.cpu.mean", "broker.rss.max", "self.cpu.max", "self.rss.max",

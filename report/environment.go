@@ -80,9 +80,10 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 	}
 
 	listen := listenOnly(p)
-	churns := false
+	churns, clean := false, false
 	for i := range groups {
 		churns = churns || p.Churns(&groups[i])
+		clean = clean || cleanChurns(p, &groups[i])
 	}
 	rateWindow := func(m *stats.Metrics) time.Duration {
 		if w := m.ReceiveWindow(); listen && w > 0 {
@@ -92,7 +93,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 	}
 
 	m := threshold.Measured{
-		Top:    metricSet(view{msg: &steadyTotal, conn: &runConn, dur: rateWindow(&steadyTotal), subscriberView: true, churns: churns}),
+		Top:    metricSet(view{msg: &steadyTotal, conn: &runConn, dur: rateWindow(&steadyTotal), subscriberView: true, churns: churns, clean: clean}),
 		Groups: make(map[string]metric.Set, len(groups)),
 		Phases: make(map[string]metric.Set, phase.Count),
 	}
@@ -106,7 +107,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		// A group that subscribes is judged by the deliveries to its
 		// clients; a pure publisher by the deliveries of its messages.
 		m.Groups[g.Name] = metricSet(view{msg: &gm, conn: &groupConn[gi], dur: rateWindow(&gm),
-			subscriberView: receives(&g) || g.Publish == nil, churns: p.Churns(&g)})
+			subscriberView: receives(&g) || g.Publish == nil, churns: p.Churns(&g), clean: cleanChurns(p, &g)})
 	}
 	for _, p := range phase.All {
 		var pm stats.Metrics
@@ -115,7 +116,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 			pm = ph.Total
 			dur = ph.Duration()
 		}
-		m.Phases[p.String()] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true, churns: churns})
+		m.Phases[p.String()] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true, churns: churns, clean: clean})
 	}
 	m.Stages = stageSets(st)
 	return m
@@ -182,8 +183,15 @@ type view struct {
 	// the scope's messages, for a pure publishing group).
 	subscriberView bool
 	// churns: the scope has clients with lifetime or churn, so the
-	// churn.* counts are measured (absent elsewhere).
-	churns bool
+	// churn.* counts are measured (absent elsewhere); clean: among them
+	// subscribers with a clean session, so churn.ambiguous* are.
+	churns, clean bool
+}
+
+// cleanChurns reports whether g is a subscribing group that churns with a
+// clean session (runner/clean_run.go).
+func cleanChurns(p *plans.Plan, g *plans.Group) bool {
+	return g.CleanStart && len(g.Subscribe) > 0 && p.Churns(g)
 }
 
 // metricSet fills every catalogue metric that has a value in v, converted to
@@ -297,6 +305,10 @@ func (v view) value(name metric.Name) (any, bool) {
 		return c.ChurnDisconnects, v.churns
 	case metric.ChurnReconnects:
 		return c.ChurnReconnects, v.churns
+	case metric.ChurnAmbiguous:
+		return m.ChurnAmbiguous, v.clean
+	case metric.ChurnAmbiguousReceived:
+		return m.ChurnAmbiguousReceived, v.clean
 	case metric.ClientsLost:
 		return c.ClientsLost, true
 	case metric.QoSDowngrades:

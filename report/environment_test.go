@@ -507,14 +507,20 @@ func TestEnvironmentChurn(t *testing.T) {
 			if tc.churns {
 				p.Groups[0].Churn = &plans.Churn{Lifetime: time.Second}
 			}
-			m := Environment(p, st)
-			for _, name := range []metric.Name{metric.ChurnDisconnects, metric.ChurnReconnects} {
-				_, top := m.Top[name]
-				_, steady := m.Phases["steady"][name]
-				_, sub := m.Groups["sub"][name]
-				_, pub := m.Groups["pub"][name]
-				if top != tc.churns || steady != tc.churns || sub != tc.churns || pub {
-					t.Errorf("%s present: top %v, steady %v, group sub %v, group pub %v", name, top, steady, sub, pub)
+			for _, clean := range []bool{false, true} {
+				p.Groups[0].CleanStart = clean
+				m := Environment(p, st)
+				for _, name := range []metric.Name{metric.ChurnDisconnects, metric.ChurnReconnects, metric.ChurnAmbiguous, metric.ChurnAmbiguousReceived} {
+					// churn.ambiguous* only where a subscribing group
+					// churns with a clean session.
+					want := tc.churns && (clean || !strings.HasPrefix(string(name), "churn.ambiguous"))
+					_, top := m.Top[name]
+					_, steady := m.Phases["steady"][name]
+					_, sub := m.Groups["sub"][name]
+					_, pub := m.Groups["pub"][name]
+					if top != want || steady != want || sub != want || pub {
+						t.Errorf("clean %v: %s present: top %v, steady %v, group sub %v, group pub %v", clean, name, top, steady, sub, pub)
+					}
 				}
 			}
 		})
