@@ -59,7 +59,12 @@ func writeChurn(b *strings.Builder, prog *plans.Program) {
 			}
 			fmt.Fprintf(b, "; %d messages not published while away", skipped)
 		}
-		if gp.Subscribes {
+		clean := gp.Subscribes && prog.Plan.Groups[gi].CleanStart
+		switch {
+		case clean:
+			b.WriteString("; its clean sessions subscribe again on each return: what is published while a client is away is not expected\n")
+			b.WriteString("    ambiguous (churn.ambiguous, neither expected nor lost): at each return, what was acknowledged after the CONNECT but written before the SUBACK; at each leave, what was acknowledged after the client's fence ($mqplan/fence/<client id>) but written before it stopped reading")
+		case gp.Subscribes:
 			b.WriteString("; its kept sessions queue what it misses (all expected)")
 		}
 		b.WriteString("\n")

@@ -495,6 +495,9 @@ func htmlTables(r *Result) []htmlTable {
 		Head: deliveryHead, Rows: deliveryCells(r),
 		Notes: []string{"A subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages.",
 			"lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered)."}}
+	if note := ambiguousNote(r); note != "" {
+		del.Notes = append(del.Notes, note+".")
+	}
 	out = append(out, del)
 	if rows := requestsCells(r); rows != nil {
 		out = append(out, htmlTable{Title: requestsTitle, Head: requestsHead, Rows: rows})

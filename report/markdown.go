@@ -164,6 +164,9 @@ func mdDelivery(b *bytes.Buffer, r *Result) {
 	}
 	rows[len(rows)-1][0] = "**total**"
 	mdTable(b, deliveryHead, 1, rows)
+	if note := ambiguousNote(r); note != "" {
+		b.WriteString(mdText(note) + "\n\n")
+	}
 }
 
 // mdCounters writes the broker's own counters, when it reported any.

@@ -160,6 +160,9 @@ func writeDelivery(b *bytes.Buffer, r *Result) error {
 	// Users ask why a publishing group "receives": say it once, here.
 	b.WriteString("a subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages\n")
 	b.WriteString("lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered)\n")
+	if note := ambiguousNote(r); note != "" {
+		b.WriteString(note + "\n")
+	}
 	return nil
 }
 

@@ -524,7 +524,7 @@ func (r *run) crossCheck(st *stats.Stats) {
 	var written, delivered, deliveredAll int64
 	for p := range st.Phases {
 		t := &st.Phases[p].Total
-		all := t.Received + t.OverlapCopies + t.Foreign + t.Unexpected + t.Corrupted
+		all := t.Received + t.ChurnAmbiguousReceived + t.OverlapCopies + t.Foreign + t.Unexpected + t.Corrupted
 		deliveredAll += all
 		if phase.Phase(p) >= phase.Warmup {
 			delivered += all
