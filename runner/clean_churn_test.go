@@ -38,16 +38,23 @@ func cleanChurnPlan(protocol int, pubChurn bool) *plans.Plan {
 // checkCleanRun holds a clean-churn run to the accounting's promises:
 // nothing lost or duplicated, every expected delivery received, the
 // ambiguous ones counted apart (at most all of them arrived), and fewer
-// messages expected than sent (those published while a subscriber was
-// away are not).
-func checkCleanRun(t *testing.T, prog *plans.Program, st *stats.Stats) {
+// messages expected than sent times fanout, the subscribers each reaches
+// (those published while a subscriber was away are not).
+func checkCleanRun(t *testing.T, prog *plans.Program, st *stats.Stats, fanout int64) {
 	t.Helper()
 	m := all(st)
 	if st.Incomplete != "" {
 		t.Fatalf("incomplete: %s", st.Incomplete)
 	}
-	if m.ChurnDisconnects == 0 || m.ChurnDisconnects != m.ChurnReconnects {
-		t.Errorf("churn disconnects %d reconnects %d", m.ChurnDisconnects, m.ChurnReconnects)
+	leaves, returns := 0, 0
+	for _, gp := range prog.Groups {
+		if gp.Churn != nil {
+			leaves += gp.Churn.Total()
+			returns += gp.Churn.Returns()
+		}
+	}
+	if leaves == 0 || m.ChurnDisconnects != int64(leaves) || m.ChurnReconnects != int64(returns) {
+		t.Errorf("churn disconnects %d reconnects %d, want the %d and %d planned", m.ChurnDisconnects, m.ChurnReconnects, leaves, returns)
 	}
 	if m.Disconnects != 0 || m.ClientsLost != 0 || m.Errors != 0 {
 		t.Errorf("disconnects %d clients lost %d errors %d (%v)", m.Disconnects, m.ClientsLost, m.Errors, st.ErrorSamples)
@@ -61,11 +68,11 @@ func checkCleanRun(t *testing.T, prog *plans.Program, st *stats.Stats) {
 	if m.ChurnAmbiguousReceived > m.ChurnAmbiguous {
 		t.Errorf("ambiguous received %d, more than the %d ambiguous", m.ChurnAmbiguousReceived, m.ChurnAmbiguous)
 	}
-	// Each message reaches one subscriber: expected and ambiguous are
-	// disjoint parts of what was sent, and the away windows leave a part
-	// that is neither.
-	if m.Expected+m.ChurnAmbiguous >= m.Sent {
-		t.Errorf("expected %d + ambiguous %d, want less than the %d sent: what was published while a subscriber was away is not expected", m.Expected, m.ChurnAmbiguous, m.Sent)
+	// Expected and ambiguous are disjoint parts of the deliveries the
+	// messages sent would make to subscribers always present, and the
+	// away windows leave a part that is neither.
+	if m.Expected+m.ChurnAmbiguous >= fanout*m.Sent {
+		t.Errorf("expected %d + ambiguous %d, want less than %d × the %d sent: what was published while a subscriber was away is not expected", m.Expected, m.ChurnAmbiguous, fanout, m.Sent)
 	}
 	if m.Unexpected != 0 || m.Foreign != 0 {
 		t.Errorf("unexpected %d foreign %d: the fence is neither", m.Unexpected, m.Foreign)
@@ -85,7 +92,7 @@ func TestCleanChurnEmbedded(t *testing.T) {
 			prog := compile(t, cleanChurnPlan(5, tc.pubChurn))
 			truth := newDeliveryTruth()
 			st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
-			checkCleanRun(t, prog, st)
+			checkCleanRun(t, prog, st, 1)
 			m := all(st)
 			// The broker's side: what the subscribers acknowledged they
 			// read, and what it wrote to them (read, or still unread in
@@ -111,7 +118,7 @@ func TestCleanChurnMosquitto(t *testing.T) {
 		t.Run(fmt.Sprintf("protocol %d", protocol), func(t *testing.T) {
 			prog := compile(t, cleanChurnPlan(protocol, true))
 			st, _ := runAt(t, prog, url)
-			checkCleanRun(t, prog, st)
+			checkCleanRun(t, prog, st, 1)
 		})
 	}
 }
@@ -164,4 +171,78 @@ func TestCleanChurnDrops(t *testing.T) {
 	}
 	t.Logf("dropped %d lost %d ambiguous %d (received %d)", dropped, m.Lost, m.ChurnAmbiguous, m.ChurnAmbiguousReceived)
 	checkTimeline(t, st)
+}
+
+// cleanStagePlan: 3 dashboards with a clean session hear 4 sensors; the
+// stages take the dashboards 3 → 1 → 3 → 1, two of them away to the end
+// (nothing is queued for them), and the sensors 4 → 2 → 4.
+func cleanStagePlan(t *testing.T, protocol int, prefix string) *plans.Program {
+	t.Helper()
+	src := fmt.Sprintf(`
+broker: {protocol: %d, connect_timeout: 5s}
+groups:
+  - {name: dashboards, count: 3, client_id: "%s-clean-sub-%%i", clean_start: true, subscribe: {topic: "cs/+", qos: 1}}
+  - {name: sensors, count: 4, client_id: "%s-sen-%%i", publish: {topic: "cs/%%i", qos: 1}}
+warmup: 300ms
+drain: 3s
+stages:
+  - {duration: 400ms, every: 20ms, clients: {dashboards: 1, sensors: 2}}
+  - {duration: 400ms, every: 20ms, clients: {dashboards: 3, sensors: 4}}
+  - {duration: 400ms, every: 20ms, clients: {dashboards: 1}}
+`, protocol, prefix, prefix)
+	p, err := plans.LoadBytes("cs.yaml", []byte(src), plans.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compile(t, p)
+}
+
+func TestCleanStageClients(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
+		prog := cleanStagePlan(t, 5, "csemb")
+		truth := newDeliveryTruth()
+		st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{truth}}, Options{})
+		checkCleanStageRun(t, prog, st)
+		m := all(st)
+		read := m.Received + m.ChurnAmbiguousReceived
+		wait.Until(t, "the broker to read the dashboards' acknowledgements", func() bool {
+			_, hi := truth.lostBounds("clean-sub", read)
+			return hi <= 0
+		})
+		if lo, hi := truth.lostBounds("clean-sub", read); lo > 0 || hi != 0 {
+			t.Errorf("mqplan read %d deliveries; the broker wrote %d and saw %d acknowledged", read, read-lo, read-hi)
+		}
+	})
+	url := mosquittotest.Start(t)
+	for _, protocol := range []int{5, 4} {
+		t.Run(fmt.Sprintf("mosquitto protocol %d", protocol), func(t *testing.T) {
+			prog := cleanStagePlan(t, protocol, fmt.Sprintf("csmq%d", protocol))
+			st, _ := runAt(t, prog, url)
+			checkCleanStageRun(t, prog, st)
+		})
+	}
+}
+
+// checkCleanStageRun: every planned leave and return, none a drop, and
+// the clean accounting's promises (checkCleanRun's, with leaves that do
+// not come back).
+func checkCleanStageRun(t *testing.T, prog *plans.Program, st *stats.Stats) {
+	t.Helper()
+	s := prog.Groups[0].Churn
+	if s.Total() == s.Returns() {
+		t.Fatal("every dashboard comes back: the test would not cover clean sessions that end away")
+	}
+	checkCleanRun(t, prog, st, 3)
+	// Each stage's cell books its messages' windows the same way.
+	var exp int64
+	for i := range st.Stages {
+		sm := &st.Stages[i].Metrics
+		if sm.Lost != 0 || sm.Duplicates != 0 || sm.Received != sm.Expected || sm.ChurnAmbiguousReceived > sm.ChurnAmbiguous {
+			t.Errorf("stage %d: expected %d received %d lost %d duplicates %d ambiguous %d (received %d)", i, sm.Expected, sm.Received, sm.Lost, sm.Duplicates, sm.ChurnAmbiguous, sm.ChurnAmbiguousReceived)
+		}
+		exp += sm.Expected
+	}
+	if len(st.Stages) != 3 || exp == 0 {
+		t.Errorf("%d stages expecting %d deliveries in all", len(st.Stages), exp)
+	}
 }
