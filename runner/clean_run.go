@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -124,9 +125,12 @@ func (p *cleanPub) skip(lo, hi uint32) {
 
 // cleanPeer is one publisher as a clean subscriber sees it.
 type cleanPeer struct {
-	pub  *client
-	cur  cleanWindow   // the current window
-	done []cleanWindow // the windows closed
+	pub *client
+	cur cleanWindow // the current window
+	// booked is the sequence up to which the ambiguous messages of the
+	// windows closed are booked: two adjacent windows' ranges may
+	// overlap, and a message counts once (cleanAmbiguousCount).
+	booked uint32
 	// fin is the window open when publishing ended (fin.last), if any:
 	// cur as booked to the publisher's last written sequence.
 	fin cleanWindow
@@ -178,8 +182,8 @@ func (r *run) setupClean() {
 		cs.final.Store(cs.leaves == 0)
 		cs.state.Store(cleanOpening)
 		for _, p := range r.clients {
-			if p.plan.Publish == nil {
-				continue
+			if p.plan.Publish == nil || c.plan.Group >= len(p.plan.Publish.ExpectedByGroup) || p.plan.Publish.ExpectedByGroup[c.plan.Group] == 0 {
+				continue // no client of c's group hears it
 			}
 			if own, shared := r.matches(c, uint32(p.plan.Index)); own+shared == 0 {
 				continue
@@ -291,8 +295,22 @@ func (r *run) cleanClose(c *client, fenced bool) {
 		p.cur.w = min(p.cur.w, p.cur.x)
 		p.cur.fenced = fenced
 		p.cur.expected(func(lo, hi uint32) int64 { return r.bookClean(c, p, lo, hi, false) }, 0)
-		p.done = append(p.done, p.cur)
+		r.bookAmbiguous(c, p, p.cur)
 	}
+}
+
+// bookAmbiguous books window cw's ambiguous messages of p's publisher for
+// c, less those an earlier window booked: windows close in order, so the
+// union is cleanAmbiguousCount's, without keeping the windows.
+func (r *run) bookAmbiguous(c *client, p *cleanPeer, cw cleanWindow) {
+	cleanAmbiguousCount([]cleanWindow{cw}, func(lo, hi uint32) int64 {
+		lo = max(lo, p.booked)
+		if hi <= lo {
+			return 0
+		}
+		p.booked = hi
+		return r.bookClean(c, p, lo, hi, true)
+	})
 }
 
 // cleanPublishingOver books, once every publisher has returned and every
@@ -326,13 +344,13 @@ func (r *run) cleanPublishingOver() {
 			p.fin.last = true
 			p.fin.w = min(p.fin.w, last)
 			p.fin.expected(func(lo, hi uint32) int64 { return r.bookClean(c, p, lo, hi, false) }, last)
+			r.bookAmbiguous(c, p, p.fin)
 		}
 	}
 }
 
-// cleanSettle books, when the run is over, the ambiguous messages of
-// every (clean subscriber, publisher) pair, and says when a bound made
-// the accounting incomplete.
+// cleanSettle says, when the run is over, whether a bound made the clean
+// sessions' accounting incomplete.
 func (r *run) cleanSettle() string {
 	why := ""
 	for _, c := range r.clients {
@@ -342,11 +360,6 @@ func (r *run) cleanSettle() string {
 		}
 		for i := range cs.peers {
 			p := &cs.peers[i]
-			windows := p.done
-			if p.fin.last {
-				windows = append(windows[:len(windows):len(windows)], p.fin)
-			}
-			cleanAmbiguousCount(windows, func(lo, hi uint32) int64 { return r.bookClean(c, p, lo, hi, true) })
 			p.pub.cleanPub.mu.Lock()
 			if p.pub.cleanPub.overflow {
 				why = fmt.Sprintf("publisher %s skipped its schedule more than %d times: the clean sessions' accounting lost track", p.pub.plan.ID, maxCleanSkips)
@@ -370,9 +383,11 @@ func (r *run) bookClean(c *client, p *cleanPeer, lo, hi uint32, ambiguous bool) 
 	}
 	pub := p.pub
 	cp := pub.cleanPub
+	// The publisher appends to its log rarely (a skip), so the log is
+	// read under its lock, from the first range that can matter.
 	cp.mu.Lock()
-	skips := append([]seqRange(nil), cp.skips...)
-	cp.mu.Unlock()
+	defer cp.mu.Unlock()
+	skips := cp.skips
 	cur := pub.plan.Publish.Schedule.Cursor()
 	start := r.pubStart.Load()
 	var n, run int64
@@ -384,7 +399,7 @@ func (r *run) bookClean(c *client, p *cleanPeer, lo, hi uint32, ambiguous bool) 
 			run = 0
 		}
 	}
-	si := 0
+	si := sort.Search(len(skips), func(i int) bool { return skips[i].hi > lo })
 	for s := lo + 1; s <= hi && s != 0; s++ {
 		for si < len(skips) && skips[si].hi < s {
 			si++
