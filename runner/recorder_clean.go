@@ -12,6 +12,9 @@ import (
 func (r *recorder) recordClean(client, pub, recv int, ph phase.Phase, stage int, b, n int64, ambiguous bool) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapClean, client: client, ph: ph, group: pub, other: recv, expected: int64(stage), size: b, n: n, flag: ambiguous})
+	}
 	m := st.cell(r.nGroups, ph, recv)
 	var sm *stats.Metrics
 	if stage >= 0 && stage < r.nStages {
@@ -39,6 +42,9 @@ func (r *recorder) recordClean(client, pub, recv int, ph phase.Phase, stage int,
 func (r *recorder) recordAmbiguousReceived(client int, d *recvRecord) {
 	st := r.stripeFor(client)
 	st.mu.Lock()
+	if r.tap != nil {
+		r.tap.add(st, tapEvent{kind: tapAmbiguousReceived, client: client, recv: *d})
+	}
 	st.cell(r.nGroups, d.phase, d.group).ChurnAmbiguousReceived++
 	if d.inStage > 0 {
 		st.stages[d.inStage-1].ChurnAmbiguousReceived++

@@ -37,6 +37,8 @@ const (
 	tapAnswerSent
 	tapRequest
 	tapAnswer
+	tapClean
+	tapAmbiguousReceived
 )
 
 // tapEvent is one record* call: its method, its arguments (the fields

@@ -251,6 +251,11 @@ func (e *tapEvent) replay(r *recorder) {
 		r.recordRequest(e.client, e.ph, e.group, int(e.n))
 	case tapAnswer:
 		r.recordAnswer(e.client, e.ph, e.group, e.flag, e.d, e.d2)
+	case tapClean:
+		r.recordClean(e.client, e.group, e.other, e.ph, int(e.expected), e.size, e.n, e.flag)
+	case tapAmbiguousReceived:
+		d := e.recv
+		r.recordAmbiguousReceived(e.client, &d)
 	default:
 		panic("tapEvent.replay: unknown kind")
 	}
