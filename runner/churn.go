@@ -39,8 +39,15 @@ func (r *run) leave(c *client) {
 	}
 	r.connected.Add(-1)
 	r.groupConns[c.plan.Group].connected.Add(-1)
-	c.live.Load().Leave(r.timeout)
+	mc := c.live.Load()
+	mc.Leave(r.timeout)
 	if c.clean != nil {
+		// Leave falls back to Disconnect when the reader does not stop
+		// in time: the window closes once it has (bounded).
+		select {
+		case <-mc.ReaderDone():
+		case <-time.After(r.timeout):
+		}
 		r.cleanClose(c, fenced)
 	}
 	r.rec.recordEvent(c.plan.Index, r.current(), c.plan.Group, evChurnDisconnect, 0)
