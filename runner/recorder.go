@@ -18,6 +18,9 @@ import (
 // the end.
 type recorder struct {
 	stripes []stripe
+	// sentBy counts each client's messages sent, in a sharded run only
+	// (shard.go: what it sent each shard), under the client's stripe.
+	sentBy  []int64
 	nGroups int
 	// nStages is the plan's stages: each stripe has a cell per stage
 	// (recorder_stages.go), 0 without stages.
@@ -200,6 +203,9 @@ func (r *recorder) recordSend(client int, s *sendRecord) {
 	}
 	m := st.cell(r.nGroups, s.phase, s.group)
 	m.Sent++
+	if r.sentBy != nil {
+		r.sentBy[client]++
+	}
 	m.SentBytes += s.bytes
 	m.ExpectedOwn += s.expected
 	if s.inStage > 0 {

@@ -77,6 +77,10 @@ type Options struct {
 	// InterruptDrain bounds the drain after an interruption (default 2s):
 	// a user who pressed Ctrl-C wants the report soon.
 	InterruptDrain time.Duration
+	// Shard, when set, makes the run one shard of a sharded run
+	// (shard.go): only its clients run, and it meets the others at the
+	// barriers.
+	Shard *Shard
 	// tap, set by this package's tests only, keeps the run's every
 	// record call (recorder_tap.go).
 	tap *recorderTap
@@ -205,6 +209,8 @@ type run struct {
 	unsentCutoff time.Duration
 	cutoffKnown  bool
 	unsentDone   bool
+	// sh is the run's sharding (shard.go).
+	sh shardRun
 }
 
 // groupConns is one group's share of run.connected and run.down.
@@ -225,6 +231,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	if err := checkSupported(prog, opts); err != nil {
 		return nil, err
 	}
+	if err := checkShard(opts.Shard, len(prog.Clients)); err != nil {
+		return nil, err
+	}
 	r := &run{
 		prog:    prog,
 		opts:    opts,
@@ -239,6 +248,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	r.rec.trackAck = opts.Ack != nil
 	r.rec.tap = opts.tap
 	r.rec.withStages(len(prog.Stages))
+	if r.sh.shard = opts.Shard; r.sh.shard != nil {
+		r.rec.sentBy = make([]int64, len(prog.Clients))
+	}
 	st := &stats.Stats{Started: time.Now()}
 
 	var broker EmbeddedBroker
@@ -264,8 +276,10 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		return nil, err
 	}
 
-	r.epoch = time.Now()
-	r.epochWall = r.epoch.UnixNano()
+	if err := r.startEpoch(ctx); err != nil {
+		st.Incomplete = err.Error()
+		return st, nil
+	}
 	if r.listenOnly = prog.Publishers() == 0; r.listenOnly {
 		// Room for the padding of other processes' payloads up to 1 MiB.
 		r.pattern = padPattern(1 << 20)
@@ -338,7 +352,10 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		bs := broker.Stats()
 		st.Broker = &bs
 	}
-	r.crossCheck(st)
+	if r.sh.shard == nil {
+		// A shard's own counts are a part of what the broker saw.
+		r.crossCheck(st)
+	}
 	st.Notices = r.notices()
 	return st, nil
 }
@@ -485,7 +502,7 @@ func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 			break
 		}
 		r.connectStage(ctx, stage, targets)
-		if msg := r.failedGroups(stage); msg != "" {
+		if msg := r.failedGroups(ctx, stage); msg != "" {
 			incomplete = msg
 			break
 		}
@@ -495,7 +512,7 @@ func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 		r.setPhase(phase.Subscribe)
 		r.subscribeAll(ctx)
 		if ctx.Err() == nil {
-			incomplete = r.unsubscribedGroups()
+			incomplete = r.unsubscribedGroups(ctx)
 		}
 	}
 	if incomplete == "" && ctx.Err() == nil {
@@ -508,6 +525,9 @@ func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 	} else {
 		r.setPhase(phase.Drain)
 	}
+	if incomplete == "" {
+		incomplete = r.syncFailed()
+	}
 	r.setPhase(phase.Disconnect)
 	r.disconnectAll()
 	r.phaseEnd[phase.Disconnect] = r.at()
@@ -517,20 +537,26 @@ func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 	return incomplete
 }
 
-// failedGroups names the groups of a stage of which no client connected.
-func (r *run) failedGroups(stage plans.ConnectStage) string {
+// failedGroups names the groups of a stage of which no client connected
+// (on any shard).
+func (r *run) failedGroups(ctx context.Context, stage plans.ConnectStage) string {
+	ok := make([]int64, len(r.prog.Groups))
+	for gi, gp := range r.prog.Groups {
+		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
+			if c.live.Load() != nil {
+				ok[gi]++
+			}
+		}
+	}
+	if ok = r.sumOverShards(ctx, fmt.Sprintf("connect %d", stage), ok); ok == nil {
+		return r.syncFailed()
+	}
 	var msgs []string
-	for _, gp := range r.prog.Groups {
+	for gi, gp := range r.prog.Groups {
 		if gp.Stage != stage || gp.Count == 0 {
 			continue
 		}
-		ok := 0
-		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
-			if c.live.Load() != nil {
-				ok++
-			}
-		}
-		if ok == 0 {
+		if ok[gi] == 0 {
 			msgs = append(msgs, fmt.Sprintf("group %s: none of its %d clients could connect", gp.Name, gp.Count))
 		}
 	}
@@ -543,8 +569,13 @@ func (r *run) failedGroups(stage plans.ConnectStage) string {
 func (r *run) connectStage(ctx context.Context, stage plans.ConnectStage, targets []mqttc.Target) {
 	var order []*client
 	for _, gp := range r.prog.Groups {
-		if gp.Stage == stage {
-			order = append(order, r.clients[gp.First:gp.First+gp.Count]...)
+		if gp.Stage != stage {
+			continue
+		}
+		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
+			if r.owns(c.plan.Index) {
+				order = append(order, c)
+			}
 		}
 	}
 	slices.SortStableFunc(order, func(a, b *client) int {
@@ -924,21 +955,25 @@ func (r *run) incompleteBecause(msgs []string) string {
 
 // unsubscribedGroups names the subscribing groups of which no client has a
 // subscription granted: nothing can be measured for them, and the run is
-// incomplete, as when none of a group's clients connects.
-func (r *run) unsubscribedGroups() string {
+// incomplete, as when none of a group's clients connects (on any shard).
+func (r *run) unsubscribedGroups(ctx context.Context) string {
+	ok := make([]int64, len(r.prog.Groups))
+	for gi, gp := range r.prog.Groups {
+		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
+			if c.subscribed.Load() {
+				ok[gi]++
+			}
+		}
+	}
+	if ok = r.sumOverShards(ctx, "subscribe", ok); ok == nil {
+		return r.syncFailed()
+	}
 	var msgs []string
-	for _, gp := range r.prog.Groups {
+	for gi, gp := range r.prog.Groups {
 		if !gp.Subscribes || gp.Count == 0 {
 			continue
 		}
-		ok := false
-		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
-			if c.subscribed.Load() {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+		if ok[gi] == 0 {
 			msgs = append(msgs, fmt.Sprintf("group %s: none of its %d clients could subscribe", gp.Name, gp.Count))
 		}
 	}
@@ -1016,12 +1051,15 @@ func (r *run) publishPhases(ctx context.Context) {
 	prog := r.prog
 	pubCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	start := r.now()
+	start, ok := r.publishStart(ctx)
+	if !ok {
+		return
+	}
 	r.pubStart.Store(start)
 	r.setPhase(phase.Warmup)
 	var pubs []*client
 	for _, c := range r.clients {
-		if c.plan.Publish == nil {
+		if c.plan.Publish == nil || !r.owns(c.plan.Index) {
 			continue
 		}
 		if c.live.Load() == nil {
@@ -1113,6 +1151,7 @@ func (r *run) publishPhases(ctx context.Context) {
 	r.cleanPublishingOver()
 	r.setPhase(phase.Drain)
 	r.countUnsent(cutoff)
+	r.startExpect(ctx)
 	drain := prog.Drain - (r.at() - r.phaseStart[phase.Drain])
 	if ctx.Err() != nil {
 		drain = min(r.interruptDrain(), prog.Drain)
@@ -1178,7 +1217,7 @@ func (r *run) countUnsent(cutoff time.Duration) {
 	r.unsentDone = true
 	for _, c := range r.clients {
 		pub := c.plan.Publish
-		if pub == nil {
+		if pub == nil || !r.owns(c.plan.Index) {
 			continue
 		}
 		if from, ok := pub.Schedule.At(c.next); ok {
@@ -1270,6 +1309,7 @@ func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
 			deadline = min(deadline, r.at()+r.interruptDrain())
 		}
 		exp, got := r.rec.totals()
+		exp = r.expectedHere(exp)
 		switch {
 		case got < exp || !r.allAcked() || !r.answersIn():
 			quiet = 0
@@ -1800,6 +1840,10 @@ func (r *run) groupInfo() []stats.GroupInfo {
 	for gi, gp := range r.prog.Groups {
 		out[gi] = stats.GroupInfo{Name: gp.Name, Clients: gp.Count}
 		for _, c := range r.clients[gp.First : gp.First+gp.Count] {
+			if !r.owns(c.plan.Index) {
+				out[gi].Clients-- // a shard's groups count its own clients
+				continue
+			}
 			if c.live.Load() != nil {
 				out[gi].Connected++
 				if c.lost.Load() {

@@ -43,6 +43,7 @@ func TestImportRules(t *testing.T) {
 		{"broker", []string{mod + "plans", mod + "runner", mod + "report", mod + "live", mod + "cmd"}},
 		{"findmax", append([]string{mod + "plans", mod + "runner", mod + "report", mod + "stats", mod + "threshold", mod + "metric", mod + "broker", mod + "live", mod + "cmd"}, heavy...)},
 		{"partial", append([]string{mod + "runner", mod + "report", mod + "broker", mod + "live", mod + "cmd"}, heavy...)},
+		{"coord", append([]string{mod + "plans", mod + "runner", mod + "report", mod + "stats", mod + "partial", mod + "broker", mod + "live", mod + "cmd"}, heavy...)},
 		{"live", []string{mod + "plans", mod + "runner", mod + "report", mod + "broker", mod + "cmd"}},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,346 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is what the coordinator expects of every shard of its run.
+type Config struct {
+	// Hello is the run's identity: every shard's hello must equal it but
+	// for Shard.
+	Hello Hello
+	// JoinTimeout bounds the wait for every shard to say hello
+	// (--coordinator-timeout).
+	JoinTimeout time.Duration
+	// Idle is how long a shard may stay silent before it counts as lost
+	// (default 10 s: ten beats).
+	Idle time.Duration
+	// EpochDelay is how far ahead of the last shard's arrival the common
+	// epoch is set (default 1 s): long enough for the go frame to reach
+	// every shard before the epoch.
+	EpochDelay time.Duration
+}
+
+// defaultIdle is Config.Idle's default.
+const defaultIdle = 10 * time.Second
+
+// MissingError is a run that could not start: shards never joined.
+type MissingError struct {
+	Shards []int
+	N      int
+	After  time.Duration
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("shards %s of %d never joined the coordinator within %v", joinInts(e.Shards), e.N, e.After)
+}
+
+// RefusedError is a shard whose hello did not match the run's: another
+// plan, assignment, run id or build. It is invalid input (exit 2), on
+// the coordinator and on the shard.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return e.Reason }
+
+// Result is what a coordinator collected.
+type Result struct {
+	// Parts holds each shard's partial result (the JSON document), nil
+	// for a shard that never handed one in.
+	Parts [][]byte
+	// Lost lists the shards whose connection dropped during the run:
+	// their part may be missing, and the run is incomplete.
+	Lost []int
+	// Clock is each shard's offset to the coordinator's clock and the
+	// uncertainty of it, as the shard measured (ns).
+	Offset, Delay []int64
+	// Stopped is set when a stop (an interruption) reached the shards.
+	Stopped bool
+}
+
+// Coordinator runs the protocol's coordinator side on a listener.
+type Coordinator struct {
+	ln  net.Listener
+	cfg Config
+}
+
+// Listen listens on addr (HOST:PORT) for the shards of one run.
+func Listen(addr string, cfg Config) (*Coordinator, error) {
+	if cfg.Hello.N < 1 {
+		return nil, fmt.Errorf("coordinator: %d shards", cfg.Hello.N)
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = defaultIdle
+	}
+	if cfg.EpochDelay <= 0 {
+		cfg.EpochDelay = time.Second
+	}
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = 5 * time.Minute
+	}
+	cfg.Hello.Protocol = Protocol
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	return &Coordinator{ln: ln, cfg: cfg}, nil
+}
+
+// Addr is the address the coordinator listens on.
+func (co *Coordinator) Addr() string { return co.ln.Addr().String() }
+
+// Close stops listening (Serve closes it too).
+func (co *Coordinator) Close() error { return co.ln.Close() }
+
+// event is what a shard's connection brings to Serve's loop.
+type event struct {
+	shard int
+	f     *frame
+	err   error
+	c     *conn
+}
+
+// Serve runs one run: it admits every shard (refusing mismatches),
+// answers their clock samples, opens each barrier once every shard still
+// connected has reached it, relays a stop to all, and collects the
+// partial results. Cancelling ctx stops the run (the shards drain and
+// hand in their parts). It returns a *MissingError when shards never
+// joined and a *RefusedError when one ran something else.
+func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
+	defer co.ln.Close()
+	n := co.cfg.Hello.N
+	events := make(chan event, 4*n)
+	done := make(chan struct{})
+	defer close(done)
+	go co.accept(events, done)
+
+	conns := make([]*conn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.c.Close()
+			}
+		}
+	}()
+	res := &Result{Parts: make([][]byte, n), Offset: make([]int64, n), Delay: make([]int64, n)}
+	live := make([]bool, n)
+	handedIn := make([]bool, n)
+	type barrier struct {
+		in   []bool
+		sums []int64
+		at   int64
+	}
+	barriers := map[string]*barrier{}
+	broadcast := func(f *frame) {
+		for i, c := range conns {
+			if c != nil && live[i] {
+				_ = c.write(f)
+			}
+		}
+	}
+	// open sends the go of every barrier that every live shard reached.
+	open := func() {
+		for name, b := range barriers {
+			all := true
+			for i := range live {
+				all = all && (!live[i] || b.in[i])
+			}
+			if !all {
+				continue
+			}
+			at := b.at
+			if name == "epoch" {
+				at = time.Now().Add(co.cfg.EpochDelay).UnixNano()
+			}
+			broadcast(&frame{Type: tGo, Name: name, Vals: b.sums, At: at})
+			delete(barriers, name)
+		}
+	}
+	joined := 0
+	join := time.NewTimer(co.cfg.JoinTimeout)
+	defer join.Stop()
+	ctxDone := ctx.Done()
+	for {
+		finished := joined == n
+		for i := range live {
+			finished = finished && (!live[i] || handedIn[i])
+		}
+		if finished {
+			return res, nil
+		}
+		var ev event
+		select {
+		case <-join.C:
+			if joined < n {
+				var missing []int
+				for i, c := range conns {
+					if c == nil {
+						missing = append(missing, i)
+					}
+				}
+				broadcast(&frame{Type: tStop, Error: "shards never joined"})
+				return res, &MissingError{Shards: missing, N: n, After: co.cfg.JoinTimeout}
+			}
+			continue
+		case <-ctxDone:
+			ctxDone = nil
+			res.Stopped = true
+			broadcast(&frame{Type: tStop})
+			if joined < n {
+				return res, ctx.Err()
+			}
+			continue
+		case ev = <-events:
+		}
+		if ev.f == nil { // the connection ended
+			if ev.shard >= 0 && ev.shard < n && conns[ev.shard] == ev.c && live[ev.shard] {
+				live[ev.shard] = false
+				if !handedIn[ev.shard] {
+					res.Lost = append(res.Lost, ev.shard)
+				}
+				open()
+			}
+			continue
+		}
+		switch ev.f.Type {
+		case tHello:
+			h := ev.f.Hello
+			if reason := co.check(h, conns); reason != "" {
+				_ = ev.c.write(&frame{Type: tRefuse, Error: reason})
+				ev.c.c.Close()
+				broadcast(&frame{Type: tRefuse, Error: reason})
+				return res, &RefusedError{Reason: reason}
+			}
+			conns[h.Shard], live[h.Shard] = ev.c, true
+			joined++
+			_ = ev.c.write(&frame{Type: tWelcome})
+			go ev.c.beat(done)
+		case tClock:
+			res.Offset[ev.shard], res.Delay[ev.shard] = ev.f.Offset, ev.f.Delay
+		case tReady:
+			b := barriers[ev.f.Name]
+			if b == nil {
+				b = &barrier{in: make([]bool, n), sums: make([]int64, len(ev.f.Vals))}
+				barriers[ev.f.Name] = b
+			}
+			if len(ev.f.Vals) != len(b.sums) {
+				// Shards of one plan send as many figures: one that does
+				// not runs something else.
+				reason := fmt.Sprintf("shard %d sent %d figures at barrier %s, the others %d", ev.shard, len(ev.f.Vals), ev.f.Name, len(b.sums))
+				broadcast(&frame{Type: tRefuse, Error: reason})
+				return res, &RefusedError{Reason: reason}
+			}
+			b.in[ev.shard] = true
+			for i, v := range ev.f.Vals {
+				b.sums[i] += v
+			}
+			b.at = max(b.at, ev.f.At)
+			if joined == n {
+				open()
+			}
+		case tStop:
+			if !res.Stopped {
+				res.Stopped = true
+				broadcast(&frame{Type: tStop})
+			}
+		case tPartial:
+			res.Parts[ev.shard], handedIn[ev.shard] = ev.f.Data, true
+			_ = ev.c.write(&frame{Type: tAck})
+		}
+	}
+}
+
+// check returns why a hello does not belong to the run, or "".
+func (co *Coordinator) check(h *Hello, conns []*conn) string {
+	want := co.cfg.Hello
+	switch {
+	case h == nil:
+		return "a hello without its fields"
+	case h.Protocol != want.Protocol:
+		return fmt.Sprintf("shard %d speaks coordinator protocol %d, the coordinator %d", h.Shard, h.Protocol, want.Protocol)
+	case h.N != want.N:
+		return fmt.Sprintf("shard %d/%d joined a run of %d shards", h.Shard, h.N, want.N)
+	case h.Shard < 0 || h.Shard >= want.N:
+		return fmt.Sprintf("shard %d is not one of the run's %d", h.Shard, want.N)
+	case conns[h.Shard] != nil:
+		return fmt.Sprintf("shard %d joined twice", h.Shard)
+	case h.RunID != want.RunID:
+		return fmt.Sprintf("shard %d has run id %q, the coordinator %q", h.Shard, h.RunID, want.RunID)
+	case h.PlanSHA256 != want.PlanSHA256:
+		return fmt.Sprintf("shard %d runs another plan (sha256 %s, the coordinator's %s): give every shard the same plan and --set flags", h.Shard, h.PlanSHA256, want.PlanSHA256)
+	case h.AssignSHA256 != want.AssignSHA256:
+		return fmt.Sprintf("shard %d splits the clients otherwise (assignment %s, the coordinator's %s)", h.Shard, h.AssignSHA256, want.AssignSHA256)
+	case h.Version != want.Version:
+		return fmt.Sprintf("shard %d is mqplan %s, the coordinator %s: run one build everywhere", h.Shard, h.Version, want.Version)
+	}
+	return ""
+}
+
+// accept admits connections until done, each read on its own goroutine.
+func (co *Coordinator) accept(events chan<- event, done <-chan struct{}) {
+	for {
+		nc, err := co.ln.Accept()
+		if err != nil {
+			return
+		}
+		go co.serveConn(newConn(nc, co.cfg.Idle), events, done)
+	}
+}
+
+// serveConn reads one shard's frames: it answers pings itself (so that
+// the coordinator's loop adds no delay to a clock sample) and passes the
+// rest on, tagged with the shard its hello named.
+func (co *Coordinator) serveConn(c *conn, events chan<- event, done <-chan struct{}) {
+	defer c.c.Close()
+	shard := -1
+	send := func(ev event) bool {
+		select {
+		case events <- ev:
+			return true
+		case <-done:
+			return false
+		}
+	}
+	for {
+		f, err := c.read()
+		if err != nil {
+			send(event{shard: shard, err: err, c: c})
+			return
+		}
+		switch f.Type {
+		case tBeat:
+			continue
+		case tPing:
+			t1 := time.Now().UnixNano()
+			_ = c.write(&frame{Type: tPong, T0: f.T0, T1: t1, T2: time.Now().UnixNano()})
+			continue
+		case tHello:
+			if f.Hello != nil && f.Hello.Shard >= 0 {
+				shard = f.Hello.Shard
+			}
+		default:
+			if shard < 0 {
+				send(event{shard: -1, err: errors.New("a frame before hello"), c: c})
+				return
+			}
+		}
+		if !send(event{shard: shard, f: f, c: c}) {
+			return
+		}
+	}
+}
+
+// joinInts writes 3, 7 for [3 7].
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range slices.Sorted(slices.Values(ns)) {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
