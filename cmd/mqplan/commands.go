@@ -230,6 +230,9 @@ func cmdRun(e *env, args []string) (retErr error) {
 	metricsListen := fs.String("metrics-listen", "", "serve live Prometheus metrics on http://ADDR/metrics while the run goes, e.g. :9464 (a bare :PORT is 127.0.0.1:PORT)")
 	metricsLinger := fs.Duration("metrics-linger", 0, fmt.Sprintf("with --metrics-listen, keep serving the final metrics this long after the report (at most %v), so that a scraper's next scrape sees them; Ctrl-C ends the wait", maxMetricsLinger))
 	partialFile := fs.String("partial", "", "also write the run's partial result (raw counters and histograms) to this file, for mqplan merge")
+	var sf shardFlags
+	sf.register(fs)
+	raw := args
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -237,6 +240,22 @@ func cmdRun(e *env, args []string) (retErr error) {
 	path, err := oneArg(fs, args)
 	if err != nil {
 		return err
+	}
+	if sf.workers != 0 {
+		return runWorkers(e, sf.workers, &sf, &pf, path, raw, &outs, *procs, *quiet)
+	}
+	if sf.shard != "" {
+		// A shard of a run split across processes (sharded.go).
+		sr, err := prepareShard(e, &sf, &pf, path, *partialFile, map[string]bool{"baseline": *baselineFile != "",
+			"metrics-listen": *metricsListen != "", "cpuprofile": *cpuProfile != ""})
+		if err != nil {
+			return err
+		}
+		if err := outs.check(input{path, "the plan"}, input{sr.part.path, "--partial " + sr.part.path}); err != nil {
+			return err
+		}
+		e.chooseProcs(*procs, sr.prog.Plan.Broker)
+		return runShard(e, &sf, sr, &outs, *quiet)
 	}
 	var prog *plans.Program
 	var part *partialRun

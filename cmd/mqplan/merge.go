@@ -51,7 +51,14 @@ func cmdMerge(e *env, args []string) error {
 		}
 		files = append(files, f)
 	}
-	merged, err := partial.Merge(files, partial.Options{AllowMissing: *allowMissing})
+	return judgeParts(e, files, *allowMissing, &outs)
+}
+
+// judgeParts merges a run's parts and judges the merge: the report, the
+// outputs and the exit code of mqplan merge and of a sharded run's
+// coordinator.
+func judgeParts(e *env, files []*partial.File, allowMissing bool, outs *outputs) error {
+	merged, err := partial.Merge(files, partial.Options{AllowMissing: allowMissing})
 	var missing *partial.MissingError
 	switch {
 	case errors.As(err, &missing):
@@ -59,15 +66,7 @@ func cmdMerge(e *env, args []string) error {
 	case err != nil:
 		return invalid(err)
 	}
-	prog, err := reloadPlan(e, merged)
-	if err != nil {
-		return invalid(err)
-	}
-	res := report.Evaluate(prog.Plan, prog.Thresholds, merged.Stats)
-	if err := outs.report(e, res); err != nil {
-		return err
-	}
-	return verdict(res)
+	return verdictOf(e, merged, outs)
 }
 
 // readPartial reads one partial result file, bounded (partial.MaxSize).
@@ -182,19 +181,31 @@ func (p *partialRun) hook(opts *runner.Options) {
 
 // write writes the run's partial (a single process: shard 0 of 1).
 func (p *partialRun) write(st *stats.Stats) error {
-	f, err := partial.FromStats(st, p.seconds, partial.Meta{
-		MqplanVersion: buildVersion(), RunID: p.runID, Plan: p.plan,
-		Shard: partial.Shard{Index: 0, Count: 1},
-		Clock: partial.Clock{Source: partial.SingleProcess},
-	})
+	f, err := p.file(st, partial.Shard{Index: 0, Count: 1}, partial.Clock{Source: partial.SingleProcess})
 	if err != nil {
-		return fmt.Errorf("--partial %s: %w", p.path, err)
+		return err
 	}
 	var b bytes.Buffer
 	if err := partial.Write(&b, f); err != nil {
 		return fmt.Errorf("--partial %s: %w", p.path, err)
 	}
-	if err := outfile.WriteFile(p.path, b.Bytes()); err != nil {
+	return p.save(b.Bytes())
+}
+
+// file is the run's partial, as shard sh with clock c.
+func (p *partialRun) file(st *stats.Stats, sh partial.Shard, c partial.Clock) (*partial.File, error) {
+	f, err := partial.FromStats(st, p.seconds, partial.Meta{
+		MqplanVersion: buildVersion(), RunID: p.runID, Plan: p.plan, Shard: sh, Clock: c,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--partial %s: %w", p.path, err)
+	}
+	return f, nil
+}
+
+// save writes a partial's bytes to the --partial file.
+func (p *partialRun) save(data []byte) error {
+	if err := outfile.WriteFile(p.path, data); err != nil {
 		return fmt.Errorf("--partial %s: %w", p.path, err)
 	}
 	return nil

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqplan/mqplan/coord"
+	"github.com/mqplan/mqplan/partial"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/report"
+	"github.com/mqplan/mqplan/runner"
+)
+
+// shardFlags are mqplan run's flags for a run split across processes.
+type shardFlags struct {
+	shard       string
+	coordinator string
+	runID       string
+	timeout     time.Duration
+	// dial makes shard 0 dial the coordinator instead of being it: the
+	// children of --workers, whose parent coordinates.
+	dial    bool
+	workers int
+}
+
+func (sf *shardFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&sf.shard, "shard", "", "run shard I of N (I/N, e.g. 0/4) of the plan: only the clients plans.Assign gives it, meeting the others through --coordinator")
+	fs.StringVar(&sf.coordinator, "coordinator", "", "with --shard, the coordinator's HOST:PORT: shard 0 listens there, the others dial it (retrying until --coordinator-timeout)")
+	fs.StringVar(&sf.runID, "run-id", "", "with --shard, the run's id, the same on every shard: it makes client ids, and shards of other runs are refused")
+	fs.DurationVar(&sf.timeout, "coordinator-timeout", 5*time.Minute, "with --shard, how long to wait for the coordinator, and the coordinator for every shard")
+	fs.IntVar(&sf.workers, "workers", 0, "run the plan as N shards in N child processes of this machine, this process their coordinator (and the embedded broker's host): one merged report")
+	fs.BoolVar(&sf.dial, "coordinator-dial", false, "with --shard 0/N, dial the coordinator rather than be it (what --workers gives its children)")
+}
+
+// parseShard reads I/N.
+func parseShard(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		i, err = strconv.Atoi(a)
+		if err == nil {
+			n, err = strconv.Atoi(b)
+		}
+	}
+	if !ok || err != nil || n < 1 || n > plans.MaxShards || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard %q: want I/N with 0 ≤ I < N ≤ %d, e.g. 0/4", s, plans.MaxShards)
+	}
+	return i, n, nil
+}
+
+// shardRun is everything one shard's process needs, checked before
+// anything connects.
+type shardRun struct {
+	index, n int
+	prog     *plans.Program
+	part     *partialRun
+	assign   *plans.Assignment
+	hello    coord.Hello
+}
+
+// prepareShard loads the plan for shard I/N, refuses what a sharded run
+// cannot do, and computes the assignment.
+func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile string, unsupported map[string]bool) (*shardRun, error) {
+	i, n, err := parseShard(sf.shard)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	switch {
+	case sf.coordinator == "":
+		return nil, invalid(errors.New("--shard: --coordinator HOST:PORT is missing: every shard meets the others there"))
+	case sf.runID == "":
+		return nil, invalid(errors.New("--shard: --run-id is missing: give every shard the same id (it makes the client ids)"))
+	}
+	for name, set := range unsupported {
+		if set {
+			return nil, invalid(fmt.Errorf("--shard with --%s: not supported yet", name))
+		}
+	}
+	if partialFile == "" {
+		partialFile = fmt.Sprintf("mqplan-part-%d-of-%d.json", i, n)
+	}
+	prog, part, err := pf.loadForPartial(e, path, sf.runID, partialFile)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range prog.Plan.Broker.URLs {
+		if u == plans.Embedded {
+			return nil, invalid(fmt.Errorf("--shard: the plan's broker is %q, which each shard would start on its own: give a broker every shard reaches (--broker URL), or use --workers N, which hosts it", plans.Embedded))
+		}
+	}
+	a, err := plans.Assign(prog, n)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	return &shardRun{index: i, n: n, prog: prog, part: part, assign: a, hello: coord.Hello{
+		Shard: i, N: n, RunID: sf.runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion(),
+	}}, nil
+}
+
+// runShard runs one shard. Shard 0 (unless --coordinator-dial) is also
+// the coordinator: it collects every part, merges them and judges the
+// merge as mqplan merge does (exit 0, 1 or 3). Another shard exits 0 once
+// the coordinator has its part, 3 if not; its part file is written either
+// way.
+func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) error {
+	sigCtx, stopSigs := onSignals(e, "interrupted: stopping every shard and reporting what was measured", nil)
+	defer stopSigs()
+
+	var served chan servedRun
+	if sr.index == 0 && !sf.dial {
+		co, err := coord.Listen(sf.coordinator, coord.Config{Hello: sr.hello, JoinTimeout: sf.timeout})
+		if err != nil {
+			return invalid(fmt.Errorf("--coordinator %s: %w", sf.coordinator, err))
+		}
+		served = make(chan servedRun, 1)
+		go func() {
+			res, err := co.Serve(sigCtx)
+			served <- servedRun{res, err}
+		}()
+	}
+	joinCtx, cancelJoin := context.WithTimeout(sigCtx, sf.timeout)
+	sh, err := coord.Join(joinCtx, sf.coordinator, sr.hello, sf.timeout, 0)
+	cancelJoin()
+	var refused *coord.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return invalid(fmt.Errorf("shard %d/%d refused by the coordinator: %w", sr.index, sr.n, err))
+	case err != nil:
+		if served != nil {
+			if s := <-served; s.err != nil {
+				return coordinatorErr(s.err)
+			}
+		}
+		return incomplete(err)
+	}
+	defer sh.Close()
+	theta, delta := sh.Clock()
+	if !quiet {
+		fmt.Fprintf(e.stderr, "mqplan: shard %d/%d joined %s (clock offset %v ± %v); %d of %d clients are this shard's\n",
+			sr.index, sr.n, sf.coordinator, theta, delta, sr.assign.Counts()[sr.index], len(sr.prog.Clients))
+	}
+	// A stop from the coordinator (another shard interrupted, or the
+	// coordinator lost) stops this shard as Ctrl-C would; Ctrl-C here
+	// stops every shard.
+	ctx, cancel := context.WithCancel(sigCtx)
+	defer cancel()
+	var handedIn atomic.Bool // after it, the coordinator may go: that is no loss
+	go func() {
+		select {
+		case <-sh.Stopped():
+			if err := sh.Lost(); err != nil && !handedIn.Load() {
+				fmt.Fprintf(e.stderr, "mqplan: shard %d/%d: %v: stopping and writing the partial result\n", sr.index, sr.n, err)
+			}
+			cancel()
+		case <-sigCtx.Done():
+			sh.Stop()
+		case <-ctx.Done():
+		}
+	}()
+
+	opts := runOptions(sr.prog)
+	opts.Shard = &runner.Shard{Index: sr.index, Count: sr.n, Owned: sr.assign.Mask(sr.index),
+		ExpectedByShard: sr.assign.ExpectedByShard, Sync: sh}
+	var pp *progressPrinter
+	if !quiet {
+		pp = newProgressPrinter(e.stderr, sr.prog)
+		opts.Progress = pp.print
+	}
+	sr.part.hook(&opts)
+	st, err := runner.Run(ctx, sr.prog, opts)
+	if pp != nil {
+		pp.finish()
+	}
+	if err != nil {
+		return incomplete(err)
+	}
+	if len(st.Phases) == 0 {
+		// It never started (no common epoch): the coordinator says why.
+		if served != nil {
+			if s := <-served; s.err != nil {
+				return coordinatorErr(s.err)
+			}
+		}
+		return incomplete(fmt.Errorf("shard %d/%d: %s", sr.index, sr.n, st.Incomplete))
+	}
+	epoch := sh.EpochWall()
+	pubStart := epoch + int64(st.Phases[phase.Warmup].Start)
+	if f, err := sr.part.file(st, partial.Shard{Index: sr.index, Count: sr.n, Assignment: sr.assign.Version, AssignSHA256: sr.assign.Hash},
+		partial.Clock{EpochWallNS: epoch, PubStartWallNS: pubStart, OffsetNS: int64(theta), UncertaintyNS: int64(delta), Source: "coordinator"}); err != nil {
+		return incomplete(err)
+	} else {
+		var b bytes.Buffer
+		if err := partial.Write(&b, f); err != nil {
+			return incomplete(err)
+		}
+		if err := sr.part.save(b.Bytes()); err != nil {
+			fmt.Fprintf(e.stderr, "mqplan: %v\n", err)
+		}
+		if err := sh.HandIn(b.Bytes(), time.Minute); err != nil {
+			return incomplete(fmt.Errorf("shard %d/%d: %w (the part is in %s: mqplan merge takes it)", sr.index, sr.n, err, sr.part.path))
+		}
+		handedIn.Store(true)
+	}
+	if served == nil {
+		if !quiet {
+			fmt.Fprintf(e.stderr, "mqplan: shard %d/%d: the coordinator has this shard's part (also in %s)\n", sr.index, sr.n, sr.part.path)
+		}
+		return nil
+	}
+	s := <-served
+	if s.err != nil {
+		return coordinatorErr(s.err)
+	}
+	return judgeCollected(e, s.res, outs)
+}
+
+// servedRun is what Coordinator.Serve returned.
+type servedRun struct {
+	res *coord.Result
+	err error
+}
+
+// coordinatorErr picks the exit code of a run the coordinator could not
+// hold: a refusal is invalid input (2), the rest incomplete (3).
+func coordinatorErr(err error) error {
+	var refused *coord.RefusedError
+	if errors.As(err, &refused) {
+		return invalid(fmt.Errorf("coordinator: %w", err))
+	}
+	return incomplete(fmt.Errorf("coordinator: %w", err))
+}
+
+// judgeCollected merges the parts the coordinator collected and judges
+// them as mqplan merge does. A shard lost or missing makes the run
+// incomplete (exit 3), with what the others measured.
+func judgeCollected(e *env, res *coord.Result, outs *outputs) error {
+	var files []*partial.File
+	var missing []string
+	for i, data := range res.Parts {
+		if data == nil {
+			missing = append(missing, strconv.Itoa(i))
+			continue
+		}
+		f, err := partial.Parse(fmt.Sprintf("shard %d's part", i), data)
+		if err != nil {
+			return incomplete(err)
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return incomplete(errors.New("no shard handed in its part"))
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(e.stderr, "mqplan: shards %s lost during the run: the report holds what the others measured, and the run is incomplete\n", strings.Join(missing, ", "))
+	}
+	return judgeParts(e, files, len(missing) > 0, outs)
+}
+
+// verdictOf is judgeParts' evaluation, for the coordinator and mqplan
+// merge alike.
+func verdictOf(e *env, merged *partial.Merged, outs *outputs) error {
+	prog, err := reloadPlan(e, merged)
+	if err != nil {
+		return invalid(err)
+	}
+	res := report.Evaluate(prog.Plan, prog.Thresholds, merged.Stats)
+	if err := outs.report(e, res); err != nil {
+		return err
+	}
+	return verdict(res)
+}

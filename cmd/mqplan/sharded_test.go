@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mqplan/mqplan/broker"
+	"github.com/mqplan/mqplan/internal/loopback"
+	"github.com/mqplan/mqplan/internal/mosquittotest"
+	waitfor "github.com/mqplan/mqplan/internal/wait"
+	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/report"
+)
+
+// small scales plans/1to1-qos1.yaml down to a few seconds.
+var small = []string{"--set", "groups.sub.count=6", "--set", "groups.pub.count=6", "--set", "warmup=300ms",
+	"--set", "ramp=0s", "--set", "duration=1s", "--set", "drain=2s"}
+
+// proc is an mqplan process of the test, its output kept.
+type proc struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+	eof chan struct{}
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// start starts the mqplan binary with args (in the repository root).
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{eof: make(chan struct{})}
+	cmd, stderr := startBinary(t, p, args...)
+	p.cmd = cmd
+	go func() { _, _ = io.Copy(p, stderr); close(p.eof) }()
+	return p
+}
+
+// exit waits for p's exit code and whole output.
+func (p *proc) exit(t *testing.T) (int, string) {
+	t.Helper()
+	code := wait(t, p.cmd, 2*time.Minute)
+	<-p.eof
+	return code, p.output()
+}
+
+// steadyCounts reads a JSON result's accounting of the steady phase.
+func steadyCounts(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := report.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, m := range []metric.Name{metric.Sent, metric.Expected, metric.Received, metric.Lost, metric.Duplicates} {
+		fmt.Fprintf(&b, "%s=%v ", m, r.Measured.Top[m])
+	}
+	return b.String()
+}
+
+// TestWorkersCountLikeOneProcess: mqplan run --workers 2 counts exactly
+// what one process counts (sent, expected, received, lost, duplicates)
+// on the embedded broker (hosted by the coordinating parent) and on
+// Mosquitto, and what a faulty broker's own counters say it dropped and
+// duplicated.
+func TestWorkersCountLikeOneProcess(t *testing.T) {
+	mosq := ""
+	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
+		mosq = mosquittotest.Start(t)
+	}
+	for _, tc := range []struct {
+		name   string
+		broker string // "" the plan's embedded broker
+		faults broker.Faults
+	}{
+		{"embedded", "", broker.Faults{}},
+		{"mosquitto", "mosquitto", broker.Faults{}},
+		{"dropping and duplicating broker", "faulty", broker.Faults{DropEvery: 7, DuplicateEvery: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var args []string
+			var b *broker.Broker
+			switch tc.broker {
+			case "mosquitto":
+				if mosq == "" {
+					t.Skip("mosquitto is not installed")
+				}
+				args = append(args, "--broker", mosq)
+			case "faulty":
+				var err error
+				if b, err = broker.Start(broker.Options{Faults: tc.faults}); err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close(5 * time.Second)
+				args = append(args, "--broker", b.URL())
+			}
+			args = append(args, small...)
+			if b != nil {
+				args = append(args, "--set", "warmup=0s")
+			}
+			workers := start(t, append(append([]string{"run", "--workers", "2", "--json", filepath.Join(dir, "w.json")}, args...), "plans/1to1-qos1.yaml")...)
+			code, out := workers.exit(t)
+			if code != 0 && code != 1 {
+				t.Fatalf("--workers 2: exit %d\n%s", code, out)
+			}
+			got := steadyCounts(t, filepath.Join(dir, "w.json"))
+			var want string
+			if b != nil {
+				// No warmup: every message is the steady phase's, and the
+				// broker's counters are the whole truth.
+				fc := b.FaultCounts()
+				if fc.Dropped == 0 || fc.Duplicated == 0 {
+					t.Fatalf("the broker dropped %d and duplicated %d: the test tests nothing", fc.Dropped, fc.Duplicated)
+				}
+				want = fmt.Sprintf("sent=%d expected=%d received=%d lost=%d duplicates=%d ", fc.Published, fc.Deliveries,
+					fc.Deliveries-fc.Dropped+fc.Duplicated, fc.Dropped, fc.Duplicated)
+			} else {
+				one := runCmd(t, append(append([]string{"run", "--quiet", "--json", filepath.Join(dir, "one.json")}, args...), "../../plans/1to1-qos1.yaml")...)
+				if one.code != 0 && one.code != 1 {
+					t.Fatalf("one process: exit %d\n%s", one.code, one.stderr)
+				}
+				want = steadyCounts(t, filepath.Join(dir, "one.json"))
+			}
+			if got != want {
+				t.Errorf("--workers 2 counted %s\none process %s", got, want)
+			}
+		})
+	}
+}
+
+// TestShardFaults: a run of two shards (mqplan run --shard I/2) in two
+// processes, shard 0 the coordinator: a shard killed mid-run leaves the
+// coordinator an incomplete run (exit 3) naming it, with the partials of
+// the others written; a shard of another plan is refused on both sides
+// (exit 2); a plan with the embedded broker is refused (exit 2); a
+// coordinator that starts after the other shard is waited for, and the
+// run proceeds.
+func TestShardFaults(t *testing.T) {
+	b, err := broker.Start(broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	const plan = "testdata/cli/pass.yaml"
+	shardArgs := func(dir, coordAddr string, i int, extra ...string) []string {
+		args := []string{"run", "--shard", fmt.Sprintf("%d/2", i), "--coordinator", coordAddr, "--run-id", "faults",
+			"--coordinator-timeout", "20s", "--broker", b.URL(), "--partial", filepath.Join(dir, fmt.Sprintf("part-%d.json", i))}
+		return append(append(args, extra...), plan)
+	}
+	t.Run("a shard killed mid-run", func(t *testing.T) {
+		dir, addr := t.TempDir(), loopback.FreeAddr(t)
+		s0 := start(t, shardArgs(dir, addr, 0, "--set", "duration=3s")...)
+		s1 := start(t, shardArgs(dir, addr, 1, "--set", "duration=3s")...)
+		// Shard 1's progress line says it publishes: the run is on.
+		waitfor.UntilWithin(t, 30*time.Second, 10*time.Millisecond, "shard 1 publishing", func() bool {
+			return strings.Contains(s1.output(), "steady") || strings.Contains(s1.output(), "warmup")
+		})
+		if err := s1.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		code, out := s0.exit(t)
+		if code != 3 || !strings.Contains(out, "shards 1 lost during the run") || !strings.Contains(out, "INCOMPLETE") {
+			t.Fatalf("coordinator: exit %d, want 3 naming shard 1\n%s", code, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "part-0.json")); err != nil {
+			t.Errorf("shard 0's partial: %v", err)
+		}
+	})
+	t.Run("a shard of another plan", func(t *testing.T) {
+		dir, addr := t.TempDir(), loopback.FreeAddr(t)
+		s0 := start(t, shardArgs(dir, addr, 0)...)
+		s1 := start(t, shardArgs(dir, addr, 1, "--set", "duration=2s")...)
+		c1, out1 := s1.exit(t)
+		c0, out0 := s0.exit(t)
+		if c0 != 2 || c1 != 2 || !strings.Contains(out0, "runs another plan") || !strings.Contains(out1, "runs another plan") {
+			t.Fatalf("exits %d and %d, want 2 and 2 saying so\n%s\n%s", c0, c1, out0, out1)
+		}
+	})
+	t.Run("the embedded broker", func(t *testing.T) {
+		r := runCmd(t, "run", "--shard", "0/2", "--coordinator", "127.0.0.1:1", "--run-id", "x", "../../"+plan)
+		if r.code != 2 || !strings.Contains(r.stderr, `the plan's broker is "embedded"`) {
+			t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
+		}
+	})
+	t.Run("the coordinator starts late", func(t *testing.T) {
+		dir, addr := t.TempDir(), loopback.FreeAddr(t)
+		s1 := start(t, shardArgs(dir, addr, 1)...)
+		// Shard 1 is started first; a process takes milliseconds to
+		// start, so it dials before anything listens and retries.
+		s0 := start(t, shardArgs(dir, addr, 0, "--json", filepath.Join(dir, "run.json"))...)
+		c0, out0 := s0.exit(t)
+		c1, out1 := s1.exit(t)
+		if c0 != 0 || c1 != 0 {
+			t.Fatalf("exits %d and %d, want 0 and 0\n%s\n%s", c0, c1, out0, out1)
+		}
+		if got := steadyCounts(t, filepath.Join(dir, "run.json")); !strings.Contains(got, "lost=0 duplicates=0") || strings.Contains(got, "sent=0 ") {
+			t.Errorf("counts %s", got)
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mqplan/mqplan/coord"
+	"github.com/mqplan/mqplan/plans"
+)
+
+// maxWorkers bounds --workers: each is a process with its own share of
+// the CPUs, and more of them than a machine has cores buys nothing.
+const maxWorkers = 256
+
+// runWorkers runs the plan as n child processes on this machine (mqplan
+// run --workers N): the children are shards 0…n−1 of the run (re-executed
+// from this binary, GOMAXPROCS split among them, each with its own fd
+// limit, the reason the mode exists), this process is their coordinator
+// and hosts the embedded broker when the plan asks for it, and prints
+// one merged report. Ctrl-C or SIGTERM here stops every child through the
+// coordinator.
+func runWorkers(e *env, n int, sf *shardFlags, pf *planFlags, path string, raw []string, outs *outputs, procs int, quiet bool) error {
+	if sf.shard != "" || sf.coordinator != "" {
+		return invalid(errors.New("--workers runs its own shards and coordinator: give neither --shard nor --coordinator"))
+	}
+	if n < 1 || n > maxWorkers {
+		return invalid(fmt.Errorf("--workers %d: give 1 to %d", n, maxWorkers))
+	}
+	if path == "-" {
+		return invalid(errors.New("--workers: the workers read the plan from its file: give a file, not standard input"))
+	}
+	dir, err := os.MkdirTemp("", "mqplan-workers")
+	if err != nil {
+		return incomplete(err)
+	}
+	defer os.RemoveAll(dir)
+	runID := sf.runID
+	if runID == "" {
+		runID = newRunID()
+	}
+	// The plan as the children will load it, for the hello they must
+	// match: an embedded broker is started here and named by --broker.
+	prog, part, err := pf.loadForPartial(e, path, runID, filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return err
+	}
+	if len(prog.Plan.Broker.URLs) == 1 && prog.Plan.Broker.URLs[0] == plans.Embedded {
+		b, err := runOptions(prog).Embedded()
+		if err != nil {
+			return incomplete(fmt.Errorf("start embedded broker: %w", err))
+		}
+		defer b.Close(5 * time.Second)
+		pf.broker = b.URL()
+		if prog, part, err = pf.loadForPartial(e, path, runID, filepath.Join(dir, "plan.json")); err != nil {
+			return err
+		}
+	}
+	a, err := plans.Assign(prog, n)
+	if err != nil {
+		return invalid(err)
+	}
+	hello := coord.Hello{N: n, RunID: runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion()}
+	co, err := coord.Listen("127.0.0.1:0", coord.Config{Hello: hello, JoinTimeout: sf.timeout})
+	if err != nil {
+		return incomplete(err)
+	}
+	exe, err := workerExecutable()
+	if err != nil {
+		co.Close()
+		return incomplete(fmt.Errorf("--workers: this program's own file, to run the workers: %w", err))
+	}
+	if procs <= 0 {
+		v, _ := e.lookupEnv("GOMAXPROCS")
+		procs = generatorProcs(0, prog.Plan.Broker, runtime.NumCPU(), v != "")
+	}
+	each := max(1, procs/n)
+	base := withoutFlag(raw, "workers")
+	var children []*exec.Cmd
+	var wg sync.WaitGroup
+	for i := range n {
+		args := append([]string{"run"}, base...)
+		args = append(args, "--shard", fmt.Sprintf("%d/%d", i, n), "--coordinator", co.Addr(), "--coordinator-dial",
+			"--run-id", runID, "--partial", filepath.Join(dir, fmt.Sprintf("part-%d.json", i)), "--quiet",
+			"--procs", strconv.Itoa(each))
+		if pf.broker != "" {
+			args = append(args, "--broker", pf.broker)
+		}
+		cmd := exec.Command(exe, args...)
+		cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(each))
+		if err := cmd.Start(); err != nil {
+			co.Close()
+			for _, c := range children {
+				_ = c.Process.Kill()
+			}
+			return incomplete(fmt.Errorf("--workers: start worker %d: %w", i, err))
+		}
+		children = append(children, cmd)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = cmd.Wait() // its exit shows in the coordinator's result
+		}()
+	}
+	if !quiet {
+		fmt.Fprintf(e.stderr, "mqplan: %d workers running %s (%d CPUs each), coordinated here\n", n, path, each)
+	}
+	ctx, stopSigs := onSignals(e, "interrupted: stopping every worker and reporting what was measured", nil)
+	defer stopSigs()
+	res, err := co.Serve(ctx)
+	wg.Wait()
+	if err != nil {
+		return coordinatorErr(err)
+	}
+	return judgeCollected(e, res, outs)
+}
+
+// workerExecutable is the program --workers runs as its children: this
+// one (a test sets the built binary).
+var workerExecutable = os.Executable
+
+// withoutFlag returns args without flag name and its value (--name V,
+// --name=V, -name V).
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		bare := strings.TrimLeft(a, "-")
+		switch {
+		case a != bare && bare == name:
+			i++ // its value
+		case a != bare && strings.HasPrefix(bare, name+"="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
