@@ -22,6 +22,9 @@ type Config struct {
 	// Idle is how long a shard may stay silent before it counts as lost
 	// (default 10 s: ten beats).
 	Idle time.Duration
+	// Joined, when set, is called once every shard has joined (on
+	// Serve's goroutine; it must return quickly).
+	Joined func()
 	// EpochDelay is how far ahead of the last shard's arrival the common
 	// epoch is set (default 1 s): long enough for the go frame to reach
 	// every shard before the epoch.
@@ -193,7 +196,7 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 			res.Stopped = true
 			broadcast(&frame{Type: tStop})
 			if joined < n {
-				return res, ctx.Err()
+				return res, fmt.Errorf("stopped before every shard joined: %w", ctx.Err())
 			}
 			continue
 		case ev = <-events:
@@ -218,7 +221,9 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 				return res, &RefusedError{Reason: reason}
 			}
 			conns[h.Shard], live[h.Shard] = ev.c, true
-			joined++
+			if joined++; joined == n && co.cfg.Joined != nil {
+				co.cfg.Joined()
+			}
 			_ = ev.c.write(&frame{Type: tWelcome})
 			go ev.c.beat(done)
 		case tClock:

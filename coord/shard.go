@@ -116,8 +116,11 @@ func (s *Shard) hello(h Hello, within time.Duration) error {
 			if f, err = s.c.read(); err != nil {
 				return fmt.Errorf("shard %d/%d: clock sample: %w", h.Shard, h.N, err)
 			}
-			if f.Type == tRefuse {
+			switch f.Type {
+			case tRefuse:
 				return &RefusedError{Reason: f.Error}
+			case tStop: // another shard was stopped already: so is this one
+				s.stopOnce.Do(func() { close(s.stopped) })
 			}
 		}
 		// The receive time from t0's monotonic reading: one wall read a

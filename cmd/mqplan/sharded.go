@@ -99,6 +99,12 @@ func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile strin
 	if err != nil {
 		return nil, invalid(err)
 	}
+	if sf.dial {
+		// A --workers child: the machine's source addresses are shared
+		// among the workers, each binding its own (after the plan's
+		// hash is taken: the plan is the same for all).
+		partitionSources(prog, a.Mask(i), i, n)
+	}
 	return &shardRun{index: i, n: n, prog: prog, part: part, assign: a, hello: coord.Hello{
 		Shard: i, N: n, RunID: sf.runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion(),
 	}}, nil
@@ -255,6 +261,9 @@ func judgeCollected(e *env, res *coord.Result, outs *outputs) error {
 		files = append(files, f)
 	}
 	if len(files) == 0 {
+		if res.Stopped {
+			return incomplete(errors.New("stopped before the run started: no shard measured anything"))
+		}
 		return incomplete(errors.New("no shard handed in its part"))
 	}
 	if len(missing) > 0 {
@@ -275,4 +284,30 @@ func verdictOf(e *env, merged *partial.Merged, outs *outputs) error {
 		return err
 	}
 	return verdict(res)
+}
+
+// partitionSources gives shard i of n on one machine its share of the
+// plan's broker.source_addresses, the addresses j ≡ i (mod n) (the one at
+// i mod their count when there are fewer addresses than shards), bound
+// round-robin by its owned clients, so that two workers never compete for
+// the ports of one address.
+func partitionSources(prog *plans.Program, owned []bool, i, n int) {
+	sa := prog.Plan.Broker.SourceAddresses
+	if len(sa) == 0 {
+		return
+	}
+	var own []string
+	for j := i; j < len(sa); j += n {
+		own = append(own, sa[j])
+	}
+	if len(own) == 0 {
+		own = []string{sa[i%len(sa)]}
+	}
+	k := 0
+	for c := range prog.Clients {
+		if owned[c] {
+			prog.Clients[c].SourceAddr = own[k%len(own)]
+			k++
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/mqplan/mqplan/internal/mosquittotest"
 	waitfor "github.com/mqplan/mqplan/internal/wait"
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/report"
 )
 
@@ -221,4 +223,84 @@ func TestShardFaults(t *testing.T) {
 			t.Errorf("counts %s", got)
 		}
 	})
+}
+
+// TestPartitionSources: --workers children share the source addresses
+// out, worker i taking j ≡ i (mod n), each client of its own bound to one
+// of them, and none bound to another worker's.
+func TestPartitionSources(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		addrs []string
+		n     int
+		want  [][]string // each worker's addresses
+	}{
+		{"more addresses than workers", []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}, 2,
+			[][]string{{"127.0.0.1", "127.0.0.3", "127.0.0.5"}, {"127.0.0.2", "127.0.0.4"}}},
+		{"fewer addresses than workers", []string{"127.0.0.1", "127.0.0.2"}, 3,
+			[][]string{{"127.0.0.1"}, {"127.0.0.2"}, {"127.0.0.1"}}},
+		{"none", nil, 2, [][]string{{""}, {""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := plans.LoadBytes("p.yaml", []byte("duration: 1s\ngroups:\n  - {name: s, count: 12, subscribe: {topic: t}}\n"), plans.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan.Broker.SourceAddresses = tc.addrs
+			prog, err := plans.Compile(plan, plans.CompileOptions{RunID: "r"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := plans.Assign(prog, tc.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.n {
+				partitionSources(prog, a.Mask(i), i, tc.n)
+			}
+			for i := range tc.n {
+				used := map[string]bool{}
+				for c, owned := range a.Mask(i) {
+					if owned {
+						used[prog.Clients[c].SourceAddr] = true
+					}
+				}
+				if a.Counts()[i] >= len(tc.want[i]) && len(used) != len(tc.want[i]) {
+					t.Errorf("worker %d binds %v, want %v", i, used, tc.want[i])
+				}
+				for _, w := range tc.want[i] {
+					if a.Counts()[i] >= len(tc.want[i]) && !used[w] {
+						t.Errorf("worker %d binds %v, want %v", i, used, tc.want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWorkersStopOnSignal: SIGTERM to the --workers parent reaches every
+// worker through the coordinator: they stop publishing, hand in their
+// parts, and the merged report says the run was interrupted (exit 3).
+func TestWorkersStopOnSignal(t *testing.T) {
+	// A broker with its fault hook on (a copy in a million) counts what
+	// it takes: the test signals once the workers publish.
+	b, err := broker.Start(broker.Options{Faults: broker.Faults{DuplicateEvery: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	p := start(t, append(append([]string{"run", "--workers", "2", "--broker", b.URL()}, small...), "--set", "duration=60s", "plans/1to1-qos1.yaml")...)
+	waitfor.UntilWithin(t, 30*time.Second, 10*time.Millisecond, "the workers publishing", func() bool {
+		return b.FaultCounts().Published > 0
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, out := p.exit(t)
+	if code != 3 || !strings.Contains(out, "INTERRUPTED") && !strings.Contains(out, "INCOMPLETE") {
+		t.Fatalf("exit %d, want 3 with the merged report\n%s", code, out)
+	}
+	if strings.Contains(out, "lost during the run") {
+		t.Errorf("a worker did not hand in its part:\n%s", out)
+	}
 }

@@ -68,7 +68,11 @@ func runWorkers(e *env, n int, sf *shardFlags, pf *planFlags, path string, raw [
 		return invalid(err)
 	}
 	hello := coord.Hello{N: n, RunID: runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion()}
-	co, err := coord.Listen("127.0.0.1:0", coord.Config{Hello: hello, JoinTimeout: sf.timeout})
+	cfg := coord.Config{Hello: hello, JoinTimeout: sf.timeout}
+	if !quiet {
+		cfg.Joined = func() { fmt.Fprintf(e.stderr, "mqplan: all %d workers joined: the run starts\n", n) }
+	}
+	co, err := coord.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		return incomplete(err)
 	}
@@ -82,6 +86,10 @@ func runWorkers(e *env, n int, sf *shardFlags, pf *planFlags, path string, raw [
 		procs = generatorProcs(0, prog.Plan.Broker, runtime.NumCPU(), v != "")
 	}
 	each := max(1, procs/n)
+	// Signals are taken before the first worker starts: a stop reaches
+	// every worker through the coordinator, whenever it comes.
+	ctx, stopSigs := onSignals(e, "interrupted: stopping every worker and reporting what was measured", nil)
+	defer stopSigs()
 	base := withoutFlag(raw, "workers")
 	var children []*exec.Cmd
 	var wg sync.WaitGroup
@@ -113,12 +121,27 @@ func runWorkers(e *env, n int, sf *shardFlags, pf *planFlags, path string, raw [
 	if !quiet {
 		fmt.Fprintf(e.stderr, "mqplan: %d workers running %s (%d CPUs each), coordinated here\n", n, path, each)
 	}
-	ctx, stopSigs := onSignals(e, "interrupted: stopping every worker and reporting what was measured", nil)
-	defer stopSigs()
 	res, err := co.Serve(ctx)
-	wg.Wait()
 	if err != nil {
+		// The run never started (stopped, or a worker missing or
+		// refused): the workers still waiting for it have nothing to do.
+		for _, c := range children {
+			_ = c.Process.Kill()
+		}
+		wg.Wait()
 		return coordinatorErr(err)
+	}
+	// Every worker has handed in its part and exits at once; one that
+	// does not within a minute is stuck, and is ended.
+	exited := make(chan struct{})
+	go func() { wg.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		for _, c := range children {
+			_ = c.Process.Kill()
+		}
+		<-exited
 	}
 	return judgeCollected(e, res, outs)
 }
