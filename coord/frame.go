@@ -97,19 +97,30 @@ func (c *conn) read() (*frame, error) {
 	if err := c.c.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
 		return nil, err
 	}
+	return decode(c.r, func(n uint32) error {
+		return c.c.SetReadDeadline(time.Now().Add(c.idle + time.Duration(n>>20)*time.Second))
+	})
+}
+
+// decode reads one frame from r: its length, then its body, bounded by
+// MaxFrame before anything is allocated for it; body, when set, is told
+// the length first (conn.read extends its deadline for a large frame).
+func decode(r io.Reader, body func(n uint32) error) (*frame, error) {
 	var hdr [4]byte
-	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n > MaxFrame {
 		return nil, fmt.Errorf("a frame of %d bytes: more than the %d a frame may have", n, MaxFrame)
 	}
-	if err := c.c.SetReadDeadline(time.Now().Add(c.idle + time.Duration(n>>20)*time.Second)); err != nil {
-		return nil, err
+	if body != nil {
+		if err := body(n); err != nil {
+			return nil, err
+		}
 	}
 	var b bytes.Buffer
-	if _, err := b.ReadFrom(io.LimitReader(c.r, int64(n))); err != nil {
+	if _, err := b.ReadFrom(io.LimitReader(r, int64(n))); err != nil {
 		return nil, err
 	}
 	if b.Len() != int(n) {
