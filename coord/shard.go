@@ -276,6 +276,18 @@ func (s *Shard) HandIn(data []byte, timeout time.Duration) error {
 	}
 }
 
+// Acknowledged reports whether the coordinator has acknowledged the
+// partial result: after that, its going away is no loss. The reader
+// records the acknowledgement before it can see the connection end.
+func (s *Shard) Acknowledged() bool {
+	select {
+	case <-s.acked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close ends the connection.
 func (s *Shard) Close() error {
 	close(s.beatStop)

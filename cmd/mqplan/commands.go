@@ -241,8 +241,8 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if err != nil {
 		return err
 	}
-	if sf.workers != 0 {
-		return runWorkers(e, sf.workers, &sf, &pf, path, raw, &outs, *procs, *quiet)
+	if sf.workers != "" {
+		return runWorkers(e, &sf, &pf, path, raw, &outs, *procs, *quiet)
 	}
 	if sf.shard != "" {
 		// A shard of a run split across processes (sharded.go).

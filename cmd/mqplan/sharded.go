@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/mqplan/mqplan/coord"
@@ -28,7 +27,7 @@ type shardFlags struct {
 	// dial makes shard 0 dial the coordinator instead of being it: the
 	// children of --workers, whose parent coordinates.
 	dial    bool
-	workers int
+	workers string
 }
 
 func (sf *shardFlags) register(fs *flag.FlagSet) {
@@ -36,7 +35,7 @@ func (sf *shardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&sf.coordinator, "coordinator", "", "with --shard, the coordinator's HOST:PORT: shard 0 listens there, the others dial it (retrying until --coordinator-timeout)")
 	fs.StringVar(&sf.runID, "run-id", "", "with --shard, the run's id, the same on every shard: it makes client ids, and shards of other runs are refused")
 	fs.DurationVar(&sf.timeout, "coordinator-timeout", 5*time.Minute, "with --shard, how long to wait for the coordinator, and the coordinator for every shard")
-	fs.IntVar(&sf.workers, "workers", 0, "run the plan as N shards in N child processes of this machine, this process their coordinator (and the embedded broker's host): one merged report")
+	fs.StringVar(&sf.workers, "workers", "", "run the plan as N shards in N child processes of this machine, this process their coordinator (and the embedded broker's host): one merged report; auto: as many as the plan's connections need under the open-file limit")
 	fs.BoolVar(&sf.dial, "coordinator-dial", false, "with --shard 0/N, dial the coordinator rather than be it (what --workers gives its children)")
 }
 
@@ -157,11 +156,10 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 	// stops every shard.
 	ctx, cancel := context.WithCancel(sigCtx)
 	defer cancel()
-	var handedIn atomic.Bool // after it, the coordinator may go: that is no loss
 	go func() {
 		select {
 		case <-sh.Stopped():
-			if err := sh.Lost(); err != nil && !handedIn.Load() {
+			if err := sh.Lost(); err != nil && !sh.Acknowledged() {
 				fmt.Fprintf(e.stderr, "mqplan: shard %d/%d: %v: stopping and writing the partial result\n", sr.index, sr.n, err)
 			}
 			cancel()
@@ -212,7 +210,6 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 		if err := sh.HandIn(b.Bytes(), time.Minute); err != nil {
 			return incomplete(fmt.Errorf("shard %d/%d: %w (the part is in %s: mqplan merge takes it)", sr.index, sr.n, err, sr.part.path))
 		}
-		handedIn.Store(true)
 	}
 	if served == nil {
 		if !quiet {

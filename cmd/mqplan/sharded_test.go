@@ -304,3 +304,36 @@ func TestWorkersStopOnSignal(t *testing.T) {
 		t.Errorf("a worker did not hand in its part:\n%s", out)
 	}
 }
+
+// TestAutoWorkers: --workers auto takes the fewest workers whose shards
+// each fit their connections under the open-file limit.
+func TestAutoWorkers(t *testing.T) {
+	plan, err := plans.LoadBytes("p.yaml", []byte("duration: 1s\ngroups:\n  - {name: s, count: 1000, subscribe: {topic: t/%i}}\n  - {name: p, count: 1000, publish: {topic: t/%i, every: 1s}}\n"), plans.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := plans.Compile(plan, plans.CompileOptions{RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		limit int
+		want  int
+	}{
+		{"unknown limit", 0, 1},
+		{"room for all", 20000, 1},
+		{"room for 1000 a worker", 1256, 2},
+		{"room for 700 a worker", 956, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := autoWorkers(prog, tc.limit)
+			if err != nil || got != tc.want {
+				t.Errorf("autoWorkers(limit %d) = %d, %v; want %d", tc.limit, got, err, tc.want)
+			}
+		})
+	}
+	if _, err := autoWorkers(prog, 100); err == nil {
+		t.Error("a limit below the margin: want an error")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,12 +28,16 @@ const maxWorkers = 256
 // and hosts the embedded broker when the plan asks for it, and prints
 // one merged report. Ctrl-C or SIGTERM here stops every child through the
 // coordinator.
-func runWorkers(e *env, n int, sf *shardFlags, pf *planFlags, path string, raw []string, outs *outputs, procs int, quiet bool) error {
+func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string, outs *outputs, procs int, quiet bool) error {
 	if sf.shard != "" || sf.coordinator != "" {
 		return invalid(errors.New("--workers runs its own shards and coordinator: give neither --shard nor --coordinator"))
 	}
-	if n < 1 || n > maxWorkers {
-		return invalid(fmt.Errorf("--workers %d: give 1 to %d", n, maxWorkers))
+	n := 0
+	if sf.workers != "auto" {
+		var err error
+		if n, err = strconv.Atoi(sf.workers); err != nil || n < 1 || n > maxWorkers {
+			return invalid(fmt.Errorf("--workers %q: give 1 to %d, or auto", sf.workers, maxWorkers))
+		}
 	}
 	if path == "-" {
 		return invalid(errors.New("--workers: the workers read the plan from its file: give a file, not standard input"))
@@ -61,6 +66,14 @@ func runWorkers(e *env, n int, sf *shardFlags, pf *planFlags, path string, raw [
 		pf.broker = b.URL()
 		if prog, part, err = pf.loadForPartial(e, path, runID, filepath.Join(dir, "plan.json")); err != nil {
 			return err
+		}
+	}
+	if n == 0 {
+		if n, err = autoWorkers(prog, systemLimits().OpenFiles); err != nil {
+			return invalid(err)
+		}
+		if !quiet {
+			fmt.Fprintf(e.stderr, "mqplan: --workers auto: %d workers for %d clients under the open-file limit %d\n", n, len(prog.Clients), systemLimits().OpenFiles)
 		}
 	}
 	a, err := plans.Assign(prog, n)
@@ -166,4 +179,34 @@ func withoutFlag(args []string, name string) []string {
 		}
 	}
 	return out
+}
+
+// workerFDMargin is what --workers auto leaves of each worker's open-file
+// limit beyond its connections: the runtime, stdio, its coordinator
+// connection, the files it writes.
+const workerFDMargin = 256
+
+// autoWorkers is --workers auto: the fewest workers whose shards each
+// hold their clients' connections within the open-file limit (limit 0,
+// unknown: one worker). The parent's embedded broker, if any, holds the
+// other end of every connection in one process: that is the broker's
+// limit, which no number of workers lifts.
+func autoWorkers(prog *plans.Program, limit int) (int, error) {
+	if limit <= 0 {
+		return 1, nil
+	}
+	room := limit - workerFDMargin
+	if room < 1 {
+		return 0, fmt.Errorf("--workers auto: the open-file limit %d leaves no room for connections", limit)
+	}
+	for n := max(1, (len(prog.Clients)+room-1)/room); n <= maxWorkers; n++ {
+		a, err := plans.Assign(prog, n)
+		if err != nil {
+			return 0, err
+		}
+		if slices.Max(a.Counts()) <= room {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("--workers auto: %d clients do not fit %d workers of %d connections each", len(prog.Clients), maxWorkers, room)
 }
