@@ -157,9 +157,19 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 			if !all {
 				continue
 			}
+			// A time the shards must reach together is set ahead by
+			// twice the slowest shard's one-way delay on top, so that
+			// the go reaches every shard before it.
+			var slowest int64
+			for _, d := range res.Delay {
+				slowest = max(slowest, d)
+			}
 			at := b.at
+			if at > 0 {
+				at += 2 * slowest
+			}
 			if name == "epoch" {
-				at = time.Now().Add(co.cfg.EpochDelay).UnixNano()
+				at = time.Now().Add(co.cfg.EpochDelay).UnixNano() + 2*slowest
 			}
 			broadcast(&frame{Type: tGo, Name: name, Vals: b.sums, At: at})
 			delete(barriers, name)

@@ -270,6 +270,9 @@ func (s *Shard) HandIn(data []byte, timeout time.Duration) error {
 	case <-s.acked:
 		return nil
 	case <-s.lost:
+		if s.Acknowledged() { // the coordinator acknowledged, then went
+			return nil
+		}
 		return fmt.Errorf("hand in the partial result: %w", s.Lost())
 	case <-t.C:
 		return fmt.Errorf("hand in the partial result: no acknowledgement within %v", timeout)
