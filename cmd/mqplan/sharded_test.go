@@ -158,11 +158,15 @@ func TestWorkersCountLikeOneProcess(t *testing.T) {
 // processes, shard 0 the coordinator: a shard killed mid-run leaves the
 // coordinator an incomplete run (exit 3) naming it, with the partials of
 // the others written; a shard of another plan is refused on both sides
-// (exit 2); a plan with the embedded broker is refused (exit 2); a
+// (exit 2); a coordinator killed mid-run stops the other shard, which
+// writes its part and exits 3; a plan with the embedded broker is
+// refused (exit 2); a
 // coordinator that starts after the other shard is waited for, and the
 // run proceeds.
 func TestShardFaults(t *testing.T) {
-	b, err := broker.Start(broker.Options{})
+	// The fault hook (a copy in a million) counts what the broker takes:
+	// the test kills a shard once the shards publish.
+	b, err := broker.Start(broker.Options{Faults: broker.Faults{DuplicateEvery: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +181,9 @@ func TestShardFaults(t *testing.T) {
 		dir, addr := t.TempDir(), loopback.FreeAddr(t)
 		s0 := start(t, shardArgs(dir, addr, 0, "--set", "duration=3s")...)
 		s1 := start(t, shardArgs(dir, addr, 1, "--set", "duration=3s")...)
-		// Shard 1's progress line says it publishes: the run is on.
-		waitfor.UntilWithin(t, 30*time.Second, 10*time.Millisecond, "shard 1 publishing", func() bool {
-			return strings.Contains(s1.output(), "steady") || strings.Contains(s1.output(), "warmup")
+		published := b.FaultCounts().Published
+		waitfor.UntilWithin(t, 30*time.Second, 10*time.Millisecond, "the shards publishing", func() bool {
+			return b.FaultCounts().Published > published
 		})
 		if err := s1.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
@@ -190,6 +194,25 @@ func TestShardFaults(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, "part-0.json")); err != nil {
 			t.Errorf("shard 0's partial: %v", err)
+		}
+	})
+	t.Run("the coordinator killed mid-run", func(t *testing.T) {
+		dir, addr := t.TempDir(), loopback.FreeAddr(t)
+		s0 := start(t, shardArgs(dir, addr, 0, "--set", "duration=30s")...)
+		s1 := start(t, shardArgs(dir, addr, 1, "--set", "duration=30s")...)
+		published := b.FaultCounts().Published
+		waitfor.UntilWithin(t, 30*time.Second, 10*time.Millisecond, "the shards publishing", func() bool {
+			return b.FaultCounts().Published > published
+		})
+		if err := s0.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		code, out := s1.exit(t)
+		if code != 3 || !strings.Contains(out, "the coordinator was lost") || !strings.Contains(out, "mqplan merge takes it") {
+			t.Fatalf("shard 1: exit %d, want 3 saying the coordinator was lost\n%s", code, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "part-1.json")); err != nil {
+			t.Errorf("shard 1's partial: %v", err)
 		}
 	})
 	t.Run("a shard of another plan", func(t *testing.T) {
