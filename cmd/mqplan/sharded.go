@@ -94,6 +94,9 @@ func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile strin
 			return nil, invalid(fmt.Errorf("--shard: the plan's broker is %q, which each shard would start on its own: give a broker every shard reaches (--broker URL), or use --workers N, which hosts it", plans.Embedded))
 		}
 	}
+	if err := shardable(prog); err != nil {
+		return nil, invalid(err)
+	}
 	a, err := plans.Assign(prog, n)
 	if err != nil {
 		return nil, invalid(err)
@@ -307,4 +310,24 @@ func partitionSources(prog *plans.Program, owned []bool, i, n int) {
 			k++
 		}
 	}
+}
+
+// shardable refuses, with the plan's position, what a sharded run cannot
+// measure exactly yet: a subscribing group that churns with a clean
+// session, whose windows are read from its publishers' counters in the
+// same process (runner/clean_run.go).
+func shardable(prog *plans.Program) error {
+	var errs []error
+	for _, gp := range prog.Groups {
+		if gp.Count == 0 {
+			continue
+		}
+		c := &prog.Clients[gp.First]
+		g := &prog.Plan.Groups[c.Group]
+		if s, _ := prog.ChurnOf(c); s != nil && g.CleanStart && len(g.Subscribe) > 0 {
+			errs = append(errs, &plans.Error{Pos: g.Pos, Path: "groups." + g.Name + ".clean_start",
+				Msg: "a subscribing group that churns with a clean session: not supported yet in a sharded run (--shard, --workers): its windows are judged from its publishers' counters in one process"})
+		}
+	}
+	return errors.Join(errs...)
 }

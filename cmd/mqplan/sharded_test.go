@@ -225,6 +225,17 @@ func TestShardFaults(t *testing.T) {
 			t.Fatalf("exits %d and %d, want 2 and 2 saying so\n%s\n%s", c0, c1, out0, out1)
 		}
 	})
+	t.Run("clean churning subscribers", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"run", "--shard", "0/2", "--coordinator", "127.0.0.1:1", "--run-id", "x", "--broker", b.URL(), "../../plans/churn.yaml"},
+			{"run", "--workers", "2", "../../plans/churn.yaml"},
+		} {
+			r := runCmd(t, args...)
+			if r.code != 2 || !strings.Contains(r.stderr, "churn.yaml:") || !strings.Contains(r.stderr, "clean_start: a subscribing group that churns with a clean session: not supported yet") {
+				t.Errorf("%v: exit %d, want 2 naming the group\n%s", args, r.code, r.stderr)
+			}
+		}
+	})
 	t.Run("the embedded broker", func(t *testing.T) {
 		r := runCmd(t, "run", "--shard", "0/2", "--coordinator", "127.0.0.1:1", "--run-id", "x", "../../"+plan)
 		if r.code != 2 || !strings.Contains(r.stderr, `the plan's broker is "embedded"`) {

@@ -68,6 +68,9 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 			return err
 		}
 	}
+	if err := shardable(prog); err != nil {
+		return invalid(err)
+	}
 	if n == 0 {
 		if n, err = autoWorkers(prog, systemLimits().OpenFiles); err != nil {
 			return invalid(err)
