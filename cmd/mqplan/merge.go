@@ -135,11 +135,12 @@ type partialRun struct {
 // and loads and compiles it as pf.load does.
 func (pf *planFlags) loadForPartial(e *env, path, runID, out string) (*plans.Program, *partialRun, error) {
 	// Checked before anything connects: a typo in a directory must not
-	// cost a whole run.
+	// cost a whole run. A shard may have no file ("": its part goes to
+	// the coordinator only).
 	if outfile.IsStdout(out) {
 		return nil, nil, invalid(fmt.Errorf("--partial %s: standard output carries the report: name a file", out))
 	}
-	if err := outfile.Check(out); err != nil {
+	if err := outfile.Check(out); out != "" && err != nil {
 		return nil, nil, invalid(fmt.Errorf("--partial %s: %w", out, err))
 	}
 	data, err := readPlanOnce(e, path)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/coord"
+	"github.com/mqplan/mqplan/internal/outfile"
 	"github.com/mqplan/mqplan/partial"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
@@ -83,7 +84,14 @@ func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile strin
 		}
 	}
 	if partialFile == "" {
+		// The default file is kept where it can be written: in a
+		// container with a read-only root it cannot, and the part goes
+		// to the coordinator only.
 		partialFile = fmt.Sprintf("mqplan-part-%d-of-%d.json", i, n)
+		if err := outfile.Check(partialFile); err != nil {
+			fmt.Fprintf(e.stderr, "mqplan: note: shard %d/%d keeps no copy of its partial result (%s: %v): give --partial FILE on a writable volume to keep one\n", i, n, partialFile, err)
+			partialFile = ""
+		}
 	}
 	prog, part, err := pf.loadForPartial(e, path, sf.runID, partialFile)
 	if err != nil {
@@ -207,16 +215,21 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 		if err := partial.Write(&b, f); err != nil {
 			return incomplete(err)
 		}
-		if err := sr.part.save(b.Bytes()); err != nil {
-			fmt.Fprintf(e.stderr, "mqplan: %v\n", err)
+		kept := "no copy of it was kept"
+		if sr.part.path != "" {
+			if err := sr.part.save(b.Bytes()); err != nil {
+				fmt.Fprintf(e.stderr, "mqplan: %v\n", err)
+			} else {
+				kept = "the part is in " + sr.part.path + ": mqplan merge takes it"
+			}
 		}
 		if err := sh.HandIn(b.Bytes(), time.Minute); err != nil {
-			return incomplete(fmt.Errorf("shard %d/%d: %w (the part is in %s: mqplan merge takes it)", sr.index, sr.n, err, sr.part.path))
+			return incomplete(fmt.Errorf("shard %d/%d: %w (%s)", sr.index, sr.n, err, kept))
 		}
 	}
 	if served == nil {
 		if !quiet {
-			fmt.Fprintf(e.stderr, "mqplan: shard %d/%d: the coordinator has this shard's part (also in %s)\n", sr.index, sr.n, sr.part.path)
+			fmt.Fprintf(e.stderr, "mqplan: shard %d/%d: the coordinator has this shard's part\n", sr.index, sr.n)
 		}
 		return nil
 	}

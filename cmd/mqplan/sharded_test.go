@@ -371,3 +371,20 @@ func TestAutoWorkers(t *testing.T) {
 		t.Error("a limit below the margin: want an error")
 	}
 }
+
+// TestShardWithoutACopy: a shard whose working directory cannot be
+// written (a container's read-only root) and that was given no --partial
+// says it keeps no copy of its part, and runs on: here it goes on to
+// find no coordinator (exit 3, naming it).
+func TestShardWithoutACopy(t *testing.T) {
+	plan, err := filepath.Abs("../../testdata/cli/pass.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir("/proc") // no file can be created there, not even by root
+	r := runCmd(t, "run", "--shard", "1/2", "--coordinator", "127.0.0.1:1", "--coordinator-timeout", "200ms", "--run-id", "x",
+		"--broker", "mqtt://127.0.0.1:1", plan)
+	if r.code != 3 || !strings.Contains(r.stderr, "shard 1/2 keeps no copy of its partial result") || !strings.Contains(r.stderr, "the coordinator 127.0.0.1:1 was not reached within 200ms") {
+		t.Fatalf("exit %d, want 3 with the note\n%s", r.code, r.stderr)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -180,6 +181,7 @@ func runJob(t *testing.T, bin string, b *Bundle, omit []string) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	var sharedPlan string
+	partDir := t.TempDir()
 	for i := 0; i < n; i++ {
 		p, local := startPod(t, b, i)
 		args := make([]string, 0, len(p.Argv)+8)
@@ -210,6 +212,10 @@ func runJob(t *testing.T, bin string, b *Bundle, omit []string) {
 		if i == 0 {
 			args = append(args, "--out", "json="+resultFile)
 		}
+		// A pod's root is read-only, so a shard keeps no copy of its part
+		// there; here the copy goes to the test's directory, not the
+		// source tree the test runs in.
+		args = append(args, "--partial", filepath.Join(partDir, fmt.Sprintf("part-%d.json", i)))
 		args = append(args, plan)
 		// The container's environment, as the kubelet and the runtime
 		// give it, and nothing of this test's.
