@@ -177,44 +177,38 @@ func TestShardFaults(t *testing.T) {
 			"--coordinator-timeout", "20s", "--broker", b.URL(), "--partial", filepath.Join(dir, fmt.Sprintf("part-%d.json", i))}
 		return append(append(args, extra...), plan)
 	}
-	t.Run("a shard killed mid-run", func(t *testing.T) {
-		dir, addr := t.TempDir(), loopback.FreeAddr(t)
-		s0 := start(t, shardArgs(dir, addr, 0, "--set", "duration=3s")...)
-		s1 := start(t, shardArgs(dir, addr, 1, "--set", "duration=3s")...)
-		published := b.FaultCounts().Published
-		waitfor.UntilWithin(t, 30*time.Second, 10*time.Millisecond, "the shards publishing", func() bool {
-			return b.FaultCounts().Published > published
+	// A shard killed once both publish: the survivor exits 3, saying
+	// so, with its part written.
+	for _, tc := range []struct {
+		name           string
+		killed, others int
+		duration       string // the survivor's run goes on to its end, or stops at once
+		says           []string
+	}{
+		{"a shard killed mid-run", 1, 0, "duration=3s", []string{"shards 1 lost during the run", "INCOMPLETE"}},
+		{"the coordinator killed mid-run", 0, 1, "duration=30s", []string{"the coordinator was lost", "mqplan merge takes it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, addr := t.TempDir(), loopback.FreeAddr(t)
+			shards := []*proc{start(t, shardArgs(dir, addr, 0, "--set", tc.duration)...), start(t, shardArgs(dir, addr, 1, "--set", tc.duration)...)}
+			published := b.FaultCounts().Published
+			waitfor.UntilWithin(t, 30*time.Second, 10*time.Millisecond, "the shards publishing", func() bool {
+				return b.FaultCounts().Published > published
+			})
+			if err := shards[tc.killed].cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			code, out := shards[tc.others].exit(t)
+			for _, w := range tc.says {
+				if code != 3 || !strings.Contains(out, w) {
+					t.Fatalf("shard %d: exit %d, want 3 saying %q\n%s", tc.others, code, w, out)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("part-%d.json", tc.others))); err != nil {
+				t.Errorf("shard %d's partial: %v", tc.others, err)
+			}
 		})
-		if err := s1.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		code, out := s0.exit(t)
-		if code != 3 || !strings.Contains(out, "shards 1 lost during the run") || !strings.Contains(out, "INCOMPLETE") {
-			t.Fatalf("coordinator: exit %d, want 3 naming shard 1\n%s", code, out)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "part-0.json")); err != nil {
-			t.Errorf("shard 0's partial: %v", err)
-		}
-	})
-	t.Run("the coordinator killed mid-run", func(t *testing.T) {
-		dir, addr := t.TempDir(), loopback.FreeAddr(t)
-		s0 := start(t, shardArgs(dir, addr, 0, "--set", "duration=30s")...)
-		s1 := start(t, shardArgs(dir, addr, 1, "--set", "duration=30s")...)
-		published := b.FaultCounts().Published
-		waitfor.UntilWithin(t, 30*time.Second, 10*time.Millisecond, "the shards publishing", func() bool {
-			return b.FaultCounts().Published > published
-		})
-		if err := s0.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		code, out := s1.exit(t)
-		if code != 3 || !strings.Contains(out, "the coordinator was lost") || !strings.Contains(out, "mqplan merge takes it") {
-			t.Fatalf("shard 1: exit %d, want 3 saying the coordinator was lost\n%s", code, out)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "part-1.json")); err != nil {
-			t.Errorf("shard 1's partial: %v", err)
-		}
-	})
+	}
 	t.Run("a shard of another plan", func(t *testing.T) {
 		dir, addr := t.TempDir(), loopback.FreeAddr(t)
 		s0 := start(t, shardArgs(dir, addr, 0)...)
