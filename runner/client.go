@@ -61,6 +61,10 @@ type client struct {
 	// cur holds a Poisson publisher's schedule cursors (cursors.go), nil
 	// for every other client.
 	cur *cursors
+	// ps is an open-loop publisher's send state, shared with the pacer
+	// when the pacer writes its messages (pacer_send.go); nil for other
+	// clients.
+	ps *pubState
 
 	// Receive-side state, touched only by the connection's reader
 	// goroutine (or under share.mu for a share group).

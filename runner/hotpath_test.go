@@ -162,52 +162,59 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		for _, size := range []int{1000, 20000} {
 			for _, qos := range []byte{0, 1, 2} {
 				t.Run(fmt.Sprintf("%s/%dB/qos%d", tr.name, size, qos), func(t *testing.T) {
-					t.Run("publish", func(t *testing.T) {
-						r, sub, buf := hotRun(t, size)
-						cn, bn := tr.pair(t)
-						_ = bn.SetDeadline(time.Now().Add(wait.Timeout))
-						c, acked, _ := hotConn(t, cn, r, sub)
-						go fakeBroker(bn, make(chan [4]byte, 1))
-						pub := &r.prog.Clients[1]
-						rec := sendRecord{group: pub.Group, bytes: int64(size), expected: 1, expectedBy: pub.Publish.ExpectedByGroup}
-						ctx := context.Background()
-						k := uint32(0)
-						var failed error
-						// One deadline for every wait of the run: a timer
-						// made per wait (time.After) would allocate.
-						deadline := time.NewTimer(wait.Timeout)
-						defer deadline.Stop()
-						// One message as run.publish sends it.
-						step := func() {
-							if failed != nil {
-								return
-							}
-							k++
-							intended := r.now()
-							encodePayload(buf, r.pattern, uint32(pub.Index), k, intended)
-							if err := c.Publish(ctx, "t/1", qos, false, buf, mqttc.Token(k)); err != nil && failed == nil {
-								failed = err
-								return
-							}
-							rec.lag = time.Duration(r.now() - intended)
-							rec.intended = intended
-							r.rec.recordSend(pub.Index, &rec)
-							if qos > 0 {
-								select {
-								case <-acked:
-								case <-deadline.C:
-									failed = fmt.Errorf("message %d not acknowledged within %v of the start", k, wait.Timeout)
+					// The publisher goroutine's send (waiting for an
+					// in-flight slot) and the pacer's (pacer_send.go).
+					for _, try := range []bool{false, true} {
+						name := "publish"
+						if try {
+							name = "pacer publish"
+						}
+						t.Run(name, func(t *testing.T) {
+							r, sub, _ := hotRun(t, size)
+							cn, bn := tr.pair(t)
+							_ = bn.SetDeadline(time.Now().Add(wait.Timeout))
+							c, acked, _ := hotConn(t, cn, r, sub)
+							go fakeBroker(bn, make(chan [4]byte, 1))
+							pub := &client{plan: &r.prog.Clients[1]}
+							pub.plan.Publish.QoS = qos
+							pub.live.Store(c)
+							pub.ready.Store(true)
+							pub.ps = r.newPubState(pub)
+							ctx := context.Background()
+							k := 0
+							var failed error
+							// One deadline for every wait of the run: a timer
+							// made per wait (time.After) would allocate.
+							deadline := time.NewTimer(wait.Timeout)
+							defer deadline.Stop()
+							// One message as run.publish or the pacer sends
+							// it, intended now.
+							step := func() {
+								if failed != nil {
+									return
+								}
+								if out := r.send(ctx, pub, pub.ps, k, time.Duration(r.now()), try); out != sendDone {
+									failed = fmt.Errorf("message %d: outcome %d, errors %v", k, out, r.errKinds)
+									return
+								}
+								k++
+								if qos > 0 {
+									select {
+									case <-acked:
+									case <-deadline.C:
+										failed = fmt.Errorf("message %d not acknowledged within %v of the start", k, wait.Timeout)
+									}
 								}
 							}
-						}
-						n := testing.AllocsPerRun(1000, step)
-						if failed != nil {
-							t.Fatal(failed)
-						}
-						if n != 0 {
-							t.Errorf("publish path: %v allocations per message", n)
-						}
-					})
+							n := testing.AllocsPerRun(1000, step)
+							if failed != nil {
+								t.Fatal(failed)
+							}
+							if n != 0 {
+								t.Errorf("%s path: %v allocations per message", name, n)
+							}
+						})
+					}
 					t.Run("receive", func(t *testing.T) {
 						r, sub, _ := hotRun(t, size)
 						cn, bn := tr.pair(t)

@@ -14,15 +14,16 @@ import (
 // that would be charged to the broker, since latency is measured from the
 // intended time. The pacer instead sleeps on a precise sleeper (a timerfd
 // on Linux, which the netpoller reports the moment it fires: ~0.1 ms
-// median) and wakes each publisher goroutine through its channel.
+// median) and, when a message falls due, writes it itself or wakes the
+// publisher's goroutine through its channel (pacer_send.go says which).
 //
 // A shard owns a min-heap of (next intended time, publisher) and is the
 // only goroutine touching it, so the hot path takes no lock: when an entry
-// falls due, the shard signals the publisher and moves the entry to the
-// publisher's next intended time (the schedule is a pure function of k),
-// independently of how far the publisher itself has got. A publisher
-// behind its schedule sends without waiting; a stale signal only makes it
-// re-check the clock.
+// falls due, the shard writes the publisher's due messages or signals the
+// publisher, and moves the entry to the publisher's next intended time
+// (the schedule is a pure function of k), independently of how far the
+// publisher itself has got. A publisher behind its schedule sends without
+// waiting; a stale signal only makes it re-check the clock.
 type pacer struct {
 	shards []*pacerShard
 }
@@ -31,6 +32,9 @@ type pacer struct {
 const pacerQuantum = 250 * time.Microsecond
 
 type pacerShard struct {
+	// due is called for a publisher whose entry fell due: it writes the
+	// publisher's due messages or wakes its goroutine (run.paceDue).
+	due     func(ctx context.Context, c *client)
 	heap    []pacerEntry
 	start   int64
 	now     func() int64
@@ -54,7 +58,7 @@ type sleeper interface {
 
 // newPacer builds the heaps for the given publishers, whose schedules
 // start at start (ns since the epoch).
-func newPacer(pubs []*client, start int64, now func() int64) (*pacer, error) {
+func newPacer(pubs []*client, start int64, now func() int64, due func(context.Context, *client)) (*pacer, error) {
 	n := min(max(1, runtime.GOMAXPROCS(0)), 4, max(1, len(pubs)))
 	p := &pacer{shards: make([]*pacerShard, n)}
 	for i := range p.shards {
@@ -65,7 +69,7 @@ func newPacer(pubs []*client, start int64, now func() int64) (*pacer, error) {
 			}
 			return nil, err
 		}
-		p.shards[i] = &pacerShard{start: start, now: now, sleeper: s}
+		p.shards[i] = &pacerShard{start: start, now: now, sleeper: s, due: due}
 	}
 	for i, c := range pubs {
 		off, ok := c.paceAt(0)
@@ -112,10 +116,7 @@ func (s *pacerShard) run(ctx context.Context) {
 		now := s.now()
 		for len(s.heap) > 0 && s.heap[0].due <= now {
 			e := &s.heap[0]
-			select {
-			case e.c.wake <- struct{}{}:
-			default: // a signal is already pending: the publisher will re-check
-			}
+			s.due(ctx, e.c)
 			if off, ok := e.c.paceAt(e.k + 1); ok {
 				e.k++
 				e.due = s.start + int64(off)

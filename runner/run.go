@@ -1070,9 +1070,12 @@ func (r *run) publishPhases(ctx context.Context) {
 		if c.wake == nil { // a closed-loop publisher has had one since it connected
 			c.wake = make(chan struct{}, 1)
 		}
+		if !c.plan.Publish.Max {
+			c.ps = r.newPubState(c)
+		}
 		pubs = append(pubs, c)
 	}
-	pace, err := newPacer(pubs, start, r.now)
+	pace, err := newPacer(pubs, start, r.now, r.paceDue)
 	if err != nil {
 		r.fail(nil, fmt.Errorf("pacer: %w", err))
 		return
@@ -1198,7 +1201,9 @@ func (r *run) releaseWriters(pubs []*client, finished <-chan struct{}) {
 		case <-tick.C:
 		}
 		for _, c := range pubs {
-			if mc := c.live.Load(); mc != nil && c.publishing.Load() && mc.Writing() {
+			// A publisher the pacer holds may be in the pacer's write
+			// (pacer_send.go) after its goroutine has returned.
+			if mc := c.live.Load(); mc != nil && (c.publishing.Load() || c.pacerHeld()) && mc.Writing() {
 				_ = mc.SetWriteDeadline(time.Now())
 				cut = append(cut, mc)
 			}
@@ -1375,9 +1380,7 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			c.quit.Store(int64(c.next) + 1)
 		}
 	}()
-	w := newPayloadWriter(pub)
-	key := plans.PayloadKey{Seed: r.checks.seed, Pub: uint32(pc.Index)}
-	rec := sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: c.expected, expectedBy: c.expectedBy}
+	ps := c.ps
 	cp := c.cleanPub // nil unless a clean churning subscriber reads it
 	// A churning publisher leaves and comes back between two messages
 	// (churn.go), and skips the messages due while it is away: they are
@@ -1389,12 +1392,12 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		churnTimer = time.NewTimer(time.Hour)
 		defer churnTimer.Stop()
 	}
-	// The schedule read in order: O(1) a message for Poisson arrivals too
-	// (cursors.go); the skip over a churn's away window repositions it.
-	cur := pub.Schedule.Cursor()
 	for k := 0; ; k++ {
 		c.next = k
-		off, ok := cur.At(k)
+		// The schedule read in order: O(1) a message for Poisson arrivals
+		// too (cursors.go); the skip over a churn's away window
+		// repositions it.
+		off, ok := ps.cur.At(k)
 		for nextLeave < leaves && (!ok || off >= churn.DisconnectAt(slot, nextLeave)) {
 			if !r.churnCycle(ctx, c, churnTimer, start, churn, slot, nextLeave) {
 				return
@@ -1413,6 +1416,18 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			continue
 		}
 		intended := start + int64(off)
+		// A message not due yet, on a connection that is up, is the
+		// pacer's to write (pacer_send.go): it gives the publisher back
+		// at the first message it cannot write itself.
+		if ps.pacer && c.ready.Load() && r.now() < intended {
+			if !r.awaitGiveBack(ctx, c, intended) {
+				return
+			}
+			if c.next != k {
+				k = c.next - 1
+				continue
+			}
+		}
 		// The pacer signals c.wake when a message falls due; a signal
 		// left over from a message sent late only causes a re-check.
 		for r.now() < intended {
@@ -1432,47 +1447,13 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 		if !c.ready.Load() && !r.awaitReconnect(ctx, c) {
 			return
 		}
-		// Lag is taken when the generator is ready to send: how late its
-		// schedule runs. What the connection then spends sending is part of the
-		// measured latency, which starts at the intended time anyway.
-		rec.lag = time.Duration(r.now() - intended)
-		rec.intended = intended
-		ph := r.prog.PhaseOf(off)
-		key.Seq, key.Intended = uint32(k+1), r.epochWall+intended
-		buf, props := w.fill(r.pattern, pc, key)
-		rec.bytes = int64(len(buf))
-		// The token is the message's sequence number: sentAs maps it back.
-		if cp != nil {
-			cp.written.Store(uint32(k + 1))
-		}
-		var err error
-		if pub.ResponseTopic != "" {
-			err = c.publishRequest(ctx, buf, k)
-		} else {
-			err = c.live.Load().PublishProps(ctx, pub.Topic, pub.QoS, pub.Retain, props, buf, mqttc.Token(k+1))
-		}
-		if err != nil {
-			if cp != nil {
-				cp.skip(uint32(k), uint32(k+1))
-			}
-			if ctx.Err() != nil {
-				return // stopped while waiting or writing: not sent
-			}
-			// This message is not sent; the schedule goes on.
-			c.next = k + 1
-			r.rec.recordUnsent(pc.Index, ph, pc.Group, 1, rec.expected, rec.expectedBy)
-			r.rec.recordStageUnsent(pc.Index, r.prog.StageOf(off), 1, rec.expected)
-			r.fail(pc, fmt.Errorf("publish %s: %w", pc.ID, cleanErr(err)))
+		switch r.send(ctx, c, ps, k, off, false) {
+		case sendStopped:
+			return
+		case sendFailed:
 			if !c.ready.Load() && !r.awaitReconnect(ctx, c) {
 				return
 			}
-			continue
-		}
-		rec.phase = ph
-		rec.inStage = r.prog.StageOf(off) + 1
-		r.rec.recordSend(pc.Index, &rec)
-		if pub.ResponseTopic != "" {
-			r.rec.recordRequest(pc.Index, ph, pc.Group, pub.ExpectedResponses)
 		}
 	}
 }

@@ -621,8 +621,8 @@ func (c *Conn) Publish(ctx context.Context, topic string, qos byte, retain bool,
 // encoding without its length (AppendUserProperty), ignored below MQTT 5.
 // It does not allocate.
 func (c *Conn) PublishProps(ctx context.Context, topic string, qos byte, retain bool, props, payload []byte, token Token) error {
-	if qos > c.serverMaxQoS {
-		return fmt.Errorf("the broker allows QoS %d at most, the plan publishes at QoS %d", c.serverMaxQoS, qos)
+	if err := c.checkQoS(qos); err != nil {
+		return err
 	}
 	var id uint16
 	if qos > 0 {
@@ -631,12 +631,50 @@ func (c *Conn) PublishProps(ctx context.Context, topic string, qos byte, retain 
 			return err
 		}
 	}
+	return c.sendPublish(topic, qos, retain, id, props, payload)
+}
+
+// checkQoS refuses a publish above the broker's Maximum QoS.
+func (c *Conn) checkQoS(qos byte) error {
+	if qos > c.serverMaxQoS {
+		return fmt.Errorf("the broker allows QoS %d at most, the plan publishes at QoS %d", c.serverMaxQoS, qos)
+	}
+	return nil
+}
+
+// sendPublish writes a new PUBLISH whose in-flight slot (QoS 1/2) is taken
+// under id, and frees the slot when the write fails: not sent, nothing for
+// a resumed session to send again.
+func (c *Conn) sendPublish(topic string, qos byte, retain bool, id uint16, props, payload []byte) error {
 	err := c.writePublish(topic, qos, retain, false, id, props, payload)
 	if err != nil && qos > 0 {
-		// Not sent: nothing for a resumed session to send again.
 		c.release(id)
 	}
 	return err
+}
+
+// ErrWindowFull is TryPublishProps's answer when the in-flight window has
+// no free slot: nothing was sent.
+var ErrWindowFull = errors.New("mqttc: in-flight window full")
+
+// TryPublishProps is PublishProps for a caller that must not wait for an
+// in-flight slot (the runner's pacer, which writes for many publishers
+// from one goroutine): when the window is full it sends nothing and
+// returns ErrWindowFull, and the caller decides who waits. The write
+// itself may still block while the socket's buffer is full, as any
+// write. It does not allocate.
+func (c *Conn) TryPublishProps(topic string, qos byte, retain bool, props, payload []byte, token Token) error {
+	if err := c.checkQoS(qos); err != nil {
+		return err
+	}
+	var id uint16
+	if qos > 0 {
+		var ok bool
+		if id, ok = c.tryTake(token, qos); !ok {
+			return ErrWindowFull
+		}
+	}
+	return c.sendPublish(topic, qos, retain, id, props, payload)
 }
 
 // PublishRequest is Publish for a request (MQTT 5 only): the PUBLISH
@@ -648,8 +686,8 @@ func (c *Conn) PublishRequest(ctx context.Context, topic string, qos byte, paylo
 	if c.version < Version5 {
 		return errors.New("request/response needs MQTT 5")
 	}
-	if qos > c.serverMaxQoS {
-		return fmt.Errorf("the broker allows QoS %d at most, the plan publishes at QoS %d", c.serverMaxQoS, qos)
+	if err := c.checkQoS(qos); err != nil {
+		return err
 	}
 	var id uint16
 	if qos > 0 {

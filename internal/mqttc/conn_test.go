@@ -457,3 +457,60 @@ func TestEndOfConnection(t *testing.T) {
 		})
 	}
 }
+
+// TestTryPublish: TryPublishProps sends like PublishProps while the
+// window has a free slot, sends nothing and returns ErrWindowFull at once
+// when it is full (nothing written, nothing recorded), sends again once an
+// ack frees a slot, and frees the slot of a write that failed.
+func TestTryPublish(t *testing.T) {
+	c, broker := pipeConn(t, Handlers{})
+	got := make(chan uint16, 16)
+	go func() {
+		for {
+			cp, err := packets.ReadPacket(broker)
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- cp.Content.(*packets.Publish).PacketID
+		}
+	}()
+	for i := 0; i < 4; i++ {
+		if err := c.TryPublishProps("x", 1, false, nil, []byte("p"), token(byte(i))); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		if id := <-got; id != uint16(subscribeID+1+i) {
+			t.Fatalf("publish %d went as packet id %d", i, id)
+		}
+	}
+	if err := c.TryPublishProps("x", 1, false, nil, []byte("p"), token(4)); !errors.Is(err, ErrWindowFull) {
+		t.Fatalf("publish on a full window: %v, want ErrWindowFull", err)
+	}
+	if n := c.Pending(); n != 4 {
+		t.Errorf("pending = %d after a refused publish, want 4", n)
+	}
+	c.complete(subscribeID+1, 0, 1)
+	if err := c.TryPublishProps("x", 1, false, nil, []byte("p"), token(5)); err != nil {
+		t.Fatalf("publish after an ack: %v", err)
+	}
+	if id := <-got; id != subscribeID+1 {
+		t.Errorf("the publish after the ack went as packet id %d, want the freed %d", id, subscribeID+1)
+	}
+	select {
+	case id := <-got:
+		t.Fatalf("the refused publish was written (packet id %d)", id)
+	default:
+	}
+	// A write that fails gives its slot back: nothing is in flight.
+	c.complete(subscribeID+2, 0, 1)
+	broker.Close()
+	if err := c.TryPublishProps("x", 1, false, nil, []byte("p"), token(6)); err == nil || errors.Is(err, ErrWindowFull) {
+		t.Fatalf("publish to a closed peer: %v, want a write error", err)
+	}
+	if n := c.Pending(); n != 3 {
+		t.Errorf("pending = %d after a failed write, want 3", n)
+	}
+	if err := c.TryPublishProps("x", 0, false, nil, []byte("p"), 0); err == nil {
+		t.Error("QoS 0 publish to a closed peer: no error")
+	}
+}

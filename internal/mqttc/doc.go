@@ -66,5 +66,6 @@
 //     keepalives.
 //   - The in-flight window (slots by packet id, free ids) is shared by the
 //     publisher and the reader under its own mutex; a full window makes
-//     Publish wait, which the caller sees as schedule lag.
+//     Publish wait, which the caller sees as schedule lag, and makes
+//     TryPublishProps return ErrWindowFull for a caller that must not wait.
 package mqttc

@@ -71,6 +71,23 @@ func (c *Conn) take(ctx context.Context, token Token, qos byte) (uint16, error) 
 	case <-c.done:
 		return 0, ErrClosed
 	}
+	return c.record(token, qos), nil
+}
+
+// tryTake is take for a caller that must not wait: false, with nothing
+// taken, when the window is full.
+func (c *Conn) tryTake(token Token, qos byte) (uint16, bool) {
+	select {
+	case c.window <- struct{}{}:
+	default:
+		return 0, false
+	}
+	return c.record(token, qos), true
+}
+
+// record records a publish of token at qos in the slot just taken from
+// the window, under the packet id it returns.
+func (c *Conn) record(token Token, qos byte) uint16 {
 	c.idMu.Lock()
 	if c.inflight == nil {
 		c.allocWindow()
@@ -80,7 +97,7 @@ func (c *Conn) take(ctx context.Context, token Token, qos byte) (uint16, error) 
 	c.inflight[id] = inflight{token: token, qos: qos, used: true, sent: c.now()}
 	c.idMu.Unlock()
 	c.pending.Add(1)
-	return id, nil
+	return id
 }
 
 // complete ends a QoS 1/2 publish: its latency is reported and its slot
