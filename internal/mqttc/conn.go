@@ -149,7 +149,8 @@ type Handlers struct {
 type Conn struct {
 	nc        net.Conn
 	br        *bufio.Reader
-	version   byte // Version31, Version311 or Version5
+	src       sockReader // what br reads from (rawread.go)
+	version   byte       // Version31, Version311 or Version5
 	now       func() int64
 	h         Handlers
 	keepalive time.Duration
@@ -191,6 +192,10 @@ type Conn struct {
 	subWait map[uint16]chan *packets.Suback
 
 	rbuf []byte
+	// big is the packet being read into rbuf, when it does not fit the
+	// read buffer: the raw read loop may leave it part-read while it
+	// waits for the socket.
+	big bigRead
 	// acks are acknowledgements waiting to be written (reader goroutine only).
 	acks []byte
 	done chan struct{}
@@ -199,6 +204,8 @@ type Conn struct {
 	readerDone chan struct{}
 	closeOnce  sync.Once
 	closing    atomic.Bool
+	// shut is set when the connection is being closed (rawread.go).
+	shut atomic.Bool
 	// leaving is set by Leave: the reader stops at its next read that fails.
 	leaving  atomic.Bool
 	closeErr error
@@ -206,8 +213,10 @@ type Conn struct {
 
 // newConn is a connection on nc, not started.
 func newConn(nc net.Conn, version byte, now func() int64, h Handlers) *Conn {
-	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), version: version, now: now, h: h,
+	c := &Conn{nc: nc, src: sockReader{nc: nc, fd: -1}, version: version, now: now, h: h,
 		done: make(chan struct{}), readerDone: make(chan struct{}), serverMaxQoS: 2}
+	c.br = bufio.NewReaderSize(&c.src, readBufferSize)
+	return c
 }
 
 // Dial connects to t and completes CONNECT/CONNACK within o.Timeout, then
@@ -267,7 +276,7 @@ func (c *Conn) start() {
 	at := c.now()
 	c.lastRead.Store(at)
 	c.lastWrite.Store(at)
-	go c.readLoop()
+	c.startReader()
 }
 
 // handshake sends CONNECT and reads the CONNACK.
@@ -369,36 +378,71 @@ func (c *Conn) handshake311(o Options) error {
 }
 
 // readPacket reads one packet: its first byte (type and flags) and its
-// body, which is valid until the next call.
+// body, which is valid until the next call. A packet that fits the read
+// buffer is decoded in place and consumed only once it is there whole, so
+// that errWouldBlock (the raw read loop) leaves nothing half-read; a larger
+// one is read into rbuf and may be resumed (big).
 func (c *Conn) readPacket() (b0 byte, body []byte, err error) {
-	b0, err = c.br.ReadByte()
+	if c.big.n > 0 {
+		return c.readBig()
+	}
+	hdr, err := c.br.Peek(2)
 	if err != nil {
 		return 0, nil, err
 	}
-	n, err := ReadVBI(c.br)
-	if err != nil {
-		return 0, nil, err
+	n, hl, ok := VBIAt(hdr, 1)
+	for !ok {
+		if len(hdr) == 5 {
+			return 0, nil, errors.New("malformed remaining length")
+		}
+		if hdr, err = c.br.Peek(len(hdr) + 1); err != nil {
+			return 0, nil, err
+		}
+		n, hl, ok = VBIAt(hdr, 1)
 	}
+	hl++ // the first byte
 	if n > maxPacketSize {
 		return 0, nil, fmt.Errorf("packet of %d bytes is over mqplan's limit of %d", n, maxPacketSize)
 	}
-	if n <= c.br.Size() {
+	if hl+n <= c.br.Size() {
 		// Zero copy: the body stays in the reader's buffer until the
 		// next read, which is after the caller is done with it.
-		body, err = c.br.Peek(n)
+		pk, err := c.br.Peek(hl + n)
 		if err != nil {
 			return 0, nil, err
 		}
-		_, _ = c.br.Discard(n)
-		return b0, body, nil
+		_, _ = c.br.Discard(hl + n)
+		return pk[0], pk[hl:], nil
 	}
+	c.big = bigRead{b0: hdr[0], n: n}
+	_, _ = c.br.Discard(hl)
 	if cap(c.rbuf) < n {
 		c.rbuf = make([]byte, n)
 	}
-	body = c.rbuf[:n]
-	if _, err := io.ReadFull(c.br, body); err != nil {
-		return 0, nil, err
+	return c.readBig()
+}
+
+// bigRead is a packet larger than the read buffer being read into rbuf.
+type bigRead struct {
+	b0     byte
+	n, got int // its body's length, and how much of it is read
+}
+
+// readBig goes on reading the packet in big until it is whole.
+func (c *Conn) readBig() (b0 byte, body []byte, err error) {
+	body = c.rbuf[:c.big.n]
+	for c.big.got < c.big.n {
+		m, err := c.br.Read(body[c.big.got:])
+		c.big.got += m
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, nil, err
+		}
 	}
+	b0 = c.big.b0
+	c.big = bigRead{}
 	return b0, body, nil
 }
 
@@ -867,6 +911,9 @@ func (c *Conn) close(err error) {
 		if c.closeErr == nil {
 			c.closeErr = ErrClosed
 		}
+		// The raw read loop holds the socket while it reads, and Close
+		// waits for it: shut makes it let go at the next packet.
+		c.shut.Store(true)
 		_ = c.nc.Close()
 		close(c.done)
 		if c.h.Closed != nil {

@@ -429,32 +429,85 @@ func TestEndOfConnection(t *testing.T) {
 		}, true},
 		{"broker hangs up", func(_ *Conn, broker net.Conn) { broker.Close() }, false},
 		{"close", func(c *Conn, _ net.Conn) { c.Close() }, true},
+		// The raw read loop (TCP) reads on while data keeps coming:
+		// closing must still end it.
+		{"close while the broker streams", func(c *Conn, broker net.Conn) {
+			var pk []byte
+			for range 64 {
+				pk = appendPublish(pk, Version5, "s", 0, false, false, 0, make([]byte, 1000))
+			}
+			go func() {
+				for {
+					if _, err := broker.Write(pk); err != nil {
+						return
+					}
+				}
+			}()
+			c.Close()
+		}, true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, broker := net.Pipe()
-			t.Cleanup(func() { a.Close(); broker.Close() })
-			_ = broker.SetDeadline(time.Now().Add(wait.Timeout))
-			closed := make(chan error, 1)
-			c := NewConn(a, Version5, func() int64 { return 0 }, Handlers{Closed: func(err error) { closed <- err }})
-			tt.end(c, broker)
-			select {
-			case <-c.ReaderDone():
-			case <-time.After(wait.Timeout):
-				t.Fatalf("reader still running %v after the end", wait.Timeout)
-			}
-			<-c.Done()
-			err := <-closed
-			if (err == nil) != tt.wantNil {
-				t.Errorf("Closed got %v, want nil: %v", err, tt.wantNil)
-			}
-			if tt.wantNil && !errors.Is(c.Err(), ErrClosed) || !tt.wantNil && c.Err() != err {
-				t.Errorf("Err() = %v with Closed(%v)", c.Err(), err)
-			}
-			if err := c.Publish(context.Background(), "x", 1, false, nil, 1); err == nil {
-				t.Error("publish on an ended connection succeeded")
-			}
-		})
+	// net.Pipe runs readLoop, loopback TCP the raw read loop (rawread.go).
+	transports := []struct {
+		name string
+		pair func(t *testing.T) (net.Conn, net.Conn)
+	}{
+		{"pipe", func(*testing.T) (net.Conn, net.Conn) { return net.Pipe() }},
+		{"tcp", tcpPair},
+	}
+	for _, tr := range transports {
+		for _, tt := range tests {
+			t.Run(tr.name+"/"+tt.name, func(t *testing.T) {
+				testEnd(t, tr.pair, tt.end, tt.wantNil)
+			})
+		}
+	}
+}
+
+// tcpPair is a loopback TCP connection: the client's end and the broker's.
+func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a, err := net.DialTimeout("tcp", ln.Addr().String(), wait.Timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(wait.Timeout))
+	b, err := ln.Accept()
+	if err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+// testEnd ends a connection made over pair as end does and checks how it
+// ended.
+func testEnd(t *testing.T, pair func(t *testing.T) (net.Conn, net.Conn), end func(c *Conn, broker net.Conn), wantNil bool) {
+	a, broker := pair(t)
+	t.Cleanup(func() { a.Close(); broker.Close() })
+	_ = broker.SetDeadline(time.Now().Add(wait.Timeout))
+	closed := make(chan error, 1)
+	c := NewConn(a, Version5, func() int64 { return 0 }, Handlers{Closed: func(err error) { closed <- err }, Deliver: func([]byte, bool) {}})
+	end(c, broker)
+	select {
+	case <-c.ReaderDone():
+	case <-time.After(wait.Timeout):
+		t.Fatalf("reader still running %v after the end", wait.Timeout)
+	}
+	<-c.Done()
+	err := <-closed
+	if (err == nil) != wantNil {
+		t.Errorf("Closed got %v, want nil: %v", err, wantNil)
+	}
+	if wantNil && !errors.Is(c.Err(), ErrClosed) || !wantNil && c.Err() != err {
+		t.Errorf("Err() = %v with Closed(%v)", c.Err(), err)
+	}
+	if err := c.Publish(context.Background(), "x", 1, false, nil, 1); err == nil {
+		t.Error("publish on an ended connection succeeded")
 	}
 }
 

@@ -47,7 +47,9 @@
 // # Which goroutine owns what
 //
 //   - The reader goroutine, started by Dial (or NewConn), is the only one
-//     that reads the socket. It owns the read buffers and the queue of
+//     that reads the socket (on plain TCP from inside one
+//     syscall.RawConn.Read callback, rawread.go, so that a delivery costs
+//     one read, not two). It owns the read buffers and the queue of
 //     acknowledgements it writes, and runs Handlers.Deliver and
 //     Handlers.Acked, one call at a time, so a caller's receive-side state
 //     touched only from those handlers needs no lock. It returns when the
