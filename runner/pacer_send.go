@@ -40,6 +40,16 @@ import (
 //     here, exactly as the goroutine does, then the goroutine takes over;
 //   - the schedule is over, or publishing stops: the goroutine returns.
 //
+// What it costs: a write the kernel cannot take (a broker that stopped
+// reading one client, its socket buffer full) now holds the pacer shard,
+// and with it the other publishers of that shard (all of them with one P,
+// mqplan's default beside a local broker), until the socket drains or the
+// end of publishing releases the write (releaseWriters' deadline); on the
+// old path it held only its own publisher. Their sends are late, and their
+// lag says so; nothing is lost from the accounting. Writing without
+// blocking (handing a partly written packet to the goroutine) is not done
+// yet.
+//
 // Which publishers: open-loop publishers of groups without churn (or stage
 // clients, whose away windows and disconnects the goroutine follows) that
 // send no requests (request/response state is the goroutine's). The
