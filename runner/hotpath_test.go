@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/mqplan/mqplan/internal/loopback"
 	"github.com/mqplan/mqplan/internal/wait"
 	"net"
 	"testing"
@@ -50,25 +51,7 @@ var hotTransports = []struct {
 		tb.Cleanup(func() { a.Close(); b.Close() })
 		return a, b
 	}},
-	{"loopback TCP", func(tb testing.TB) (net.Conn, net.Conn) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer ln.Close()
-		a, err := net.DialTimeout("tcp", ln.Addr().String(), wait.Timeout)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(wait.Timeout))
-		b, err := ln.Accept()
-		if err != nil {
-			a.Close()
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { a.Close(); b.Close() })
-		return a, b
-	}},
+	{"loopback TCP", func(tb testing.TB) (net.Conn, net.Conn) { return loopback.Pair(tb, wait.Timeout) }},
 }
 
 // hotConn is mqplan's real connection (mqttc.Conn, its reader goroutine

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mqplan/mqplan/internal/loopback"
 	"github.com/mqplan/mqplan/internal/wait"
 	"io"
 	"net"
@@ -452,7 +453,7 @@ func TestEndOfConnection(t *testing.T) {
 		pair func(t *testing.T) (net.Conn, net.Conn)
 	}{
 		{"pipe", func(*testing.T) (net.Conn, net.Conn) { return net.Pipe() }},
-		{"tcp", tcpPair},
+		{"tcp", func(t *testing.T) (net.Conn, net.Conn) { return loopback.Pair(t, wait.Timeout) }},
 	}
 	for _, tr := range transports {
 		for _, tt := range tests {
@@ -461,27 +462,6 @@ func TestEndOfConnection(t *testing.T) {
 			})
 		}
 	}
-}
-
-// tcpPair is a loopback TCP connection: the client's end and the broker's.
-func tcpPair(t *testing.T) (net.Conn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	a, err := net.DialTimeout("tcp", ln.Addr().String(), wait.Timeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(wait.Timeout))
-	b, err := ln.Accept()
-	if err != nil {
-		a.Close()
-		t.Fatal(err)
-	}
-	return a, b
 }
 
 // testEnd ends a connection made over pair as end does and checks how it
