@@ -73,6 +73,9 @@ func TestPaceSend(t *testing.T) {
 			pub.ready.Store(!tt.down)
 			pub.ps = r.newPubState(pub)
 			pub.next = tt.next
+			// A clean subscriber reads this publisher (clean_run.go): it
+			// must see each write begin, and each write that failed.
+			pub.cleanPub = &cleanPub{}
 			if tt.fill {
 				for i := range c.Window() {
 					if err := c.TryPublishProps("t/1", 1, false, nil, []byte("x"), mqttc.Token(1_000_000+i)); err != nil {
@@ -118,6 +121,14 @@ func TestPaceSend(t *testing.T) {
 			woken := len(pub.wake) == 1
 			if woken != tt.wantWake {
 				t.Errorf("goroutine woken: %v, want %v", woken, tt.wantWake)
+			}
+			// The clean subscriber's view: the last write that began (none
+			// when the window was full), and the failed one as skipped.
+			if w, want := pub.cleanPub.written.Load(), uint32(m.Sent+m.Unsent); w != want {
+				t.Errorf("clean view: written %d, want %d", w, want)
+			}
+			if want := tt.wantUnsent > 0; (len(pub.cleanPub.skips) == 1) != want || want && pub.cleanPub.skips[0] != (seqRange{0, 1}) {
+				t.Errorf("clean view: skips %v", pub.cleanPub.skips)
 			}
 			// Nothing taken from the window but what was written.
 			wantPending := int(tt.wantSent)
