@@ -81,10 +81,9 @@ func TestDockerfile(t *testing.T) {
 	}
 }
 
-// The flags the Job passes that mqplan does not have yet: the sharded
-// run's (issue 11), built in parallel. When mqplan gains one, the
-// test below passes it to mqplan too; a flag outside this list that
-// mqplan lacks fails.
+// The sharded run's flags the Job passes (issue 11): left out where the
+// Job runs as one process without sharding
+// (TestJobRunsOneShardWithoutSharding), and required by TestJobRunsShards.
 var pendingFlags = []string{"shard", "coordinator", "run-id"}
 
 // Each index's argv, as the kubelet would start it, is a command line
@@ -128,15 +127,15 @@ func TestJobArgvParses(t *testing.T) {
 }
 
 // The Job run for real: every index's argv as a process on this machine,
-// mqplan-0.mqplan resolving to it, against an embedded broker. It runs
-// once mqplan has the sharded run's flags; until then it says which one
-// is missing.
+// mqplan-0.mqplan resolving to it, against an embedded broker. mqplan run
+// has the sharded run's flags (issue 11): one missing is a failure, not
+// a skip, since the Job's pods could not run.
 func TestJobRunsShards(t *testing.T) {
 	bin := mqplanBinary(t)
 	known := runFlags(t, bin)
 	for _, f := range pendingFlags {
 		if !known[f] {
-			t.Skipf("mqplan run has no --%s yet (the sharded run, issue 11 part 2): the Job's pods cannot run", f)
+			t.Fatalf("mqplan run has no --%s: the Job's pods cannot run", f)
 		}
 	}
 	runJob(t, bin, render(t, deployDir), nil)
