@@ -40,15 +40,28 @@ import (
 //     here, exactly as the goroutine does, then the goroutine takes over;
 //   - the schedule is over, or publishing stops: the goroutine returns.
 //
-// What it costs: a write the kernel cannot take (a broker that stopped
-// reading one client, its socket buffer full) now holds the pacer shard,
-// and with it the other publishers of that shard (all of them with one P,
-// mqplan's default beside a local broker), until the socket drains or the
-// end of publishing releases the write (releaseWriters' deadline); on the
-// old path it held only its own publisher. Their sends are late, and their
-// lag says so; nothing is lost from the accounting. Writing without
-// blocking (handing a partly written packet to the goroutine) is not done
-// yet.
+// What it costs, and why the pacer never waits in the kernel: a write the
+// kernel cannot take (a broker that stopped reading one client, its socket
+// send buffer full: a broker's per-client throttling or overload
+// protection) must not hold the pacer shard, or every other publisher of
+// the shard would send late, and its latency (from the intended time)
+// would be charged to the broker. So the pacer writes with
+// mqttc.TryPublishProps, whose write never waits on a plain TCP
+// connection: a packet the socket takes only in part (or not at all) is
+// still sent (committed to the stream, counted sent as the goroutine path
+// counts it), its tail is kept by the connection, and the pacer gives the
+// publisher back to its goroutine (sendStalled), which writes the tail
+// (Conn.Flush) before anything else, blocking there alone as on the old
+// path, under the same end-of-publishing release (releaseWriters'
+// deadline). The other publishers of the shard go on on time. A tail cut
+// by that deadline is a message sent and never received (the broker
+// stopped reading it), where a write cut on the goroutine path counts
+// unsent; a tail still pending when publishing stops goes out with the
+// connection's next write (the end-of-publishing probe, or Disconnect).
+//
+// TLS and WebSocket connections have no such write (their layers keep
+// state across writes; a write there may block): the pacer does not write
+// them at all, their publishers stay on the goroutine path (pacerWrites).
 //
 // Which publishers: open-loop publishers of groups without churn (or stage
 // clients, whose away windows and disconnects the goroutine follows) that
@@ -84,6 +97,9 @@ type pubState struct {
 	cur plans.Cursor
 	// pacer: the pacer may write this publisher's messages (pacerWrites).
 	pacer bool
+	// flush: the pacer's last write stalled (sendStalled): the goroutine
+	// writes the connection's pending tail before anything else.
+	flush bool
 }
 
 // newPubState is the send state of publisher c.
@@ -95,15 +111,21 @@ func (r *run) newPubState(c *client) *pubState {
 		key:   plans.PayloadKey{Seed: r.checks.seed, Pub: uint32(pc.Index)},
 		rec:   sendRecord{group: pc.Group, bytes: int64(pub.Size), expected: c.expected, expectedBy: c.expectedBy},
 		cur:   pub.Schedule.Cursor(),
-		pacer: r.pacerWrites(pc),
+		pacer: r.pacerWrites(c),
 	}
 	return ps
 }
 
 // pacerWrites reports whether the pacer may write the messages of
-// publisher pc itself (see the top of this file).
-func (r *run) pacerWrites(pc *plans.Client) bool {
+// publisher c itself (see the top of this file): only on a connection
+// whose writes need not wait (plain TCP; a reconnect dials the same
+// broker URL, so the same transport).
+func (r *run) pacerWrites(c *client) bool {
+	pc := c.plan
 	if pc.Publish == nil || pc.Publish.Max || pc.Publish.ResponseTopic != "" {
+		return false
+	}
+	if mc := c.live.Load(); mc == nil || !mc.TryWrites() {
 		return false
 	}
 	churn, _ := r.prog.ChurnOf(pc)
@@ -118,11 +140,14 @@ const (
 	sendFull                       // not written: the window is full (try only)
 	sendFailed                     // not written: counted unsent, error recorded
 	sendStopped                    // not written: publishing stopped
+	sendStalled                    // sent (and recorded), its tail pending (try only): Flush it
 )
 
 // send writes message k of publisher c (its intended offset off) and
 // records it. try (the pacer) never waits for an in-flight slot: a full
-// window is sendFull with nothing done. It does not allocate.
+// window is sendFull with nothing done; nor, on a plain TCP connection,
+// for the socket: a packet it took only in part is sendStalled (sent, its
+// tail pending). It does not allocate.
 func (r *run) send(ctx context.Context, c *client, ps *pubState, k int, off time.Duration, try bool) sendOutcome {
 	pc := c.plan
 	pub := pc.Publish
@@ -146,6 +171,7 @@ func (r *run) send(ctx context.Context, c *client, ps *pubState, k int, off time
 	}
 	// The token is the message's sequence number: sentAs maps it back.
 	var err error
+	stalled := false
 	switch {
 	case pub.ResponseTopic != "":
 		err = c.publishRequest(ctx, buf, k)
@@ -156,6 +182,9 @@ func (r *run) send(ctx context.Context, c *client, ps *pubState, k int, off time
 				cp.written.Store(wasWritten) // no write began: the goroutine begins it
 			}
 			return sendFull
+		}
+		if err == mqttc.ErrStalled {
+			stalled, err = true, nil // sent: its tail waits for the goroutine
 		}
 	default:
 		err = c.live.Load().PublishProps(ctx, pub.Topic, pub.QoS, pub.Retain, props, buf, mqttc.Token(k+1))
@@ -179,6 +208,9 @@ func (r *run) send(ctx context.Context, c *client, ps *pubState, k int, off time
 	r.rec.recordSend(pc.Index, rec)
 	if pub.ResponseTopic != "" {
 		r.rec.recordRequest(pc.Index, ph, pc.Group, pub.ExpectedResponses)
+	}
+	if stalled {
+		return sendStalled
 	}
 	return sendDone
 }
@@ -216,6 +248,13 @@ func (r *run) paceSend(ctx context.Context, c *client) {
 		switch r.send(ctx, c, ps, k, off, true) {
 		case sendDone:
 			c.next = k + 1
+		case sendStalled:
+			// Sent, but the socket is full: the goroutine writes the
+			// tail, waiting alone, and the shard goes on.
+			c.next = k + 1
+			ps.flush = true
+			r.giveBack(c)
+			return
 		default:
 			r.giveBack(c)
 			return

@@ -1423,6 +1423,14 @@ func (r *run) publish(ctx context.Context, c *client, start int64) {
 			if !r.awaitGiveBack(ctx, c, intended) {
 				return
 			}
+			if ps.flush {
+				// The pacer's write stalled (pacer_send.go): its tail goes
+				// out first, this goroutine waiting for the socket alone.
+				ps.flush = false
+				if err := c.live.Load().Flush(); err != nil && ctx.Err() == nil {
+					r.fail(c.plan, fmt.Errorf("publish %s: %w", c.plan.ID, cleanErr(err)))
+				}
+			}
 			if c.next != k {
 				k = c.next - 1
 				continue

@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/eclipse/paho.golang/packets"
@@ -158,6 +159,15 @@ type Conn struct {
 	wmu  sync.Mutex
 	wbuf []byte
 	werr error
+	// pend is the unwritten tail a write that never waits left behind
+	// (trywrite.go): every writer sends it first. rc, tryFn and the try
+	// fields are that write's (nil rc: not a plain TCP connection).
+	pend   []byte
+	rc     syscall.RawConn
+	tryFn  func(fd uintptr) bool
+	tryBuf []byte
+	tryN   int
+	tryErr error
 	// writing is set while a write is in the socket: a writer found there
 	// again and again is stuck on a broker that reads nothing.
 	writing atomic.Bool
@@ -216,6 +226,7 @@ func newConn(nc net.Conn, version byte, now func() int64, h Handlers) *Conn {
 	c := &Conn{nc: nc, src: sockReader{nc: nc, fd: -1}, version: version, now: now, h: h,
 		done: make(chan struct{}), readerDone: make(chan struct{}), serverMaxQoS: 2}
 	c.br = bufio.NewReaderSize(&c.src, readBufferSize)
+	c.initTryWrite()
 	return c
 }
 
@@ -626,10 +637,19 @@ func (c *Conn) deliverSuback(sa *packets.Suback) {
 	}
 }
 
-// writeLocked writes one whole packet; wmu must be held.
+// writeLocked writes one whole packet, after the tail a stalled write
+// left (trywrite.go), if any; wmu must be held.
 func (c *Conn) writeLocked(p []byte) error {
 	c.writing.Store(true)
-	_, err := c.nc.Write(p)
+	var err error
+	if len(c.pend) > 0 {
+		if _, err = c.nc.Write(c.pend); err == nil {
+			c.pend = c.pend[:0]
+		}
+	}
+	if err == nil && len(p) > 0 {
+		_, err = c.nc.Write(p)
+	}
 	c.writing.Store(false)
 	if err != nil {
 		c.werr = err
@@ -701,12 +721,16 @@ func (c *Conn) sendPublish(topic string, qos byte, retain bool, id uint16, props
 // no free slot: nothing was sent.
 var ErrWindowFull = errors.New("mqttc: in-flight window full")
 
-// TryPublishProps is PublishProps for a caller that must not wait for an
-// in-flight slot (the runner's pacer, which writes for many publishers
-// from one goroutine): when the window is full it sends nothing and
-// returns ErrWindowFull, and the caller decides who waits. The write
-// itself may still block while the socket's buffer is full, as any
-// write. It does not allocate.
+// TryPublishProps is PublishProps for a caller that must not wait (the
+// runner's pacer, which writes for many publishers from one goroutine):
+// when the in-flight window is full it sends nothing and returns
+// ErrWindowFull, and the caller decides who waits. On a plain TCP
+// connection the write does not wait either (trywrite.go): when the
+// socket cannot take the whole packet, the message is still sent (its
+// tail pending, written first by the connection's next writer) and the
+// answer is ErrStalled; the caller then calls Flush where it may block.
+// On any other connection (TryWrites false) the write blocks while the
+// socket's buffer is full, as any write. It does not allocate.
 func (c *Conn) TryPublishProps(topic string, qos byte, retain bool, props, payload []byte, token Token) error {
 	if err := c.checkQoS(qos); err != nil {
 		return err
@@ -718,7 +742,27 @@ func (c *Conn) TryPublishProps(topic string, qos byte, retain bool, props, paylo
 			return ErrWindowFull
 		}
 	}
-	return c.sendPublish(topic, qos, retain, id, props, payload)
+	if c.rc == nil {
+		return c.sendPublish(topic, qos, retain, id, props, payload)
+	}
+	c.wmu.Lock()
+	err := c.werr
+	stalled := false
+	if err == nil {
+		c.wbuf = appendPublishProps(c.wbuf[:0], c.version, topic, qos, retain, false, id, payload, Request[string]{Props: props})
+		stalled, err = c.tryWriteLocked(c.wbuf)
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		if qos > 0 {
+			c.release(id)
+		}
+		return err
+	}
+	if stalled {
+		return ErrStalled
+	}
+	return nil
 }
 
 // PublishRequest is Publish for a request (MQTT 5 only): the PUBLISH
@@ -895,7 +939,13 @@ func (c *Conn) Disconnect() {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	c.wmu.Lock()
 	if c.werr == nil {
-		_, _ = c.nc.Write(disconnectPacket[:])
+		var err error
+		if len(c.pend) > 0 {
+			_, err = c.nc.Write(c.pend) // a stalled write's tail first
+		}
+		if err == nil {
+			_, _ = c.nc.Write(disconnectPacket[:])
+		}
 	}
 	c.wmu.Unlock()
 	c.close(nil)

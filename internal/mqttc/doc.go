@@ -70,4 +70,8 @@
 //     publisher and the reader under its own mutex; a full window makes
 //     Publish wait, which the caller sees as schedule lag, and makes
 //     TryPublishProps return ErrWindowFull for a caller that must not wait.
+//   - TryPublishProps's write does not wait on a plain TCP connection
+//     either (trywrite.go): a packet the socket took only in part leaves
+//     its tail pending, written first by the next writer, and the answer
+//     is ErrStalled (sent); Flush writes the tail.
 package mqttc
