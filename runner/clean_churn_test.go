@@ -246,3 +246,53 @@ func checkCleanStageRun(t *testing.T, prog *plans.Program, st *stats.Stats) {
 		t.Errorf("%d stages expecting %d deliveries in all", len(st.Stages), exp)
 	}
 }
+
+// fenceDropHook acknowledges a clean subscriber's fence (mochi does, on
+// receipt) but never delivers it back, as a broker failing to route one
+// QoS 1 message would.
+type fenceDropHook struct {
+	mqtt.HookBase
+	dropped atomic.Int64
+}
+
+func (h *fenceDropHook) ID() string { return "test-fence-drop" }
+
+func (h *fenceDropHook) Provides(b byte) bool { return b == mqtt.OnPacketEncode }
+
+func (h *fenceDropHook) OnPacketEncode(cl *mqtt.Client, pk packets.Packet) packets.Packet {
+	if pk.FixedHeader.Type != packets.Publish || !strings.HasPrefix(string(pk.Payload), fencePrefix) {
+		return pk
+	}
+	if pk.FixedHeader.Qos > 0 && cl.State.Inflight.Delete(pk.PacketID) {
+		cl.State.Inflight.IncreaseSendQuota()
+	}
+	h.dropped.Add(1)
+	pk.FixedHeader.Type = packets.Reserved // mochi writes nothing
+	return pk
+}
+
+// TestCleanFenceNotDeliveredIsAnError: a broker that acknowledges a
+// leaving clean subscriber's fence and never delivers it makes that
+// session's last moments ambiguous; it must count as an error (so the
+// built-in errors == 0 fails the run), not pass as a notice: a broker
+// that delivered nothing to clean subscribers would otherwise see every
+// window ambiguous and nothing lost.
+func TestCleanFenceNotDeliveredIsAnError(t *testing.T) {
+	p := cleanChurnPlan(5, false)
+	p.Broker.ConnectTimeout = time.Second
+	prog := compile(t, p)
+	drop := &fenceDropHook{}
+	st, _ := runWith(t, prog, broker.Options{Hooks: []mqtt.Hook{drop}}, Options{})
+	m := all(st)
+	if drop.dropped.Load() == 0 {
+		t.Fatal("no fence dropped: the test proves nothing")
+	}
+	if m.Errors != drop.dropped.Load() {
+		t.Errorf("errors %d, want one per fence the broker kept (%d)", m.Errors, drop.dropped.Load())
+	}
+	for _, s := range st.ErrorSamples {
+		if !strings.Contains(s, "did not deliver it back") {
+			t.Errorf("error %q: want the undelivered fence", s)
+		}
+	}
+}

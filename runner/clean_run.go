@@ -266,6 +266,15 @@ func (r *run) cleanFence(c *client) bool {
 	case <-cs.fence:
 		return true
 	case <-ctx.Done():
+		if r.ctx.Err() == nil {
+			// The broker acknowledged a QoS 1 PUBLISH to a topic this
+			// client subscribes to and did not deliver it: a fault of its
+			// own, and the session's last moments become ambiguous
+			// because of it, so it must not pass as a notice alone (a
+			// broker that delivered nothing to clean subscribers would
+			// otherwise see every window ambiguous and lost == 0).
+			r.fail(c.plan, fmt.Errorf("%s: the broker acknowledged the client's fence (QoS 1 to %s) but did not deliver it back within broker.connect_timeout (%s)", c.plan.ID, cs.fenceTopic, r.timeout))
+		}
 	case <-mc.Done():
 	}
 	return false
