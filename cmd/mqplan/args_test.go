@@ -12,7 +12,6 @@ import (
 // plan files, that "--" ends them, and that an unknown flag is named
 // wherever it stands.
 func TestFlagsAnywhere(t *testing.T) {
-	t.Chdir("../..")
 	const pass = "testdata/cli/pass.yaml"
 	tests := []struct {
 		name      string

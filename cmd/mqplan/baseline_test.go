@@ -11,7 +11,7 @@ import (
 // a saved run is the baseline, thresholds read it as baseline.*, the table
 // ends with the comparison, and a missing or broken baseline never passes.
 func TestBaselineGate(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	const plan = "testdata/cli/pass.yaml"
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.json")
@@ -143,7 +143,7 @@ func TestBaselineGate(t *testing.T) {
 // --out that names a file they read: one typo must not replace the saved
 // result (the last release's baseline) with a table.
 func TestOutputsNeverReplaceInputs(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.json")
 	if r := runCmd(t, "run", "--quiet", "--out", "json="+a, "testdata/cli/pass.yaml"); r.code != 0 {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"flag"
+	"fmt"
+	"strconv"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +18,10 @@ import (
 // (/dev/stdin in TestPlanReadBound). Every other test runs the commands
 // in-process (inprocess_test.go).
 
+// minParallel is how many parallel tests TestMain lets run at once at
+// least.
+const minParallel = 4
+
 var (
 	buildOnce sync.Once
 	buildDir  string // removed by TestMain
@@ -22,7 +29,25 @@ var (
 	buildErr  error
 )
 
+// TestMain runs every test from the repository root, where plans/ and
+// testdata/ are, so that no test needs t.Chdir (which a parallel test
+// may not call) and the tests that mostly wait on a broker or a timeline
+// can run side by side. It also lets at least minParallel such tests run
+// at once unless -test.parallel was given: the default is GOMAXPROCS, 2
+// here, while these tests spend most of their time waiting, not on a CPU.
 func TestMain(m *testing.M) {
+	if err := os.Chdir("../.."); err != nil {
+		fmt.Fprintln(os.Stderr, "cmd/mqplan tests: the repository root:", err)
+		os.Exit(2)
+	}
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if p := flag.Lookup("test.parallel"); !set && p != nil {
+		if n, err := strconv.Atoi(p.Value.String()); err == nil && n < minParallel {
+			_ = p.Value.Set(strconv.Itoa(minParallel))
+		}
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -46,7 +71,7 @@ func binary(t *testing.T) string {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", append(args, "./cmd/mqplan")...).CombinedOutput(); err != nil {
 			buildErr = &buildError{err: err, out: out}
 		}
 	})
@@ -70,7 +95,6 @@ func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n"
 func startBinary(t *testing.T, stdout io.Writer, args ...string) (*exec.Cmd, io.ReadCloser) {
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)
-	cmd.Dir = "../.."
 	cmd.Stdout = stdout
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 // cross-check finds nothing to warn about, and a saved result re-renders
 // the section.
 func TestBrokerCountersMosquitto(t *testing.T) {
+	t.Parallel()
 	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1"})
 	metrics := "  metrics: {sys: true}\n"
 	tests := []struct {
@@ -57,6 +58,7 @@ func TestBrokerCountersMosquitto(t *testing.T) {
 // broker's counters are absent, so a threshold on them fails with a
 // reason instead of passing on nothing.
 func TestBrokerCountersAbsent(t *testing.T) {
+	t.Parallel()
 	res, top := savedMetrics(t, procPlan("embedded", "", "broker.dropped == 0"))
 	if res.code != 1 || !strings.Contains(res.stdout, "no samples for broker.dropped") {
 		t.Fatalf("exit %d, want 1 with no samples for broker.dropped\n%s%s", res.code, res.stdout, res.stderr)
@@ -70,6 +72,7 @@ func TestBrokerCountersAbsent(t *testing.T) {
 // reports its counters, and `mqplan report` re-renders the saved result's
 // Broker section in Markdown.
 func TestBrokerCountersEmbeddedRerender(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	saved := filepath.Join(dir, "r.json")
 	res := runCmd(t, "run", "--quiet", "--out", "json="+saved, writePlan(t, procPlan("embedded", "  metrics: {sys: true}\n", "broker.publish.received == sent")))
@@ -97,6 +100,7 @@ func TestBrokerCountersEmbeddedRerender(t *testing.T) {
 // of its user information in the message; a working URL's user name and
 // password appear in no output of a run whose scrapes fail.
 func TestPrometheusURLSecrets(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, password string }{
 		{name: "hash", password: "Zq#Wx"},
 		{name: "space", password: "Zq Wx"},
@@ -252,6 +256,7 @@ func TestBrokerCountersIdleMosquitto(t *testing.T) {
 // either the update after the drain is waited for and shows the drops,
 // or the change is absent with a warning that suggests sys_interval 1.
 func TestBrokerCountersDefaultInterval(t *testing.T) {
+	t.Parallel()
 	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 10\nmax_queued_messages 100"})
 	off := pahoAt(t, p.MQTT, "offline1", false, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -283,6 +288,7 @@ func TestBrokerCountersDefaultInterval(t *testing.T) {
 // second by default, so a plan reading it gets a live update after its
 // drain; --sys-interval takes whole seconds from 1s to 1h.
 func TestBrokerCommandSysInterval(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string

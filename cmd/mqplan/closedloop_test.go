@@ -43,7 +43,6 @@ func runSaved(t *testing.T, args ...string) (result, closedLoopResult, string, s
 // TestClosedLoopExplain: explain shows the closed loop's window and says
 // which figures only the run can give.
 func TestClosedLoopExplain(t *testing.T) {
-	t.Chdir("../..")
 	r := runCmd(t, "explain", "plans/max-qos1.yaml")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
@@ -62,7 +61,7 @@ func TestClosedLoopExplain(t *testing.T) {
 // packets, the report says what its latency measures, and no overdrive
 // warning is raised: a closed loop has no schedule to fall behind.
 func TestClosedLoopRun(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	brokers := []struct{ name, url string }{{name: "embedded"}}
 	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
 		p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1"})

@@ -8,7 +8,7 @@ import (
 // TestVerdictColour checks that the summary's verdicts are coloured on a
 // terminal only, and never when NO_COLOR or TERM=dumb says no.
 func TestVerdictColour(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	const plan = "testdata/cli/pass.yaml"
 	tests := []struct {
 		name   string

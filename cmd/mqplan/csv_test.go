@@ -42,6 +42,7 @@ thresholds:
 // the run (every message of this plan is sent in the steady phase, whose
 // per-group figures the JSON holds; the run's totals are its phases').
 func TestCSVTimeline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plan := writePlan(t, csvPlan)
 	csvPath, jsonPath := filepath.Join(dir, "timeline.csv"), filepath.Join(dir, "result.json")

@@ -12,6 +12,7 @@ import (
 // (those its delay pushes past the end), exactly as many as the compiled
 // plan counts (what explain shows).
 func TestEmqttRandomWait(t *testing.T) {
+	t.Parallel()
 	u := startEmqttBroker(t, 1)[0]
 	args := []string{"-h", u.Hostname(), "-p", u.Port(), "-t", "rw/%i", "-c", "4", "-I", "100", "--duration", "2s",
 		"--min-random-wait", "200", "--max-random-wait", "900"}

@@ -115,7 +115,7 @@ func TestEmqttPrintPlan(t *testing.T) {
 	}
 	// The plan emqttbench's TestPrintPlan pins (the same bytes: -update
 	// here rewrites it as that test would).
-	golden.Check(t, filepath.Join("internal", "emqttbench", "testdata", "golden", "pub_limit_thresholds.yaml"), []byte(r.stdout))
+	golden.Check(t, filepath.Join("cmd", "mqplan", "internal", "emqttbench", "testdata", "golden", "pub_limit_thresholds.yaml"), []byte(r.stdout))
 	wantErr := "mqplan: note: -L 10 is a limit over all 3 clients; a plan's limit is per client, so each sends 4 (12 in all)\n" +
 		"mqplan: note: the password is not written in the plan; it reads it from the environment variable MQTT_PASSWORD\n"
 	if r.stderr != wantErr {
@@ -161,6 +161,7 @@ func lastTotal(out, name string) int {
 // TestEmqttSubPub is the issue's example: `mqplan sub` in one terminal,
 // `mqplan pub` in another, against `mqplan broker`.
 func TestEmqttSubPub(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -244,6 +245,7 @@ func emqttSubPub(t *testing.T, pubArgs []string) {
 // TestEmqttCtrlC checks that Ctrl-C is a normal end for these commands:
 // the report, then the thresholds' verdict as exit code.
 func TestEmqttCtrlC(t *testing.T) {
+	t.Parallel()
 	u := startEmqttBroker(t, 1)[0]
 	cmd := startCmd(t, "conn", "-h", u.Hostname(), "-p", u.Port(), "-c", "3", "--threshold", "connect.failed == 0")
 	// The reads below end when the command does; make sure they do.
@@ -274,6 +276,7 @@ func TestEmqttCtrlC(t *testing.T) {
 // of a run: an unreachable broker, a failed threshold, TLS, WebSocket and
 // passwords.
 func TestEmqttExitCodes(t *testing.T) {
+	t.Parallel()
 	certs := certtest.Generate(t)
 	auth := filepath.Join(t.TempDir(), "users")
 	if err := os.WriteFile(auth, []byte("alice:s3cret\n"), 0o600); err != nil {

@@ -12,7 +12,7 @@ import (
 // defines, every plan file they name exists, and the examples of the
 // commands that do not connect (validate, explain) succeed as written.
 func TestCommandExamples(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	for _, name := range []string{"run", "validate", "explain", "broker", "schema", "report", "compare", "merge", "find-max"} {
 		t.Run(name, func(t *testing.T) {
 			help := runCmd(t, name, "--help")

@@ -18,7 +18,7 @@ import (
 // connects, standard output gets the JSON alone, and devices, FIFOs and
 // links are written through, never replaced by a regular file.
 func TestOutputFiles(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real.json")
 	if err := os.WriteFile(real, []byte("old"), 0o640); err != nil {
@@ -178,6 +178,7 @@ func (endless) Read(b []byte) (int, error) {
 // TestPlanReadBound: a plan that never ends is refused at the 4 MiB
 // limit with one line, exit 2, instead of growing without bound.
 func TestPlanReadBound(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		args  []string

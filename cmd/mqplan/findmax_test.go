@@ -56,7 +56,7 @@ func readFindMax(t *testing.T, path string) findMaxDoc {
 // it must fail by sending more than 130, and the two must be within the
 // precision: the search found the boundary, not a guess.
 func TestFindMaxEmbedded(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	dir := t.TempDir()
 	js, page := filepath.Join(dir, "fm.json"), filepath.Join(dir, "fm.html")
 	r := runCmd(t, "find-max", "--trial-duration", "1s", "--confirm-duration", "1s", "--precision", "5%",
@@ -105,10 +105,10 @@ func TestFindMaxEmbedded(t *testing.T) {
 // trials pass on any machine that runs the shipped plans, so the answer
 // is the limit, confirmed, and said to be a lower bound.
 func TestFindMaxMosquitto(t *testing.T) {
+	t.Parallel()
 	if mosquittotest.Binary() == "" && os.Getenv("CI") == "" {
 		t.Skip("mosquitto is not installed (apt-get install mosquitto)")
 	}
-	t.Chdir("../..")
 	url := mosquittotest.Start(t)
 	js := filepath.Join(t.TempDir(), "fm.json")
 	r := runCmd(t, "find-max", "--broker", url, "--set", "warmup=0s", "--set", "ramp=500ms", "--set", "drain=3s",
@@ -128,7 +128,6 @@ func TestFindMaxMosquitto(t *testing.T) {
 // TestFindMaxInterrupt: Ctrl-C during a trial stops the search, reports
 // the trials so far and exits 3.
 func TestFindMaxInterrupt(t *testing.T) {
-	t.Chdir("../..")
 	cmd := startCmd(t, "find-max", "--trial-duration", "1m", "testdata/cli/findmax.yaml")
 	await.Until(t, "the first trial to start", func() bool { return strings.Contains(cmd.stderr.String(), "trial 1:") })
 	cmd.signal(t, syscall.SIGINT)
@@ -143,7 +142,6 @@ func TestFindMaxInterrupt(t *testing.T) {
 // TestFindMaxInvalid: a wrong knob, flag or range is exit 2, before
 // anything connects.
 func TestFindMaxInvalid(t *testing.T) {
-	t.Chdir("../..")
 	tests := []struct {
 		name string
 		args []string
@@ -195,7 +193,6 @@ func TestFindMaxUnhealthyBroker(t *testing.T) {
 		{name: "killed between trials", fault: (*mosquittotest.Process).Kill, between: true,
 			want: []string{"INCOMPLETE: trial 2 at 20 could not complete: group sub: none of its 2 clients could connect", "| INCOMPLETE |"}},
 	}
-	t.Chdir("../..")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -252,7 +249,6 @@ func TestFindMaxUnhealthyBroker(t *testing.T) {
 // with the --set that restates it; the shipped 1to1-qos1 plan has none.
 // A budget too small for any trial ends the search before it connects.
 func TestFindMaxFixedBounds(t *testing.T) {
-	t.Chdir("../..")
 	tests := []struct {
 		name   string
 		args   []string
@@ -298,7 +294,7 @@ func TestFindMaxFixedBounds(t *testing.T) {
 // says the confirmation failed instead of offering the short trials'
 // bracket alone.
 func TestFindMaxUnstable(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	js := filepath.Join(t.TempDir(), "fm.json")
 	r := runCmd(t, "find-max", "--from", "80", "--trial-duration", "1s", "--confirm-duration", "2s", "--precision", "40%",
 		"--out", "json="+js, "testdata/cli/findmax.yaml")

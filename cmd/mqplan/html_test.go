@@ -21,10 +21,10 @@ import (
 // counters from $SYS. The screenshots are left in
 // $TMPDIR/mqplan-screenshots/run.png and run-mosquitto.png.
 func TestHTMLReportInBrowser(t *testing.T) {
+	t.Parallel()
 	if browsertest.Binary() == "" && os.Getenv("CI") == "" {
 		t.Skip("chromium is not installed (apt-get install chromium); skipping the browser test")
 	}
-	t.Chdir("../..")
 	tests := []struct {
 		name, screenshot string
 		// args set the broker; procs are the processes charted; own are

@@ -59,7 +59,7 @@ func listening(t *testing.T, stderr io.Reader, n int) ([]string, *bufio.Reader) 
 }
 
 func TestExitCodes(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	tests := []struct {
 		name      string
 		args      []string
@@ -191,7 +191,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestJSONOutput(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "result.json")
 	r := runCmd(t, "run", "--quiet", "--json", out, "testdata/cli/fail.yaml")
 	if r.code != 1 {
@@ -258,7 +258,7 @@ func untilPublishing(t *testing.T, stderr io.Reader) <-chan string {
 // TestInterrupt delivers stop signals through the command's env (the real
 // signals are TestStopSignals').
 func TestInterrupt(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	t.Run("first signal reports what was measured and exits 3", func(t *testing.T) {
 		cmd, lines := startLong(t)
 		cmd.signal(t, syscall.SIGINT)
@@ -295,7 +295,6 @@ func TestInterrupt(t *testing.T) {
 // the embedded broker and on Mosquitto over MQTT 5, MQTT 3.1.1, TLS and
 // WebSocket: each must pass its own thresholds everywhere.
 func TestShippedPlans(t *testing.T) {
-	t.Chdir("../..")
 	files, err := fs.Glob(plans.Shipped, "*.yaml")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("shipped plans: %v %v", files, err)
@@ -460,7 +459,7 @@ func runShipped(t *testing.T, f string, args []string) {
 // TestBrokerCommand runs `mqplan broker` and a plan against it, as a user
 // would self-test in two terminals, then stops the broker with Ctrl-C.
 func TestBrokerCommand(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	cmd := startCmd(t, "broker", "--listen", "127.0.0.1:0")
 	urls, rest := listening(t, cmd.stderr, 1)
 	url := urls[0]
@@ -512,6 +511,7 @@ func TestGeneratorProcs(t *testing.T) {
 // way a user would: `mqplan broker` with certificates, a WebSocket
 // listener and an auth file, and plans run against each listener.
 func TestBrokerTLSWebSocketAuth(t *testing.T) {
+	t.Parallel()
 	certs := certtest.Generate(t)
 	auth := filepath.Join(t.TempDir(), "users")
 	if err := os.WriteFile(auth, []byte("# test users\nalice:s3cret\n"), 0o600); err != nil {

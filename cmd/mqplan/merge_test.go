@@ -14,7 +14,7 @@ import (
 // byte, on the embedded broker and on Mosquitto, whether the thresholds
 // hold (0), one fails (1) or the run could not complete (3).
 func TestMergeReproducesRun(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	mosq := ""
 	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
 		mosq = mosquittotest.Start(t)
@@ -79,7 +79,7 @@ func TestMergeReproducesRun(t *testing.T) {
 // one: a missing shard is exit 3 (or INCOMPLETE with --allow-missing), a
 // shard given twice or a file that is no partial is exit 2.
 func TestMergeRefuses(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	dir := t.TempDir()
 	part := filepath.Join(dir, "part.json")
 	if r := runCmd(t, "run", "--quiet", "--partial", part, "testdata/cli/pass.yaml"); r.code != 0 {

@@ -74,7 +74,7 @@ func onPhase(fams map[string]*dto.MetricFamily) string {
 // lost-so-far gauge are fed too (acks counted, nothing lost), and the
 // endpoint is gone when the command has returned.
 func TestMetricsListen(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	addr := loopback.FreeAddr(t)
 	url := "http://" + addr + "/metrics"
 	saved := filepath.Join(t.TempDir(), "result.json")
@@ -184,7 +184,7 @@ func TestMetricsListen(t *testing.T) {
 // before anything connects; a bare port is loopback and said so; a
 // wildcard address is allowed but said on stderr.
 func TestMetricsListenChecked(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestMetricsListenChecked(t *testing.T) {
 // the run's exit code and no "exiting without a report"; a short linger
 // ends by itself.
 func TestMetricsLinger(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	tests := []struct {
 		name   string
 		linger string
@@ -315,7 +315,6 @@ func TestMetricsLinger(t *testing.T) {
 // TestMetricsLingerChecked: --metrics-linger out of bounds, or without
 // an endpoint, is exit 2 before anything connects.
 func TestMetricsLingerChecked(t *testing.T) {
-	t.Chdir("../..")
 	addr := loopback.FreeAddr(t)
 	tests := []struct {
 		name string
@@ -348,7 +347,7 @@ func TestMetricsLingerChecked(t *testing.T) {
 // is the run's lost deliveries exactly (no warmup or ramp: every
 // publishing second is steady, whose lost the saved result holds).
 func TestMetricsLostDuringOutage(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	b, err := broker.Start(broker.Options{})
 	if err != nil {
 		t.Fatal(err)

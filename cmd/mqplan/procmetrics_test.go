@@ -53,6 +53,7 @@ func savedMetrics(t *testing.T, plan string) (result, map[string]any) {
 // both ways; a pid that does not exist makes the run incomplete (exit 3)
 // with a line that says why.
 func TestProcessMetricsMosquitto(t *testing.T) {
+	t.Parallel()
 	p := mosquittotest.StartProcess(t, mosquittotest.Options{})
 	pid := strconv.Itoa(p.PID())
 	metrics := "  metrics: {pid: " + pid + "}\n"
@@ -129,6 +130,7 @@ func TestProcessMetricsSelf(t *testing.T) {
 // shows its byte metrics in MiB as the table shows memory, and a broker
 // figure scoped to a group is refused before anything connects.
 func TestProcessMetricsSizes(t *testing.T) {
+	t.Parallel()
 	t.Run("judged by sizes", func(t *testing.T) {
 		res, top := savedMetrics(t, procPlan("embedded", "", "self.rss.max > 1MiB and self.rss.max < 2GiB",
 			"received_bytes / received <= 256B", "sent_bytes < 1KB"))

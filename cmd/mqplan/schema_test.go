@@ -7,7 +7,6 @@ import (
 )
 
 func TestSchemaCommand(t *testing.T) {
-	t.Chdir("../..")
 	committed, err := os.ReadFile("docs/mqplan-plan.schema.json")
 	if err != nil {
 		t.Fatal(err)

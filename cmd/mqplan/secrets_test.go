@@ -22,6 +22,7 @@ const canary = "CANARY-pw-7f3a"
 // broker's --auth file), and fails if the canary shows in any standard
 // output, standard error or written file.
 func TestNoPasswordInOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		t.Helper()

@@ -89,6 +89,7 @@ func steadyCounts(t *testing.T, path string) string {
 // Mosquitto, and what a faulty broker's own counters say it dropped and
 // duplicated.
 func TestWorkersCountLikeOneProcess(t *testing.T) {
+	t.Parallel()
 	mosq := ""
 	if mosquittotest.Binary() != "" || os.Getenv("CI") != "" {
 		mosq = mosquittotest.Start(t)
@@ -141,7 +142,7 @@ func TestWorkersCountLikeOneProcess(t *testing.T) {
 				want = fmt.Sprintf("sent=%d expected=%d received=%d lost=%d duplicates=%d ", fc.Published, fc.Deliveries,
 					fc.Deliveries-fc.Dropped+fc.Duplicated, fc.Dropped, fc.Duplicated)
 			} else {
-				one := runCmd(t, append(append([]string{"run", "--quiet", "--json", filepath.Join(dir, "one.json")}, args...), "../../plans/1to1-qos1.yaml")...)
+				one := runCmd(t, append(append([]string{"run", "--quiet", "--json", filepath.Join(dir, "one.json")}, args...), "plans/1to1-qos1.yaml")...)
 				if one.code != 0 && one.code != 1 {
 					t.Fatalf("one process: exit %d\n%s", one.code, one.stderr)
 				}
@@ -164,6 +165,7 @@ func TestWorkersCountLikeOneProcess(t *testing.T) {
 // coordinator that starts after the other shard is waited for, and the
 // run proceeds.
 func TestShardFaults(t *testing.T) {
+	t.Parallel()
 	// The fault hook (a copy in a million) counts what the broker takes:
 	// the test kills a shard once the shards publish.
 	b, err := broker.Start(broker.Options{Faults: broker.Faults{DuplicateEvery: 1 << 20}})
@@ -221,8 +223,8 @@ func TestShardFaults(t *testing.T) {
 	})
 	t.Run("clean churning subscribers", func(t *testing.T) {
 		for _, args := range [][]string{
-			{"run", "--shard", "0/2", "--coordinator", "127.0.0.1:1", "--run-id", "x", "--broker", b.URL(), "../../plans/churn.yaml"},
-			{"run", "--workers", "2", "../../plans/churn.yaml"},
+			{"run", "--shard", "0/2", "--coordinator", "127.0.0.1:1", "--run-id", "x", "--broker", b.URL(), "plans/churn.yaml"},
+			{"run", "--workers", "2", "plans/churn.yaml"},
 		} {
 			r := runCmd(t, args...)
 			if r.code != 2 || !strings.Contains(r.stderr, "churn.yaml:") || !strings.Contains(r.stderr, "clean_start: a subscribing group that churns with a clean session: not supported yet") {
@@ -231,7 +233,7 @@ func TestShardFaults(t *testing.T) {
 		}
 	})
 	t.Run("the embedded broker", func(t *testing.T) {
-		r := runCmd(t, "run", "--shard", "0/2", "--coordinator", "127.0.0.1:1", "--run-id", "x", "../../"+plan)
+		r := runCmd(t, "run", "--shard", "0/2", "--coordinator", "127.0.0.1:1", "--run-id", "x", plan)
 		if r.code != 2 || !strings.Contains(r.stderr, `the plan's broker is "embedded"`) {
 			t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
 		}
@@ -310,6 +312,7 @@ func TestPartitionSources(t *testing.T) {
 // worker through the coordinator: they stop publishing, hand in their
 // parts, and the merged report says the run was interrupted (exit 3).
 func TestWorkersStopOnSignal(t *testing.T) {
+	t.Parallel()
 	// A broker with its fault hook on (a copy in a million) counts what
 	// it takes: the test signals once the workers publish.
 	b, err := broker.Start(broker.Options{Faults: broker.Faults{DuplicateEvery: 1 << 20}})
@@ -371,7 +374,7 @@ func TestAutoWorkers(t *testing.T) {
 // says it keeps no copy of its part, and runs on: here it goes on to
 // find no coordinator (exit 3, naming it).
 func TestShardWithoutACopy(t *testing.T) {
-	plan, err := filepath.Abs("../../testdata/cli/pass.yaml")
+	plan, err := filepath.Abs("testdata/cli/pass.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

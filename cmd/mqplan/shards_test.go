@@ -68,7 +68,6 @@ func FuzzParseShards(f *testing.F) {
 // split follows the plan's explain, a bad count or a bad strategy is exit
 // 2 with the reason, and the sharding field and --set agree.
 func TestExplainShardsCommand(t *testing.T) {
-	t.Chdir("../..")
 	runCmdCases(t, []cmdCase{
 		{name: "pairs over 4 shards", args: []string{"explain", "--shards", "4", "plans/1to1-qos1.yaml"},
 			want: []string{"peak connections 200", "shards 4, assignment auto-v1, sha256 ", "0 of 4,700 planned (0 %)", "sub 25, pub 25"}},

@@ -25,6 +25,7 @@ func startLongBinary(t *testing.T) (*exec.Cmd, *bytes.Buffer, <-chan string) {
 // exits 3, a second one exits at once; and SIGHUP stops `mqplan broker`
 // cleanly. (TestInterrupt checks the same through a fake env.)
 func TestStopSignals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		sigs []syscall.Signal

@@ -11,7 +11,7 @@ import (
 // the stages table reads the same, and a threshold on a stage the plan
 // lacks is a plan error (exit 2) before anything runs.
 func TestStageMetrics(t *testing.T) {
-	t.Chdir("../..")
+	t.Parallel()
 	dir := t.TempDir()
 	saved := filepath.Join(dir, "result.json")
 	plan := "testdata/plans/valid/stages.yaml"
