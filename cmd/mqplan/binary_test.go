@@ -3,11 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"strconv"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"

@@ -69,7 +69,7 @@ func TestCompletionBash(t *testing.T) {
 			prog := "source " + path + "; COMP_WORDS=(" + strings.Join(words, " ") + "); COMP_CWORD=" +
 				strconv.Itoa(len(tt.words)-1) + `; _mqplan; printf '%s\n' "${COMPREPLY[@]}"`
 			cmd := exec.Command(bash, "--norc", "-c", prog)
-					out, err := cmd.CombinedOutput()
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("bash: %v\n%s", err, out)
 			}
