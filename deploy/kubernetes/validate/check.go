@@ -139,7 +139,7 @@ func Check(b *Bundle, entrypoint []string) []error {
 		bad("Job %s: want one container, got %d", job.Name, len(pod.Containers))
 	}
 	for _, code := range VerdictCodes {
-		if a := firstExitRule(spec.PodFailurePolicy, container, code); a != batchv1.PodFailurePolicyActionFailJob {
+		if a, _ := firstExitRule(spec.PodFailurePolicy, container, code); a != batchv1.PodFailurePolicyActionFailJob {
 			bad("Job %s: exit code %d of container %s must fail the Job (podFailurePolicy FailJob), its first matching rule gives %q", job.Name, code, container, a)
 		}
 	}
@@ -245,24 +245,25 @@ func envValue(env []corev1.EnvVar, name string) (string, bool) {
 }
 
 // firstExitRule is the action of the first podFailurePolicy rule that
-// matches container's exit code, as the Job controller evaluates them
-// (in order; an onExitCodes rule without containerName matches every
-// container). No match is "" (the failure counts against backoffLimit).
-func firstExitRule(p *batchv1.PodFailurePolicy, container string, code int32) batchv1.PodFailurePolicyAction {
+// matches container's exit code, and that rule's index, as the Job
+// controller evaluates them (in order; an onExitCodes rule without
+// containerName matches every container). No match is "" and -1 (the
+// failure counts against backoffLimit).
+func firstExitRule(p *batchv1.PodFailurePolicy, container string, code int32) (batchv1.PodFailurePolicyAction, int) {
 	if p == nil {
-		return ""
+		return "", -1
 	}
-	for _, r := range p.Rules {
+	for i, r := range p.Rules {
 		oe := r.OnExitCodes
 		if oe == nil || (oe.ContainerName != nil && *oe.ContainerName != container) {
 			continue
 		}
 		in := slices.Contains(oe.Values, code)
 		if (oe.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
-			return r.Action
+			return r.Action, i
 		}
 	}
-	return ""
+	return "", -1
 }
 
 // servesPort: the Service has a port numbered port whose target is a
