@@ -257,6 +257,9 @@ func cmdRun(e *env, args []string) (retErr error) {
 		e.chooseProcs(*procs, sr.prog.Plan.Broker)
 		return runShard(e, &sf, sr, &outs, *quiet)
 	}
+	if sf.sources != "" {
+		return invalid(errors.New("--source-addresses: only with --shard (a run in one process binds the plan's broker.source_addresses)"))
+	}
 	var prog *plans.Program
 	var part *partialRun
 	if *partialFile != "" {

@@ -29,6 +29,8 @@ type shardFlags struct {
 	// children of --workers, whose parent coordinates.
 	dial    bool
 	workers string
+	// sources are this machine's --source-addresses (sources.go).
+	sources string
 }
 
 func (sf *shardFlags) register(fs *flag.FlagSet) {
@@ -37,6 +39,7 @@ func (sf *shardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&sf.runID, "run-id", "", "with --shard, the run's id, the same on every shard: it makes client ids, and shards of other runs are refused")
 	fs.DurationVar(&sf.timeout, "coordinator-timeout", 5*time.Minute, "with --shard, how long to wait for the coordinator, and the coordinator for every shard")
 	fs.StringVar(&sf.workers, "workers", "", "run the plan as N shards in N child processes of this machine, this process their coordinator (and the embedded broker's host): one merged report; auto: as many as the plan's connections need under the open-file limit")
+	fs.StringVar(&sf.sources, "source-addresses", "", "with --shard, this machine's local IP addresses (A,B,...) that the shard's clients connect from, round-robin, in place of the plan's broker.source_addresses: each machine of a run has its own, and the plan stays the same on all")
 	fs.BoolVar(&sf.dial, "coordinator-dial", false, "with --shard 0/N, dial the coordinator rather than be it (what --workers gives its children)")
 }
 
@@ -109,7 +112,14 @@ func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile strin
 	if err != nil {
 		return nil, invalid(err)
 	}
-	if sf.dial {
+	switch {
+	case sf.sources != "":
+		own, err := parseSourceAddresses(sf.sources)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		bindSources(prog, a.Mask(i), own)
+	case sf.dial:
 		// A --workers child: the machine's source addresses are shared
 		// among the workers, each binding its own (after the plan's
 		// hash is taken: the plan is the same for all).
@@ -316,13 +326,7 @@ func partitionSources(prog *plans.Program, owned []bool, i, n int) {
 	if len(own) == 0 {
 		own = []string{sa[i%len(sa)]}
 	}
-	k := 0
-	for c := range prog.Clients {
-		if owned[c] {
-			prog.Clients[c].SourceAddr = own[k%len(own)]
-			k++
-		}
-	}
+	bindSources(prog, owned, own)
 }
 
 // shardable refuses, with the plan's position, what a sharded run cannot

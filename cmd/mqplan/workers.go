@@ -32,6 +32,9 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 	if sf.shard != "" || sf.coordinator != "" {
 		return invalid(errors.New("--workers runs its own shards and coordinator: give neither --shard nor --coordinator"))
 	}
+	if sf.sources != "" {
+		return invalid(errors.New("--workers with --source-addresses: the workers share out the plan's broker.source_addresses (j ≡ i mod N); --source-addresses is for one --shard a machine"))
+	}
 	n := 0
 	if sf.workers != "auto" {
 		var err error
