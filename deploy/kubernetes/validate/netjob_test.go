@@ -135,8 +135,8 @@ func (h *netHosts) runNetJob(t *testing.T, bin string, b *Bundle, cfg jobConfig)
 			t.Fatalf("index %d: %v", p.index, err)
 		}
 		go func() {
-			err := p.cmd.Wait()
-			p.code = exitCode(p.cmd, err)
+			_ = p.cmd.Wait() // the exit status is in ProcessState
+			p.code = exitCode(p.cmd)
 			close(p.ended)
 			ends <- p
 		}()
@@ -212,15 +212,15 @@ func (h *netHosts) runNetJob(t *testing.T, bin string, b *Bundle, cfg jobConfig)
 
 // exitCode is a finished process's exit code as a container runtime
 // reports it: 128+N when signal N killed it.
-func exitCode(cmd *exec.Cmd, err error) int32 {
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func exitCode(cmd *exec.Cmd) int32 {
+	ps := cmd.ProcessState
+	if ps == nil {
+		return -1 // it never ran
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int32(ws.Signal())
 	}
-	if cmd.ProcessState != nil {
-		return int32(cmd.ProcessState.ExitCode())
-	}
-	_ = err
-	return -1
+	return int32(ps.ExitCode())
 }
 
 // logs are every pod's exit code and output, for a failure's message.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,6 +171,9 @@ func (h *netHosts) command(ctx context.Context, ns, hostname string, env []strin
 	}
 	cmd := exec.CommandContext(ctx, "ip", append(args, argv...)...)
 	cmd.Env = env
+	// Should the test itself be killed, its pods and broker die with it
+	// (the namespaces' names are unique, so leftovers clash with nothing).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
