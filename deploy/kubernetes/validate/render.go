@@ -4,7 +4,9 @@
 // depends on (index 0 is the coordinator, one N everywhere, exit codes 1-3
 // fail the Job, the headless Service names the pods), emulates what the
 // Job controller and the kubelet make of the pod template for each
-// completion index, and reads the repository's Dockerfile.
+// completion index and what the controller makes of the pods' exit codes
+// (DecideJob), and reads the repository's Dockerfile. Its tests run the
+// Job for real: on loopback and, as root, across network namespaces.
 //
 // It is its own module so that mqplan's module does not carry k8s.io/api
 // and kustomize. It owns no behaviour of mqplan: it only checks that the
