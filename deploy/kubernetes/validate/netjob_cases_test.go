@@ -33,9 +33,10 @@ var ownsClients = regexp.MustCompile(`shard (\d+)/\d+ joined .*; (\d+) of (\d+) 
 // name it, Mosquitto on a host of its own. The Job's outcome is what its
 // controller would decide from the exit codes (DecideJob), and index 0's
 // merged report is what the same plan gives as one process. Then the
-// faults a cluster has: a pod killed, a pod stopped, a node cut off, a
-// coordinator scheduled late. Each case builds its own network, so they
-// run in parallel (about 25 s in all on this 2-CPU machine).
+// faults a cluster has: a pod killed, a pod stopped, a shard's node cut
+// off, the coordinator's node cut off, a coordinator scheduled late. Each
+// case builds its own network, so they run in parallel (about 20 s in all
+// on this 2-CPU machine).
 func TestJobInNamespaces(t *testing.T) {
 	bin := mqplanBinary(t)
 	b := render(t, deployDir)
@@ -76,6 +77,26 @@ func TestJobInNamespaces(t *testing.T) {
 				pods[i].signal(t, sig)
 			}}
 		}
+	}
+	// cutInSteady sets the bridge's end of index i's cable down once the
+	// run is under way: a partition, the host itself unaware.
+	cutInSteady := func(h *netHosts, i int) func(t *testing.T, pods []*netPod) {
+		return func(t *testing.T, pods []*netPod) {
+			steady(t, pods[i])
+			h.ip("-n", h.bridge, "link", "set", h.shards[i].peer, "down")
+			h.cutAt = time.Now()
+		}
+	}
+	// afterCut: each side of a cut gives the other up after 10 s without
+	// a beat (one a second), so the Job ends 9 to 10 s after the cut (the
+	// run's own end is earlier); the margin is this loaded machine's.
+	afterCut := func(t *testing.T, h *netHosts, j *netJob) {
+		t.Helper()
+		d := j.end.Sub(h.cutAt)
+		if d < 9*time.Second || d > 15*time.Second {
+			t.Errorf("the Job ended %v after the cut, want 9-10 s (the coordinator's idle timeout), at most 15 s", d.Round(time.Millisecond))
+		}
+		t.Logf("the Job ended %v after the cut", d.Round(time.Millisecond))
 	}
 	parts := func(t *testing.T, j *netJob, want ...int) {
 		t.Helper()
@@ -184,11 +205,7 @@ func TestJobInNamespaces(t *testing.T) {
 		{
 			name: "a shard's host cut off: incomplete within the coordinator's timeouts",
 			cfg: func(h *netHosts) jobConfig {
-				return jobConfig{args: netPlanArgs, fault: func(t *testing.T, pods []*netPod) {
-					steady(t, pods[3])
-					h.ip("-n", h.bridge, "link", "set", h.shards[3].peer, "down")
-					h.cutAt = time.Now()
-				}}
+				return jobConfig{args: netPlanArgs, fault: cutInSteady(h, 3)}
 			},
 			check: func(t *testing.T, h *netHosts, m *mosquitto, j *netJob, _ counts, _ int) {
 				failed(t, j, ReasonPodFailurePolicy)
@@ -199,14 +216,25 @@ func TestJobInNamespaces(t *testing.T) {
 				// Both sides write their parts: the one cut off keeps its
 				// own for mqplan merge.
 				parts(t, j, 0, 1, 2, 3)
-				// Each side gives the other up after 10 s without a beat
-				// (one a second), so 9 to 10 s after the cut, the run's
-				// own end (earlier) aside; the margin is this loaded
-				// machine's.
-				if d := j.end.Sub(h.cutAt); d < 9*time.Second || d > 15*time.Second {
-					t.Errorf("the Job ended %v after the partition, want 9-10 s (the coordinator's idle timeout), at most 15 s", d.Round(time.Millisecond))
+				afterCut(t, h, j)
+			},
+		},
+		{
+			name: "the coordinator's host cut off: every shard gives up",
+			cfg: func(h *netHosts) jobConfig {
+				return jobConfig{args: netPlanArgs, fault: cutInSteady(h, 0)}
+			},
+			check: func(t *testing.T, h *netHosts, m *mosquitto, j *netJob, _ counts, _ int) {
+				failed(t, j, ReasonPodFailurePolicy)
+				incomplete(t, j, "shards 1, 2, 3 lost during the run")
+				for _, p := range j.pods[1:] {
+					if p.code != 3 || !strings.Contains(p.stderr.String(), "the coordinator was lost") {
+						t.Errorf("index %d: exit %d, want 3 saying it lost the coordinator\n%s", p.index, p.code, p.stderr)
+					}
 				}
-				t.Logf("the Job ended %v after the cut", j.end.Sub(h.cutAt).Round(time.Millisecond))
+				// Every shard keeps its own part, for mqplan merge.
+				parts(t, j, 0, 1, 2, 3)
+				afterCut(t, h, j)
 			},
 		},
 		{
