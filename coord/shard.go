@@ -24,6 +24,16 @@ type Shard struct {
 	// wall clock again (an NTP step must not move the run).
 	offset, delay int64
 	base          time.Time
+	// baseWall is base's wall reading as this shard's clock gives it
+	// (the test hook's skew included), and applied the offset used to
+	// turn local times into the coordinator's: offset, or 0 when the
+	// test hook disables the correction.
+	baseWall, applied int64
+	// test is the test-only clock hook (testclock.go), zero in normal use.
+	test TestClock
+	// pongs receives the coordinator's answers to the pings of Resample,
+	// once the reader runs.
+	pongs chan *frame
 	// epoch is the common epoch once Epoch returned it.
 	epoch int64
 
@@ -48,6 +58,12 @@ var ErrLost = errors.New("the coordinator was lost")
 // refusal is a *RefusedError; a coordinator never reached within
 // timeout, an error naming it.
 func Join(ctx context.Context, addr string, h Hello, timeout, idle time.Duration) (*Shard, error) {
+	return JoinWith(ctx, addr, h, timeout, idle, TestClock{})
+}
+
+// JoinWith is Join with a test clock hook (TestClock; the zero value is
+// none).
+func JoinWith(ctx context.Context, addr string, h Hello, timeout, idle time.Duration, tc TestClock) (*Shard, error) {
 	if idle <= 0 {
 		idle = defaultIdle
 	}
@@ -75,7 +91,7 @@ func Join(ctx context.Context, addr string, h Hello, timeout, idle time.Duration
 		wait = min(2*wait, time.Second)
 	}
 	s := &Shard{c: newConn(nc, idle), waiting: map[string]chan *frame{}, acked: make(chan struct{}), lost: make(chan struct{}),
-		stopped: make(chan struct{}), beatStop: make(chan struct{})}
+		stopped: make(chan struct{}), beatStop: make(chan struct{}), test: tc, pongs: make(chan *frame, 1)}
 	if err := s.hello(h, time.Until(deadline)); err != nil {
 		nc.Close()
 		return nil, err
@@ -107,7 +123,8 @@ func (s *Shard) hello(h Hello, within time.Duration) error {
 	best := int64(-1)
 	for range clockSamples {
 		t0 := time.Now()
-		if err := s.c.write(&frame{Type: tPing, T0: t0.UnixNano()}); err != nil {
+		w0 := s.wall(t0)
+		if err := s.c.write(&frame{Type: tPing, T0: w0}); err != nil {
 			return fmt.Errorf("shard %d/%d: clock sample: %w", h.Shard, h.N, err)
 		}
 		var f *frame
@@ -125,14 +142,17 @@ func (s *Shard) hello(h Hello, within time.Duration) error {
 		}
 		// The receive time from t0's monotonic reading: one wall read a
 		// sample, t0's.
-		t3 := t0.UnixNano() + int64(time.Since(t0))
+		t3 := w0 + int64(time.Since(t0))
 		delay := ((t3 - f.T0) - (f.T2 - f.T1)) / 2
 		if best < 0 || delay < best {
 			best = delay
 			s.offset = ((f.T1 - f.T0) + (f.T2 - t3)) / 2
 			s.delay = delay
-			s.base = t0
+			s.base, s.baseWall = t0, w0
 		}
+	}
+	if s.applied = s.offset; s.test.NoCorrection {
+		s.applied = 0
 	}
 	return s.c.write(&frame{Type: tClock, Offset: s.offset, Delay: s.delay})
 }
@@ -146,7 +166,7 @@ func (s *Shard) Clock() (offset, delay time.Duration) {
 // coordinatorNow is the coordinator's clock now as this shard estimates
 // it, from the monotonic clock since the clock sample.
 func (s *Shard) coordinatorNow() int64 {
-	return s.base.UnixNano() + int64(time.Since(s.base)) + s.offset
+	return s.baseWall + int64(time.Since(s.base)) + s.applied
 }
 
 // read dispatches the coordinator's frames until the connection ends.
@@ -177,6 +197,11 @@ func (s *Shard) read() {
 			s.stopOnce.Do(func() { close(s.stopped) })
 		case tAck:
 			s.ackOnce.Do(func() { close(s.acked) })
+		case tPong:
+			select {
+			case s.pongs <- f:
+			default: // an answer nobody waits for any more
+			}
 		}
 	}
 }

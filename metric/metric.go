@@ -300,7 +300,7 @@ const (
 )
 
 // catalogue is every metric, in the order of plan-format.md.
-var catalogue = []Metric{
+var catalogue = slices.Concat([]Metric{
 	{Name: Sent, Kind: Count, Help: "PUBLISH packets sent"},
 	{Name: Unsent, Kind: Count, Help: "messages the schedule called for that were never sent (connection down, generator or broker stalled, publishing stopped first)"},
 	{Name: Acked, Kind: Count, Help: "PUBACK/PUBCOMP received for sent packets (QoS 1 and 2)"},
@@ -332,6 +332,7 @@ var catalogue = []Metric{
 	{Name: LatencyP999, Kind: Duration, Help: e2eHelp + "99.9th percentile"},
 	{Name: LatencyMax, Kind: Duration, Help: e2eHelp + "maximum"},
 	{Name: LatencyStddev, Kind: Duration, Help: e2eHelp + "standard deviation"},
+}, clockMetrics, []Metric{
 
 	{Name: AckMin, Kind: Duration, Help: ackHelp + "minimum"},
 	{Name: AckMean, Kind: Duration, Help: ackHelp + "mean"},
@@ -395,7 +396,7 @@ var catalogue = []Metric{
 	{Name: BrokerDropped, Kind: Count, Help: "messages the broker said it dropped during the run (broker.metrics sys or prometheus)", WholeRun: true},
 	{Name: BrokerMemoryMax, Kind: Count, Help: "the most memory the broker said it used, bytes (broker.metrics sys or prometheus)", Unit: Bytes, WholeRun: true},
 	{Name: BrokerSubscriptionsMax, Kind: Count, Help: "the most subscriptions the broker said it held (broker.metrics sys or prometheus)", WholeRun: true},
-}
+})
 
 // aliases are the percentile shortcuts, in alphabetical order: "p99" is
 // latency.p99, because end-to-end latency is what users mean by p99.

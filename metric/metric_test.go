@@ -19,7 +19,8 @@ func TestMetricsCatalogue(t *testing.T) {
 		"broker.cpu.max", "broker.cpu.mean", "broker.rss.max", "self.cpu.max", "self.rss.max",
 		"broker.clients.max", "broker.publish.received", "broker.publish.sent", "broker.dropped", "broker.memory.max", "broker.subscriptions.max"}
 	want = append(want, "requests", "responses_expected", "responses", "responses_late", "responses_duplicates", "responses_sent", "rtt.timeouts")
-	for _, fam := range []string{"latency", "ack", "rtt"} {
+	want = append(want, "latency.cross_share", "clock.uncertainty", "clock.max_offset")
+	for _, fam := range []string{"latency", "ack", "rtt", "latency_local", "latency_cross"} {
 		for _, s := range []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev"} {
 			want = append(want, fam+"."+s)
 		}
@@ -51,7 +52,7 @@ func TestMetricsCatalogue(t *testing.T) {
 		{"recv_rate", Rate}, {"send_rate", Rate},
 		{"loss_rate", Fraction}, {"late_rate", Fraction}, {"dup_rate", Fraction},
 		{"broker.cpu.max", Rate}, {"self.cpu.max", Rate}, {"broker.rss.max", Count},
-		{"latency.stddev", Duration}, {"ack.p999", Duration}, {"lag.max", Duration}, {"connect.p50", Duration},
+		{"latency.stddev", Duration}, {"latency_cross.p99", Duration}, {"latency.cross_share", Fraction}, {"clock.uncertainty", Duration}, {"ack.p999", Duration}, {"lag.max", Duration}, {"connect.p50", Duration},
 		// Aliases resolve to the canonical entry.
 		{"p99", Duration}, {"p50", Duration},
 	}
@@ -93,7 +94,8 @@ func TestMembers(t *testing.T) {
 		name, family string
 		want         []string
 	}{
-		{"latency", "latency", []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev"}},
+		{"latency", "latency", []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev", "cross_share"}},
+		{"latency_cross", "latency_cross", []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev"}},
 		{"connect mixes counts and durations", "connect", []string{"attempts", "ok", "failed", "mean", "p50", "p99", "max"}},
 		{"one member", "clients", []string{"lost"}},
 		{"a leaf is no family", "sent", nil},
@@ -178,7 +180,8 @@ func TestCatalogueMatchesDocs(t *testing.T) {
 // by: which counts are bytes (a size literal compares with them), and
 // which figures exist for the whole run only (never under groups. or
 // phases.): the broker's and mqplan's processes and the broker's own
-// counters, every broker.* and self.* metric.
+// counters, every broker.* and self.* metric, and a sharded run's
+// clock.* (one figure for all its shards).
 func TestUnitsAndScopes(t *testing.T) {
 	bytes := []Name{SentBytes, ReceivedBytes, BrokerRSSMax, SelfRSSMax, BrokerMemoryMax}
 	for _, m := range All() {
@@ -190,7 +193,7 @@ func TestUnitsAndScopes(t *testing.T) {
 			t.Errorf("%s: bytes must be a count (Go int), is a %s", m.Name, m.Kind)
 		}
 		fam, _, _ := m.Name.Split()
-		if wantWhole := fam == "broker" || fam == "self"; m.WholeRun != wantWhole {
+		if wantWhole := fam == "broker" || fam == "self" || fam == "clock"; m.WholeRun != wantWhole {
 			t.Errorf("%s: WholeRun %v, want %v", m.Name, m.WholeRun, wantWhole)
 		}
 	}

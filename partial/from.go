@@ -45,6 +45,7 @@ func FromStats(st *stats.Stats, c *Collector, meta Meta) (*File, error) {
 		ErrorSamples: st.ErrorSamples, InFlightAtEnd: st.InFlightAtEnd, DrainQuietNS: int64(st.DrainQuiet),
 		Notices: st.Notices, Procs: st.Procs,
 	}
+	f.Clock.FromShards = fromShardsOf(st.Clock, meta.Shard.Count)
 	for _, c := range st.CountersUnchanged {
 		f.CountersUnchanged = append(f.CountersUnchanged, c.String())
 	}

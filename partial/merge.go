@@ -235,6 +235,7 @@ func mergeStats(files []*File) (*stats.Stats, error) {
 		st.Procs += f.Procs
 	}
 	st.Incomplete = strings.Join(incomplete, "; ")
+	st.Clock = mergeClock(files)
 	stats.FinishPhases(st.Phases, st.Stages)
 	tl, err := mergeTimeline(files, st.Groups)
 	if err != nil {

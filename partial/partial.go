@@ -99,12 +99,43 @@ type Shard struct {
 // (Unix ns) and its offset to the coordinator's clock with the
 // uncertainty of that offset. A single process writes its own epoch and
 // zero offset ("single process": there is nothing to be uncertain of).
+//
+// The rest was added to format 1 later, each left out when unknown: a
+// part without them (an older mqplan's) still merges, its clock figures
+// unknown (stats.Clock).
 type Clock struct {
 	EpochWallNS    int64  `json:"epoch_wall_ns"`
 	PubStartWallNS int64  `json:"pub_start_wall_ns"`
 	OffsetNS       int64  `json:"offset_ns"`
 	UncertaintyNS  int64  `json:"uncertainty_ns"`
 	Source         string `json:"source"`
+	// DriftNS is the coordinator's clock minus the shard's estimate of
+	// it when the run had drained, measured within ±DriftUncertaintyNS:
+	// the alignment error built up over the run (stats.ShardClock.Drift).
+	DriftNS            *int64 `json:"drift_ns,omitempty"`
+	DriftUncertaintyNS int64  `json:"drift_uncertainty_ns,omitempty"`
+	// NTP is the host's clock discipline (adjtimex), when it was read.
+	NTP *NTP `json:"ntp,omitempty"`
+	// FromShards has one entry per shard of the run: the deliveries this
+	// shard's subscribers received from that shard's publishers and the
+	// least latency among them, from which the merge splits local from
+	// cross-shard latency and cross-checks the offsets.
+	FromShards []FromShard `json:"from_shards,omitempty"`
+}
+
+// NTP is stats.NTP as a part carries it.
+type NTP struct {
+	Synced     bool  `json:"synced"`
+	MaxErrorNS int64 `json:"max_error_ns"`
+	EstErrorNS int64 `json:"est_error_ns"`
+}
+
+// FromShard is the deliveries from one shard's publishers
+// (stats.ShardPair, To being the part's own shard).
+type FromShard struct {
+	Shard      int   `json:"shard"`
+	Deliveries int64 `json:"deliveries"`
+	MinNS      int64 `json:"min_ns"`
 }
 
 // Phase is one phase's window and cells.
@@ -260,6 +291,15 @@ func (f *File) Check() error {
 	if len(f.Groups) > maxGroups || len(f.Stages) > maxStages || len(f.Timeline) > maxSeconds {
 		add("%d groups, %d stages, %d seconds: more than a plan can have", len(f.Groups), len(f.Stages), len(f.Timeline))
 		return errors.Join(errs...)
+	}
+	if n := len(f.Clock.FromShards); n != 0 && n != f.Shard.Count {
+		add("clock: %d from_shards entries for %d shards", n, f.Shard.Count)
+	}
+	for i, p := range f.Clock.FromShards {
+		if p.Shard != i || p.Deliveries < 0 {
+			add("clock: from_shards[%d] is shard %d with %d deliveries: want shard %d, deliveries ≥ 0", i, p.Shard, p.Deliveries, i)
+			break
+		}
 	}
 	if len(f.Phases) != phase.Count {
 		add("%d phases, want %d", len(f.Phases), phase.Count)

@@ -282,7 +282,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 // fields handled: a new one fails here until it is.
 func TestEveryStatsFieldHandled(t *testing.T) {
 	handled := map[reflect.Type][]string{
-		reflect.TypeFor[stats.Stats](): {"Started", "Elapsed", "BrokerURL", "Phases", "Stages", "Groups", "Timeline", "Broker",
+		reflect.TypeFor[stats.Stats](): {"Started", "Elapsed", "BrokerURL", "Phases", "Stages", "Groups", "Timeline", "Broker", "Clock",
 			"CountersStart", "CountersEnd", "CountersUnchanged", "Interrupted", "Incomplete", "BrokerGone", "ErrorSamples",
 			"InFlightAtEnd", "DrainQuiet", "Notices", "Procs"},
 		reflect.TypeFor[stats.PhaseStats]():  {"Phase", "Start", "End", "Total", "Groups"},
@@ -292,6 +292,9 @@ func TestEveryStatsFieldHandled(t *testing.T) {
 		reflect.TypeFor[stats.GroupSecond](): {"Group", "Connected", "Lost", "Sent", "Received", "Errors", "Disconnects", "Acked", "Duplicates", "P50", "P99", "Max", "LagMax"},
 		reflect.TypeFor[stats.ProcSample]():  {"Sampled", "CPU", "RSS"},
 		reflect.TypeFor[stats.Broker]():      {"MessagesReceived", "MessagesSent", "MessagesDropped", "InflightDropped", "ClientsMaximum"},
+		reflect.TypeFor[stats.ShardPair]():   {"From", "To", "Deliveries", "Min"},
+		reflect.TypeFor[stats.ShardClock]():  {"Index", "Offset", "Delay", "Drift", "DriftDelay", "DriftKnown", "Source", "NTP", "PairsKnown"},
+		reflect.TypeFor[stats.NTP]():         {"Known", "Synced", "MaxError", "EstError"},
 	}
 	for typ, names := range handled {
 		var have []string

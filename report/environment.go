@@ -99,6 +99,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 	}
 	addProcesses(m.Top, st.Timeline)
 	addBrokerCounters(m.Top, st.Timeline, st.CountersStart, st.CountersEnd, st.CountersUnchanged)
+	addClock(m.Top, st.Clock)
 	for gi, g := range groups {
 		var gm stats.Metrics
 		if steady != nil && gi < len(steady.Groups) {
@@ -319,6 +320,8 @@ func (v view) value(name metric.Name) (any, bool) {
 		return c.ConnectOK, true
 	case metric.ConnectFailed:
 		return c.ConnectFailed, true
+	case metric.LatencyCrossShare:
+		return crossShare(m)
 	}
 	if val, ok, handled := reqRespValue(m, name); handled {
 		return val, ok
@@ -331,6 +334,10 @@ func (v view) value(name metric.Name) (any, bool) {
 	switch family {
 	case "latency":
 		h = m.Latency
+	case "latency_local":
+		h = m.LocalLatency()
+	case "latency_cross":
+		h = m.LatencyCross
 	case "ack":
 		h = m.Ack
 	case "lag":

@@ -41,11 +41,14 @@ func TestEnvironmentCatalogue(t *testing.T) {
 	for _, sc := range scopes {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, md := range metric.All() {
-				if fam, _, _ := md.Name.Split(); sc.name != "top" && (fam == "broker" || fam == "self") {
+				if fam, _, _ := md.Name.Split(); sc.name != "top" && (fam == "broker" || fam == "self" || fam == "clock") {
 					continue // processes are measured over the whole run only
 				}
 				if fam, _, _ := md.Name.Split(); fam == "churn" {
 					continue // only in a plan that churns: TestEnvironmentChurn
+				}
+				if fam, _, _ := md.Name.Split(); fam == "latency_cross" {
+					continue // only in a sharded run: TestEnvironmentClock
 				}
 				v, ok := sc.set[md.Name]
 				if !ok {

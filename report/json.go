@@ -43,7 +43,10 @@ type jsonDoc struct {
 	// BrokerCounters was added in version 1 later: absent when the broker's
 	// own counters were not sampled (and in older documents).
 	BrokerCounters *jsonBrokerCounters `json:"broker_counters,omitempty"`
-	ErrorSamples   []string            `json:"error_samples"`
+	// Clock was added in version 1 later: a sharded run's clocks
+	// (report/clock.go), absent for a single process.
+	Clock        *jsonClock `json:"clock,omitempty"`
+	ErrorSamples []string   `json:"error_samples"`
 	// Unsent, InFlightAtEnd and DrainQuiet: see Result.
 	Unsent        int64        `json:"unsent"`
 	InFlightAtEnd int64        `json:"in_flight_at_end"`
@@ -316,6 +319,7 @@ func (r *Result) doc() jsonDoc {
 	if r.CountersStart.Sampled() || r.CountersEnd.Sampled() {
 		d.BrokerCounters = &jsonBrokerCounters{Start: countersJSON(r.CountersStart), End: countersJSON(r.CountersEnd)}
 	}
+	d.Clock = clockJSON(r.Clock)
 	if r.Comparison != nil {
 		d.Baseline = r.Comparison.doc()
 	}

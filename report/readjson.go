@@ -511,6 +511,7 @@ func (d *jsonDoc) result() (*Result, error) {
 			return nil, fmt.Errorf("broker_counters.end: %w", err)
 		}
 	}
+	r.Clock = d.Clock.clock()
 	if d.Baseline != nil {
 		if r.Comparison, err = d.Baseline.comparison(); err != nil {
 			return nil, fmt.Errorf("baseline%w", err)

@@ -365,7 +365,7 @@ func (c *resultCheck) set(p string, s metric.Set) {
 	for _, name := range slices.Sorted(maps.Keys(s)) {
 		c.value(p+"."+string(name), name, s[name])
 	}
-	for _, fam := range []string{"latency", "ack"} {
+	for _, fam := range []string{"latency", "ack", "latency_local", "latency_cross"} {
 		var names []string
 		var ds []time.Duration
 		for _, m := range []string{"min", "p50", "p90", "p95", "p99", "p999", "max"} {

@@ -114,6 +114,9 @@ type Result struct {
 	// DrainQuiet is how long drain listened past the last expected
 	// delivery (0 when they did not all arrive).
 	DrainQuiet time.Duration
+	// Clock is a sharded run's time base (stats.Stats.Clock), nil for a
+	// single process: the table's Clocks section and the JSON's clock.
+	Clock *stats.Clock
 	// Warnings are the conditions that make figures misleading if read
 	// alone (a generator behind schedule, broker drops, values out of the
 	// histograms' range). Every report shows them: they are never silent
@@ -210,6 +213,7 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 		Measured:      env,
 		Timeline:      st.Timeline,
 		Broker:        st.Broker,
+		Clock:         st.Clock,
 		CountersStart: st.CountersStart,
 		CountersEnd:   st.CountersEnd,
 		Interrupted:   st.Interrupted,
@@ -261,6 +265,7 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 		r.Warnings = append([]string{od}, r.Warnings...)
 	}
 	r.Warnings = append(r.Warnings, closedLoopNotes(p, st)...)
+	r.Warnings = append(r.Warnings, clockWarnings(st.Clock, env.Top)...)
 	if base != nil && base.Result != nil {
 		// Last: the comparison's notes read this run's verdict and
 		// warnings.

@@ -31,6 +31,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		writeGroups,
 		writeStageTable,
 		writeLatency,
+		writeClocks,
 		writeDelivery,
 		writeRequestsTable,
 		writeHealth,

@@ -41,6 +41,9 @@ type recorder struct {
 	trackAck bool
 	// tap, set by tests only, keeps every record call (recorder_tap.go).
 	tap *recorderTap
+	// shardSelf is this shard's index when the recorder splits deliveries
+	// by publisher shard (recorder_clock.go).
+	shardSelf int
 }
 
 // dueSlots is the length of each stripe's ring of due counts per group:
@@ -81,7 +84,10 @@ type stripe struct {
 	matured int64
 	// taken counts the timeline seconds taken of the stripe (for a tap).
 	taken int64
-	_     [64]byte // keep neighbouring stripes' locks off one cache line
+	// from counts deliveries by publisher shard, in a sharded run only
+	// (recorder_clock.go).
+	from []pairAcc
+	_    [64]byte // keep neighbouring stripes' locks off one cache line
 }
 
 // secondAcc is one stripe's share of one group's current second.
@@ -346,6 +352,8 @@ type recvRecord struct {
 	// at is when the delivery arrived, since the run's epoch.
 	at   time.Duration
 	kind delivery
+	// from is the publisher's shard, in a sharded run; -1 otherwise.
+	from int32
 	// scheduled is set for a message of this run's schedules, whose
 	// deliveries were counted as expected: a first delivery of it counts
 	// against them (as sent at at - latency). Another process's message
@@ -386,6 +394,9 @@ func (r *recorder) recordReceive(client int, d *recvRecord) {
 	}
 	us := micros(d.latency)
 	record(&m.Latency, us, &m.OverRange)
+	if d.from >= 0 && st.from != nil {
+		r.recordFrom(st, m, d, us)
+	}
 	sec := &st.sec[d.group]
 	sec.received++
 	if d.kind == deliveryDuplicate {

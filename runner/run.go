@@ -250,6 +250,9 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	r.rec.withStages(len(prog.Stages))
 	if r.sh.shard = opts.Shard; r.sh.shard != nil {
 		r.rec.sentBy = make([]int64, len(prog.Clients))
+		if r.sh.shard.ShardOf != nil {
+			r.rec.withShards(r.sh.shard.Index, r.sh.shard.Count)
+		}
 	}
 	st := &stats.Stats{Started: time.Now()}
 
@@ -335,6 +338,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	<-snapDone
 	st.Elapsed = r.at()
 	st.Phases = r.rec.merge()
+	st.Clock = r.rec.shardPairs()
 	for i := range st.Phases {
 		st.Phases[i].Start, st.Phases[i].End = r.phaseStart[i], r.phaseEnd[i]
 	}
@@ -1549,7 +1553,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 			// text (mqplan pub -m), which this one does not know: its
 			// content is not checked.
 			d.phase, d.group, d.pubGroup = r.current(), pc.Group, pc.Group
-			d.inStage = 0
+			d.inStage, d.from = 0, -1
 			d.kind = r.observe(c, h, d.phase, 0)
 			d.scheduled = false
 			d.bytes = int64(len(payload))
@@ -1575,6 +1579,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 	}
 	d.phase, d.group, d.pubGroup = ph, pc.Group, from.Group
 	d.inStage = r.prog.StageOf(off) + 1
+	d.from = r.shardOf(h.pub)
 	d.bytes = int64(len(payload))
 	d.latency = time.Duration(now - sent)
 	d.at = time.Duration(now)

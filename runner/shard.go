@@ -29,6 +29,11 @@ type Shard struct {
 	ExpectedByShard [][]int
 	// Sync is the way to the other shards (package coord).
 	Sync Sync
+	// ShardOf is the owning shard by global client index
+	// (plans.Assignment.Shard): a receiver splits its deliveries by the
+	// publisher's shard, so that cross-shard latency, the only one that
+	// depends on two clocks, is kept apart (stats.Clock). Nil: not split.
+	ShardOf []int32
 }
 
 // Sync is what a shard's run needs of the coordinator. Every shard makes
@@ -69,6 +74,17 @@ func (r *run) owns(i int) bool {
 	return r.sh.shard == nil || r.sh.shard.Owned[i]
 }
 
+// shardOf is publisher pub's shard when deliveries are split by it, -1
+// otherwise (a single process, or no ShardOf).
+func (r *run) shardOf(pub uint32) int32 {
+	if sh := r.sh.shard; sh != nil && sh.ShardOf != nil {
+		if s := sh.ShardOf[pub]; s >= 0 && int(s) < sh.Count {
+			return s
+		}
+	}
+	return -1
+}
+
 // checkShard refuses a shard that does not fit the program.
 func checkShard(sh *Shard, clients int) error {
 	if sh == nil {
@@ -77,7 +93,7 @@ func checkShard(sh *Shard, clients int) error {
 	switch {
 	case sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count:
 		return fmt.Errorf("shard %d/%d: out of range", sh.Index, sh.Count)
-	case len(sh.Owned) != clients || len(sh.ExpectedByShard) != clients:
+	case len(sh.Owned) != clients || len(sh.ExpectedByShard) != clients || (sh.ShardOf != nil && len(sh.ShardOf) != clients):
 		return fmt.Errorf("shard %d/%d: the assignment covers %d clients, the plan has %d", sh.Index, sh.Count, len(sh.Owned), clients)
 	case sh.Sync == nil:
 		return fmt.Errorf("shard %d/%d: no coordinator", sh.Index, sh.Count)

@@ -124,6 +124,12 @@ type Metrics struct {
 	// is actual − intended send time, all in microseconds. Nil means no
 	// samples were ever taken in this scope.
 	Latency, Ack, Connect, Subscribe, Lag *hdrhistogram.Histogram
+	// LatencyCross holds, in a sharded run, the Latency samples of the
+	// deliveries whose publisher ran on another shard than the receiver:
+	// only those depend on two clocks (clock.go). Latency stays the union,
+	// what one process measures; the local ones are Latency minus these
+	// (LocalLatency). Nil in a single process: every delivery is local.
+	LatencyCross *hdrhistogram.Histogram
 	// ReqResp is request/response (reqresp.go); zero without it.
 	ReqResp ReqResp
 }
@@ -193,5 +199,6 @@ func (m *Metrics) Merge(o *Metrics) {
 	m.Connect = mergeHist(m.Connect, o.Connect)
 	m.Subscribe = mergeHist(m.Subscribe, o.Subscribe)
 	m.Lag = mergeHist(m.Lag, o.Lag)
+	m.LatencyCross = mergeHist(m.LatencyCross, o.LatencyCross)
 	m.ReqResp.Merge(&o.ReqResp)
 }

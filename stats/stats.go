@@ -138,6 +138,10 @@ type Stats struct {
 	Timeline []Second
 	// Broker holds the embedded broker's counters (nil when external).
 	Broker *Broker
+	// Clock is a sharded run's time base (clock.go), nil in a single
+	// process. A shard's own run fills only its Pairs into this shard;
+	// the merge of the parts fills the rest.
+	Clock *Clock
 	// CountersStart and CountersEnd are the broker's own counters ($SYS,
 	// Prometheus) as they stood before the first publish and after the
 	// drain (the broker's next update after it), so that their

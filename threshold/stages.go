@@ -129,7 +129,10 @@ func StageMetric(name metric.Name) bool {
 		return true
 	}
 	family, _, ok := name.Split()
-	return ok && (family == "latency" || family == "lag")
+	// A stage's latency is not split by shard (latency_local,
+	// latency_cross, latency.cross_share): its cells carry no cross-shard
+	// histogram.
+	return ok && (family == "latency" && name != metric.LatencyCrossShare || family == "lag")
 }
 
 // stageMetricList lists the metrics a stage measures, for messages.

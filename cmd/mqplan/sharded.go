@@ -151,8 +151,15 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 			served <- servedRun{res, err}
 		}()
 	}
+	tc, err := testClock(e, sr.index)
+	if err != nil {
+		return invalid(err)
+	}
+	if tc != (coord.TestClock{}) {
+		fmt.Fprintf(e.stderr, "mqplan: shard %d/%d: TEST HOOK: %s: its latencies are not to be trusted\n", sr.index, sr.n, tc)
+	}
 	joinCtx, cancelJoin := context.WithTimeout(sigCtx, sf.timeout)
-	sh, err := coord.Join(joinCtx, sf.coordinator, sr.hello, sf.timeout, 0)
+	sh, err := coord.JoinWith(joinCtx, sf.coordinator, sr.hello, sf.timeout, 0, tc)
 	cancelJoin()
 	var refused *coord.RefusedError
 	switch {
@@ -192,7 +199,7 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 
 	opts := runOptions(sr.prog)
 	opts.Shard = &runner.Shard{Index: sr.index, Count: sr.n, Owned: sr.assign.Mask(sr.index),
-		ExpectedByShard: sr.assign.ExpectedByShard, Sync: sh}
+		ExpectedByShard: sr.assign.ExpectedByShard, Sync: sh, ShardOf: sr.assign.Shard}
 	var pp *progressPrinter
 	if !quiet {
 		pp = newProgressPrinter(e.stderr, sr.prog)
@@ -218,7 +225,7 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 	epoch := sh.EpochWall()
 	pubStart := epoch + int64(st.Phases[phase.Warmup].Start)
 	if f, err := sr.part.file(st, partial.Shard{Index: sr.index, Count: sr.n, Assignment: sr.assign.Version, AssignSHA256: sr.assign.Hash},
-		partial.Clock{EpochWallNS: epoch, PubStartWallNS: pubStart, OffsetNS: int64(theta), UncertaintyNS: int64(delta), Source: "coordinator"}); err != nil {
+		shardClock(e, sh, tc, epoch, pubStart, sr.index, sr.n)); err != nil {
 		return incomplete(err)
 	} else {
 		var b bytes.Buffer
