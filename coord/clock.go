@@ -26,7 +26,11 @@ func (tc TestClock) String() string {
 	if tc == (TestClock{}) {
 		return ""
 	}
-	s := fmt.Sprintf("test clock skew %+v", tc.Skew)
+	sign := "+"
+	if tc.Skew < 0 {
+		sign = "" // Duration's String writes the minus
+	}
+	s := "test clock skew " + sign + tc.Skew.String()
 	if tc.NoCorrection {
 		s += ", offset not applied"
 	}

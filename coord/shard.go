@@ -242,6 +242,19 @@ func (s *Shard) Epoch(ctx context.Context) (int64, error) {
 	return f.At, nil
 }
 
+// EpochInstant is the common epoch as an instant of this shard's
+// monotonic clock, derived from the clock sample as coordinatorNow is: the
+// run's epoch must be this instant, not the moment the sleep until it
+// ended (a timer wakes late by however long the scheduler takes, which
+// would misalign the shards' epochs by their wake-up delays). The zero
+// time before Epoch returned.
+func (s *Shard) EpochInstant() time.Time {
+	if s.epoch == 0 {
+		return time.Time{}
+	}
+	return s.base.Add(time.Duration(s.epoch - s.baseWall - s.applied))
+}
+
 // EpochWall is the common epoch Epoch returned (coordinator-clock Unix
 // ns), 0 before.
 func (s *Shard) EpochWall() int64 { return s.epoch }

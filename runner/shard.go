@@ -52,6 +52,12 @@ type Sync interface {
 	Barrier(ctx context.Context, name string, vals []int64, at time.Duration) ([]int64, time.Duration, error)
 }
 
+// epochInstant is a Sync that knows the common epoch as an instant of
+// this process's monotonic clock (coord.Shard.EpochInstant).
+type epochInstant interface {
+	EpochInstant() time.Time
+}
+
 // pubStartSlack is how far ahead of its own clock a shard proposes to
 // start publishing: more than a barrier's round trip, so that the latest
 // proposal is still ahead of every shard when the answer reaches it, and
@@ -111,6 +117,14 @@ func (r *run) startEpoch(ctx context.Context) error {
 	}
 	wall, err := r.sh.shard.Sync.Epoch(ctx)
 	r.epoch = time.Now()
+	if ei, ok := r.sh.shard.Sync.(epochInstant); ok && err == nil {
+		// The epoch's own instant, not when the sleep until it ended:
+		// shards whose timers wake late by different amounts would
+		// otherwise start their clocks apart by the difference.
+		if at := ei.EpochInstant(); !at.IsZero() && !at.After(r.epoch) {
+			r.epoch = at
+		}
+	}
 	r.epochWall = wall
 	if err != nil {
 		r.epochWall = r.epoch.UnixNano()
