@@ -1,5 +1,7 @@
 package metric
 
+import "slices"
+
 // The metrics of a sharded run's clocks (package stats, clock.go). A
 // shard aligns its epoch on the coordinator's clock; an error in that
 // alignment moves the latency of a delivery between two shards and cancels
@@ -54,26 +56,26 @@ const (
 
 // clockMetrics are the catalogue's entries of this file, in the order of
 // plan-format.md, placed after latency's.
-var clockMetrics = []Metric{
+var clockMetrics = slices.Concat([]Metric{
 	{Name: LatencyCrossShare, Kind: Fraction, Help: "share of the deliveries whose publisher ran on another shard than the subscriber (0 in one process)"},
-	{Name: LatencyLocalMin, Kind: Duration, Help: localHelp + "minimum"},
-	{Name: LatencyLocalMean, Kind: Duration, Help: localHelp + "mean"},
-	{Name: LatencyLocalP50, Kind: Duration, Help: localHelp + "median"},
-	{Name: LatencyLocalP90, Kind: Duration, Help: localHelp + "90th percentile"},
-	{Name: LatencyLocalP95, Kind: Duration, Help: localHelp + "95th percentile"},
-	{Name: LatencyLocalP99, Kind: Duration, Help: localHelp + "99th percentile"},
-	{Name: LatencyLocalP999, Kind: Duration, Help: localHelp + "99.9th percentile"},
-	{Name: LatencyLocalMax, Kind: Duration, Help: localHelp + "maximum"},
-	{Name: LatencyLocalStddev, Kind: Duration, Help: localHelp + "standard deviation"},
-	{Name: LatencyCrossMin, Kind: Duration, Help: crossHelp + "minimum"},
-	{Name: LatencyCrossMean, Kind: Duration, Help: crossHelp + "mean"},
-	{Name: LatencyCrossP50, Kind: Duration, Help: crossHelp + "median"},
-	{Name: LatencyCrossP90, Kind: Duration, Help: crossHelp + "90th percentile"},
-	{Name: LatencyCrossP95, Kind: Duration, Help: crossHelp + "95th percentile"},
-	{Name: LatencyCrossP99, Kind: Duration, Help: crossHelp + "99th percentile"},
-	{Name: LatencyCrossP999, Kind: Duration, Help: crossHelp + "99.9th percentile"},
-	{Name: LatencyCrossMax, Kind: Duration, Help: crossHelp + "maximum"},
-	{Name: LatencyCrossStddev, Kind: Duration, Help: crossHelp + "standard deviation"},
-	{Name: ClockUncertainty, Kind: Duration, WholeRun: true, Help: "how far a cross-shard latency may be off: the largest δ_pub + δ_sub + |drift_pub| + |drift_sub| over the shard pairs that exchanged deliveries (0 in one process; absent when a part does not say)"},
-	{Name: ClockMaxOffset, Kind: Duration, WholeRun: true, Help: "the largest offset |θ| of a shard's clock to the coordinator's, as measured when it joined (0 in one process)"},
+}, durationFamily(localHelp, LatencyLocalMin, LatencyLocalMean, LatencyLocalP50, LatencyLocalP90, LatencyLocalP95, LatencyLocalP99, LatencyLocalP999, LatencyLocalMax, LatencyLocalStddev),
+	durationFamily(crossHelp, LatencyCrossMin, LatencyCrossMean, LatencyCrossP50, LatencyCrossP90, LatencyCrossP95, LatencyCrossP99, LatencyCrossP999, LatencyCrossMax, LatencyCrossStddev),
+	[]Metric{
+		{Name: ClockUncertainty, Kind: Duration, WholeRun: true, Help: "how far a cross-shard latency may be off: the largest δ_pub + δ_sub + |drift_pub| + |drift_sub| over the shard pairs that exchanged deliveries (0 in one process; absent when a part does not say)"},
+		{Name: ClockMaxOffset, Kind: Duration, WholeRun: true, Help: "the largest offset |θ| of a shard's clock to the coordinator's, as measured when it joined (0 in one process)"},
+	})
+
+// statHelp names a latency statistic for its help line.
+var statHelp = map[string]string{"min": "minimum", "mean": "mean", "p50": "median", "p90": "90th percentile", "p95": "95th percentile",
+	"p99": "99th percentile", "p999": "99.9th percentile", "max": "maximum", "stddev": "standard deviation"}
+
+// durationFamily is the entries of a latency family's statistics, each
+// helped by help and the statistic's name.
+func durationFamily(help string, names ...Name) []Metric {
+	out := make([]Metric, len(names))
+	for i, n := range names {
+		_, stat, _ := n.Split()
+		out[i] = Metric{Name: n, Kind: Duration, Help: help + statHelp[stat]}
+	}
+	return out
 }

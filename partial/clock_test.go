@@ -32,16 +32,7 @@ func clockPart(t *testing.T, i, from int, offset, drift time.Duration, old bool)
 		f.Clock.DriftNS, f.Clock.DriftUncertaintyNS = &d, int64(30*time.Microsecond)
 		f.Clock.NTP = &NTP{Synced: false, MaxErrorNS: int64(16 * time.Second)}
 	}
-	// Through the file format, as a merge reads it.
-	var b bytes.Buffer
-	if err := Write(&b, f); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Read("part", &b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return back
+	return reread(t, f)
 }
 
 // TestMergeClock: the merge keeps a clock row per shard and the pairs

@@ -116,6 +116,12 @@ func part(t *testing.T, st *stats.Stats, i, n int, lat []int64) *File {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return reread(t, f)
+}
+
+// reread is f written and read back, as a merge reads a part.
+func reread(t *testing.T, f *File) *File {
+	t.Helper()
 	var b bytes.Buffer
 	if err := Write(&b, f); err != nil {
 		t.Fatal(err)

@@ -80,15 +80,7 @@ func skewRun(t *testing.T, b *broker.Broker, correct bool) (*report.Result, stri
 	if !strings.Contains(results[1].stderr, "TEST HOOK: test clock skew +7ms") {
 		t.Errorf("the skewed shard does not say it runs with the test hook:\n%s", results[1].stderr)
 	}
-	f, err := os.Open(filepath.Join(dir, "result.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := savedResult(t, filepath.Join(dir, "result.json"))
 	if r.Clock == nil || len(r.Clock.Shards) != 2 {
 		t.Fatalf("the result has no clock rows: %+v\n%s", r.Clock, out)
 	}
@@ -150,7 +142,7 @@ func TestClockSkew(t *testing.T) {
 	s0, s1 := corrected.Clock.Shards[0], corrected.Clock.Shards[1]
 	// θ = coordinator − shard: a shard 7 ms ahead is at -7ms, measured
 	// within its δ (the clock sample's half round trip bounds its error).
-	if (s1.Offset + skew).Abs() > s1.Delay || s0.Offset.Abs() > s0.Delay {
+	if (s1.Offset+skew).Abs() > s1.Delay || s0.Offset.Abs() > s0.Delay {
 		t.Errorf("θ %v ± %v and %v ± %v, want -7ms and 0 within δ", s1.Offset, s1.Delay, s0.Offset, s0.Delay)
 	}
 	if !s1.DriftKnown || !s1.NTP.Known && s1.NTP.Synced {
