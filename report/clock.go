@@ -3,10 +3,13 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/stats"
+	"github.com/mqplan/mqplan/threshold"
 )
 
 // crossShare is latency.cross_share: the deliveries (latency's samples)
@@ -36,6 +39,30 @@ func addClock(set metric.Set, c *stats.Clock) {
 	}
 }
 
+// dropUnsplit leaves latency_local.*, latency_cross.* and
+// latency.cross_share out of every set when a part did not split its
+// deliveries by shard (an older mqplan's): its cross-shard deliveries
+// would pass for local ones. Absent, a threshold on them fails.
+func dropUnsplit(m threshold.Measured, c *stats.Clock) {
+	if c == nil {
+		return
+	}
+	for _, s := range c.Shards {
+		if s.PairsKnown {
+			continue
+		}
+		sets := append([]metric.Set{m.Top}, slices.Collect(maps.Values(m.Groups))...)
+		for _, set := range append(sets, slices.Collect(maps.Values(m.Phases))...) {
+			for name := range set {
+				if fam, _, _ := name.Split(); fam == "latency_local" || fam == "latency_cross" || name == metric.LatencyCrossShare {
+					delete(set, name)
+				}
+			}
+		}
+		return
+	}
+}
+
 // clockUncertain is how much clock uncertainty makes cross-shard latency
 // worth a warning: a millisecond, or a tenth of latency_cross.p50.
 const (
@@ -56,9 +83,7 @@ func clockWarnings(c *stats.Clock, top metric.Set) []string {
 	p50, has := top[metric.LatencyCrossP50].(time.Duration)
 	switch {
 	case !ok:
-		if has {
-			out = append(out, "cross-shard latency: the clock uncertainty is unknown (a part without its clock figures): gate on latency_local.p99")
-		}
+		out = append(out, "clock.uncertainty is unknown (a part lacks its clock figures: written by an older mqplan, or its clock sample after the run failed): cross-shard latency may be off by any amount; gate on latency_local.p99 where the parts split it")
 	case has && (u > clockUncertainAbs || float64(u) > clockUncertainFraction*float64(p50)):
 		out = append(out, fmt.Sprintf("cross-shard latency ±%s (clock.uncertainty, against latency_cross.p50 %s): gate on latency_local.p99 or fix NTP",
 			fmtDur(u), fmtDur(p50)))

@@ -64,7 +64,8 @@ func TestEnvironmentClock(t *testing.T) {
 		{"sharded, traffic disagrees with the offsets", asym, metric.Set{metric.ClockUncertainty: 100 * time.Microsecond},
 			nil, []string{"shards 0 and 1: their traffic says shard 0's epoch is 3ms after shard 1's (least latency each way), beyond the ±100µs"}},
 		{"sharded, parts without clock figures", old, metric.Set{metric.ClockMaxOffset: time.Duration(0)},
-			[]metric.Name{metric.ClockUncertainty}, []string{"the clock uncertainty is unknown"}},
+			[]metric.Name{metric.ClockUncertainty, metric.LatencyLocalP99, metric.LatencyCrossP99, metric.LatencyCrossShare},
+			[]string{"clock.uncertainty is unknown (a part lacks its clock figures"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

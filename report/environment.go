@@ -120,6 +120,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		m.Phases[p.String()] = metricSet(view{msg: &pm, conn: &pm, dur: dur, subscriberView: true, churns: churns, clean: clean})
 	}
 	m.Stages = stageSets(st)
+	dropUnsplit(m, st.Clock)
 	return m
 }
 
