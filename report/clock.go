@@ -97,20 +97,24 @@ func clockWarnings(c *stats.Clock, top metric.Set) []string {
 	return out
 }
 
-// writeClocks writes a sharded run's Clocks section: per shard its
-// offset θ, the offset's uncertainty δ, the drift found after the run,
-// the NTP status and the share of its deliveries that crossed shards.
-// Nothing for a single process, whose output stays as it was.
-func writeClocks(b *bytes.Buffer, r *Result) error {
+// clocksHead is the Clocks section's header.
+var clocksHead = []string{"shard", "θ", "δ", "drift", "ntp", "cross share", "offset from"}
+
+// clocksCells is a sharded run's Clocks section, for every format: its
+// title and per shard its offset θ, the offset's uncertainty δ, the
+// drift found after the run, the NTP status, the share of its deliveries
+// that crossed shards and where its offset came from. No rows for a
+// single process, whose outputs stay as they were.
+func clocksCells(r *Result) (string, [][]string) {
 	c := r.Clock
 	if c == nil || len(c.Shards) == 0 {
-		return nil
+		return "", nil
 	}
 	title := "Clocks (θ = coordinator − shard, measured ± δ as the shard joined; drift = the alignment error found after the run"
 	if u, ok := r.Measured.Top[metric.ClockUncertainty].(time.Duration); ok {
 		title += "; cross-shard latency ± " + fmtDur(u)
 	}
-	section(b, title+")")
+	title += ")"
 	var rows [][]string
 	for _, s := range c.Shards {
 		drift := "unknown"
@@ -134,8 +138,27 @@ func writeClocks(b *bytes.Buffer, r *Result) error {
 		}
 		rows = append(rows, []string{fmt.Sprint(s.Index), fmtDur(s.Offset), fmtDur(s.Delay), drift, ntp, share, s.Source})
 	}
-	return render(newTableAligned(b, []align{alignLeft, alignRight, alignRight, alignRight, alignLeft, alignRight, alignLeft},
-		"shard", "θ", "δ", "drift", "ntp", "cross share", "offset from"), rows)
+	return title, rows
+}
+
+// writeClocks writes the table's Clocks section (clocksCells).
+func writeClocks(b *bytes.Buffer, r *Result) error {
+	title, rows := clocksCells(r)
+	if rows == nil {
+		return nil
+	}
+	section(b, title)
+	return render(newTableAligned(b, []align{alignLeft, alignRight, alignRight, alignRight, alignLeft, alignRight, alignLeft}, clocksHead...), rows)
+}
+
+// mdClocks writes the Markdown's Clocks section (clocksCells).
+func mdClocks(b *bytes.Buffer, r *Result) {
+	title, rows := clocksCells(r)
+	if rows == nil {
+		return
+	}
+	b.WriteString("### Clocks\n\n" + mdText(title) + "\n\n")
+	mdTable(b, clocksHead, 1, rows)
 }
 
 // fmtDur writes a clock figure to the microsecond.

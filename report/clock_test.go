@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,15 @@ func TestEnvironmentClock(t *testing.T) {
 			if !strings.Contains(b.String(), "Clocks (θ = coordinator − shard") {
 				t.Errorf("the table lacks the Clocks section:\n%s", b.String())
 			}
+			for name, write := range map[string]func(io.Writer, *Result) error{"markdown": WriteMarkdown, "html": WriteHTML} {
+				b.Reset()
+				if err := write(&b, r); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(b.String(), "θ = coordinator − shard") {
+					t.Errorf("the %s report lacks the Clocks section", name)
+				}
+			}
 			// The JSON carries the clocks: read back, the same rows.
 			b.Reset()
 			if err := WriteJSON(&b, r); err != nil {
@@ -129,8 +139,14 @@ func TestEnvironmentClock(t *testing.T) {
 		if err := WriteTable(&b, r); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(b.String(), "Clocks") {
-			t.Errorf("a single process's table has a Clocks section:\n%s", b.String())
+		for name, write := range map[string]func(io.Writer, *Result) error{"table": WriteTable, "markdown": WriteMarkdown, "html": WriteHTML} {
+			b.Reset()
+			if err := write(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(b.String(), "θ = coordinator − shard") {
+				t.Errorf("a single process's %s report has a Clocks section", name)
+			}
 		}
 	})
 }

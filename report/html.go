@@ -490,6 +490,9 @@ func htmlTables(r *Result) []htmlTable {
 	lat := htmlTable{Title: "Latency (e2e and ack over the steady phase; connect and subscribe over the whole run)",
 		Head: latencyHead, Rows: latencyCells(r)}
 	out = append(out, lat)
+	if title, rows := clocksCells(r); rows != nil {
+		out = append(out, htmlTable{Title: title, Head: clocksHead, Rows: rows})
+	}
 
 	del := htmlTable{Title: "Delivery (steady-phase messages, deliveries during drain included)",
 		Head: deliveryHead, Rows: deliveryCells(r),

@@ -37,6 +37,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	mdGroups(&b, r)
 	mdStages(&b, r)
 	mdLatency(&b, r)
+	mdClocks(&b, r)
 	mdDelivery(&b, r)
 	mdRequests(&b, r)
 	mdCounters(&b, r)
