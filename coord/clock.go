@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mqplan/mqplan/stats"
 )
 
 // TestClock distorts a shard's clock, for the tests of how a sharded run
@@ -83,6 +81,16 @@ func (s *Shard) Resample(within time.Duration) (drift, delay time.Duration, err 
 	return drift, delay, nil
 }
 
-// NTP is the host's clock discipline as the kernel reports it (adjtimex),
-// read once; Known is false where it cannot be read.
-func NTP() stats.NTP { return readNTP() }
+// NTPStatus is a host's clock discipline as the kernel reports it
+// (adjtimex): whether the kernel deems its clock synchronised
+// (STA_UNSYNC clear) and its maximum and estimated error. Known is false
+// where it cannot be read (not Linux).
+type NTPStatus struct {
+	Known, Synced      bool
+	MaxError, EstError time.Duration
+}
+
+// NTP reads this host's clock discipline, once a shard: a shard on a host
+// whose clock is not disciplined depends on the coordinator's offset
+// alone, and its report says so.
+func NTP() NTPStatus { return readNTP() }

@@ -2,7 +2,5 @@
 
 package coord
 
-import "github.com/mqplan/mqplan/stats"
-
 // readNTP: the clock discipline is read on Linux only.
-func readNTP() stats.NTP { return stats.NTP{} }
+func readNTP() NTPStatus { return NTPStatus{} }
