@@ -273,6 +273,9 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if *procs < 0 {
 		return invalid(fmt.Errorf("--procs must be at least 1, got %d", *procs))
 	}
+	if err := fitsOneProcess(prog, systemLimits()); err != nil {
+		return err
+	}
 	if err := checkLinger(*metricsLinger, *metricsListen); err != nil {
 		return err
 	}

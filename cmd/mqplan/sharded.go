@@ -112,6 +112,9 @@ func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile strin
 	if err != nil {
 		return nil, invalid(err)
 	}
+	if err := fitsShards(prog, a, systemLimits(), i, false, "use more shards (mqplan explain --shards N shows what each needs)"); err != nil {
+		return nil, err
+	}
 	switch {
 	case sf.sources != "":
 		own, err := parseSourceAddresses(sf.sources)

@@ -60,7 +60,8 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 	if err != nil {
 		return err
 	}
-	if len(prog.Plan.Broker.URLs) == 1 && prog.Plan.Broker.URLs[0] == plans.Embedded {
+	hosted := prog.Plan.Broker.IsEmbedded()
+	if hosted {
 		b, err := runOptions(prog).Embedded()
 		if err != nil {
 			return incomplete(fmt.Errorf("start embedded broker: %w", err))
@@ -85,6 +86,9 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 	a, err := plans.Assign(prog, n)
 	if err != nil {
 		return invalid(err)
+	}
+	if err := fitsShards(prog, a, systemLimits(), -1, hosted, "use more workers (--workers auto finds how many)"); err != nil {
+		return err
 	}
 	hello := coord.Hello{N: n, RunID: runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion()}
 	cfg := coord.Config{Hello: hello, JoinTimeout: sf.timeout}
