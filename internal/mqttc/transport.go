@@ -84,6 +84,7 @@ func dialTransport(ctx context.Context, t Target, source string) (net.Conn, erro
 	d := &net.Dialer{}
 	if source != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+		d.Control = bindNoPort
 	}
 	if t.ws != "" {
 		return dialWebSocket(ctx, t, d)
