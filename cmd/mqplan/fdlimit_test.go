@@ -105,3 +105,59 @@ func TestRunPastOpenFileLimitRefused(t *testing.T) {
 		t.Fatalf("exit %d, want %d with %q and the --workers advice\n%s%s", r.code, exitInvalid, want, r.stdout, r.stderr)
 	}
 }
+
+// TestScalePlanSplit: bench/scale.sh's plan (24,000 connections, two
+// brokers, two source addresses) does not fit one process under a
+// 20,000 open-file limit, --workers auto makes it two workers, and
+// whatever the shard count each subscriber shares its broker and its
+// shard with its publisher (the brokers are not bridged: a pair split
+// over two would lose every message), each worker binding only its own
+// source address when there are enough for one each.
+func TestScalePlanSplit(t *testing.T) {
+	plan, err := plans.Load("bench/plans/scale-24k.yaml", plans.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := report.Limits{OpenFiles: 20000}
+	for _, n := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprintf("%d shards", n), func(t *testing.T) {
+			prog, err := plans.Compile(plan, plans.CompileOptions{RunID: "r"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 {
+				if fitsOneProcess(prog, limits) == nil {
+					t.Error("one process under 20,000 files: want it refused")
+				}
+				if w, err := autoWorkers(prog, limits.OpenFiles); w != 2 || err != nil {
+					t.Errorf("--workers auto = %d, %v; want 2", w, err)
+				}
+				return
+			}
+			a, err := plans.Assign(prog, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fitsShards(prog, a, limits, -1, false, ""); err != nil {
+				t.Error(err)
+			}
+			pairs := len(prog.Clients) / 2
+			for i := range pairs {
+				sub, pub := &prog.Clients[i], &prog.Clients[pairs+i]
+				if sub.URL != pub.URL || a.Shard[i] != a.Shard[pairs+i] {
+					t.Fatalf("pair %d: subscriber on %s shard %d, publisher on %s shard %d", i, sub.URL, a.Shard[i], pub.URL, a.Shard[pairs+i])
+				}
+			}
+			sa := prog.Plan.Broker.SourceAddresses
+			for s := range n {
+				partitionSources(prog, a.Mask(s), s, n)
+				for i, c := range prog.Clients {
+					want := sa[s%len(sa)]
+					if a.Shard[i] == int32(s) && c.SourceAddr != want {
+						t.Fatalf("shard %d/%d: client %d binds %s, want %s", s, n, i, c.SourceAddr, want)
+					}
+				}
+			}
+		})
+	}
+}
