@@ -1,13 +1,15 @@
-# bench/lib.sh - helpers of bench/scale.sh and bench/merged.sh (sourced, not run).
+# bench/lib.sh - helpers of bench/run.sh, bench/scale.sh and bench/merged.sh
+# (sourced, not run).
 #
-# The caller sets, before sourcing: tmp (a temporary directory) and the
-# arrays pids (brokers started) and runs (mqplan runs started), which
-# cleanup stops.
+# The scripts keep what they start in two arrays, which cleanup stops:
+# pids (brokers, watchers) and runs (mqplan runs under timeout, each the
+# leader of its process group); tmp is their temporary directory.
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
 
-# calc EXPR / fmt FORMAT EXPR: floating-point arithmetic (awk).
+# calc EXPR: floating-point arithmetic (awk), printed with %.6g unless
+# the expression formats itself. fmt FORMAT EXPR: the same, formatted.
 calc() { awk "BEGIN { printf \"%.6g\", ($1) }"; }
 fmt() { awk "BEGIN { printf \"$1\", ($2) }"; }
 
@@ -22,6 +24,7 @@ def dur($k): (.metrics.top[$k] // null) | if . == null then "-" else . end;
 '
 
 clk_tck=$(getconf CLK_TCK)
+ncpu=$(nproc)
 
 # cputicks PID: utime+stime of a process, in clock ticks; fails when the
 # process is gone.
@@ -34,7 +37,8 @@ cputicks() {
 	echo $(( ${12} + ${13} ))
 }
 
-# vmrss PID: sets REPLY to the process's VmRSS in kB ("" when gone).
+# vmrss PID: sets REPLY to the process's VmRSS in kB ("" when gone). No
+# subprocess, so that sampling costs next to nothing.
 vmrss() {
 	local k v _
 	REPLY=
@@ -43,6 +47,21 @@ vmrss() {
 			if [[ $k == VmRSS: ]]; then REPLY=$v; return 0; fi
 		done <"/proc/$1/status"
 	} 2>/dev/null || true
+}
+
+# busyticks: CPU ticks the whole machine has spent busy since boot.
+busyticks() {
+	local cpu user nice system idle iowait irq softirq steal _
+	read -r cpu user nice system idle iowait irq softirq steal _ </proc/stat
+	echo $(( user + nice + system + irq + softirq + steal ))
+}
+
+# busy_note OTHER_CPU_S WALL_S: a warning when other processes used more
+# than 5% of the machine during a run.
+busy_note() {
+	if awk "BEGIN { exit !($1 > 0.05 * $ncpu * $2) }"; then
+		echo " - WARNING: the machine was not idle, figures are disturbed"
+	fi
 }
 
 # children PID: the process's children (of every thread: Go starts them
@@ -64,42 +83,10 @@ child() {
 # listening PORT: true when something accepts on 127.0.0.1:PORT.
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# start_mosquitto NAME: starts Mosquitto on a free 127.0.0.1 port with its
-# defaults but for the lines a benchmark needs (bench/README.md): loopback
-# only, anonymous clients, no logging, no connection cap, $SYS every
-# second. Sets mosq_pid and mosq_port; the pid joins pids.
-start_mosquitto() {
-	local name=$1 conf=$tmp/$1.mosquitto.conf port try i
-	for (( try = 0; try < 8; try++ )); do
-		port=$(( 20000 + RANDOM % 10000 )) # below the ephemeral port range
-		listening "$port" && continue
-		cat >"$conf" <<-EOF
-			# written by bench/${0##*/}
-			listener $port 127.0.0.1
-			allow_anonymous true
-			log_type none
-			max_connections -1
-			sys_interval 1
-		EOF
-		"$mosquitto" -c "$conf" >"$tmp/$name.mosquitto.log" 2>&1 &
-		mosq_pid=$!
-		pids+=("$mosq_pid")
-		for (( i = 0; i < 50; i++ )); do
-			kill -0 "$mosq_pid" 2>/dev/null || break
-			if listening "$port"; then mosq_port=$port; return 0; fi
-			sleep 0.1
-		done
-		kill "$mosq_pid" 2>/dev/null || true
-		wait "$mosq_pid" 2>/dev/null || true
-	done
-	say "bench: could not start mosquitto; its last log:" >&2
-	tail -n 5 "$tmp/$name.mosquitto.log" >&2 || true
-	return 1
-}
-
-# cleanup stops everything started: each mqplan run's process group
-# (timeout, GNU time, mqplan and its workers), then the brokers and
-# watchers.
+# cleanup stops everything started: each mqplan run's whole process group
+# (timeout, GNU time and mqplan with its workers: time would die of a
+# SIGTERM and leave mqplan orphaned, so the group is killed outright; a
+# run that is cut short has nothing worth keeping), then the brokers.
 cleanup() {
 	local p
 	for p in "${runs[@]}"; do
@@ -114,13 +101,123 @@ cleanup() {
 	runs=() pids=()
 }
 
+# untrack PID: forget a process that has ended.
+untrack() {
+	local p keep=()
+	for p in "${pids[@]}"; do
+		[[ $p == "$1" ]] || keep+=("$p")
+	done
+	pids=("${keep[@]}")
+	keep=()
+	for p in "${runs[@]}"; do
+		[[ $p == "$1" ]] || keep+=("$p")
+	done
+	runs=("${keep[@]}")
+}
+
+# start_mosquitto NAME: starts Mosquitto on a free 127.0.0.1 port with its
+# defaults but for three lines (bench/README.md), and the lines of
+# $mosq_extra; sets mosq_pid and mosq_port.
+start_mosquitto() {
+	local name=$1 conf=$tmp/$1.mosquitto.conf port try i
+	for (( try = 0; try < 8; try++ )); do
+		port=$(( 20000 + RANDOM % 10000 )) # below the ephemeral port range
+		listening "$port" && continue
+		# A listener on loopback only, anonymous clients allowed (2.x
+		# refuses them by default once a listener is configured), and no
+		# logging (logging is I/O the broker would not do in a benchmark
+		# of its forwarding, and the CPU it costs would be charged to it).
+		cat >"$conf" <<-EOF
+			# written by bench/${0##*/}
+			listener $port 127.0.0.1
+			allow_anonymous true
+			log_type none
+			${mosq_extra:-}
+		EOF
+		"$mosquitto" -c "$conf" >"$tmp/$name.mosquitto.log" 2>&1 &
+		mosq_pid=$!
+		pids+=("$mosq_pid")
+		for (( i = 0; i < 50; i++ )); do
+			if ! kill -0 "$mosq_pid" 2>/dev/null; then break; fi
+			if listening "$port"; then mosq_port=$port; return 0; fi
+			sleep 0.1
+		done
+		stop_mosquitto
+	done
+	say "bench: could not start mosquitto; its last log:" >&2
+	tail -n 5 "$tmp/$name.mosquitto.log" >&2 || true
+	return 1
+}
+
+stop_mosquitto() {
+	if [[ -n ${mosq_pid:-} ]]; then
+		kill "$mosq_pid" 2>/dev/null || true
+		wait "$mosq_pid" 2>/dev/null || true
+		untrack "$mosq_pid"
+		mosq_pid=
+	fi
+}
+
 # find_mosquitto: sets mosquitto to the broker binary (BENCH_MOSQUITTO,
-# else on PATH, else /usr/sbin/mosquitto), or dies.
+# else on PATH, else /usr/sbin/mosquitto; "" when there is none) and
+# mosq_version.
 find_mosquitto() {
 	mosquitto=${BENCH_MOSQUITTO:-$(command -v mosquitto || true)}
 	if [[ -z $mosquitto && -x /usr/sbin/mosquitto ]]; then
 		mosquitto=/usr/sbin/mosquitto
 	fi
-	[[ -n $mosquitto && -x $mosquitto ]] || die "mosquitto is needed (apt-get install mosquitto)"
-	mosq_version=$("$mosquitto" -h 2>/dev/null | awk '/version/ { print $3; exit }' || true)
+	if [[ -n $mosquitto && ! -x $mosquitto ]]; then
+		say "bench: $mosquitto is not an executable"
+		mosquitto=
+	fi
+	mosq_version=
+	if [[ -n $mosquitto ]]; then
+		mosq_version=$("$mosquitto" -h 2>/dev/null | awk '/version/ { print $3; exit }' || true)
+	fi
+}
+
+# need_tools TOOL...: dies unless each is on PATH, and GNU time.
+need_tools() {
+	local tool
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null || die "$tool is needed"
+	done
+	[[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed: apt-get install time"
+}
+
+# raise_nofile: raises the open-file limit to the hard one (Mosquitto
+# inherits it; mqplan raises its own) and sets nofile to it.
+raise_nofile() {
+	local hard
+	hard=$(ulimit -Hn)
+	if [[ $hard == unlimited ]]; then hard=1048576; fi
+	ulimit -n "$hard" 2>/dev/null || true
+	nofile=$(ulimit -n)
+}
+
+# bench_start NAME: the temporary directory ($tmp, mqplan-NAME.XXXXXX),
+# the arrays of what is started, and the traps of bench/scale.sh and
+# bench/merged.sh: everything stopped on any exit, the directory removed
+# unless BENCH_KEEP=1.
+bench_start() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqplan-$1.XXXXXX")
+	pids=() runs=()
+	trap bench_exit EXIT
+	trap 'exit 130' INT TERM
+}
+bench_exit() {
+	cleanup
+	if [[ ${BENCH_KEEP:-} == 1 ]]; then
+		say "bench: reports and logs kept in $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+
+# build_mqplan: builds mqplan into $tmp (sets bin and rev).
+build_mqplan() {
+	say "bench: building mqplan"
+	bin=$tmp/mqplan
+	go build -o "$bin" ./cmd/mqplan || die "go build failed"
+	rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
 }

@@ -47,61 +47,17 @@ rate_f=20000 warmup_f=1 # deliveries/s and warmup seconds of scenario F (its pla
 plan_i=bench/plans/fanin-500-qos0.yaml
 rate_i=10000 warmup_i=1 # msg/s and warmup seconds of scenario I (its plan)
 
-say() { printf '%s\n' "$*"; }
-die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
-for tool in go jq timeout getconf awk; do
-	command -v "$tool" >/dev/null || die "$tool is needed"
-done
-[[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed: apt-get install time"
-
-mosquitto=${BENCH_MOSQUITTO:-$(command -v mosquitto || true)}
-if [[ -z $mosquitto && -x /usr/sbin/mosquitto ]]; then
-	mosquitto=/usr/sbin/mosquitto
-fi
-if [[ -n $mosquitto && ! -x $mosquitto ]]; then
-	say "bench: $mosquitto is not an executable"
-	mosquitto=
-fi
-
-clk_tck=$(getconf CLK_TCK)
-ncpu=$(nproc)
-
-# Open files: mqplan raises its own limit, but Mosquitto inherits ours.
-hard=$(ulimit -Hn)
-if [[ $hard == unlimited ]]; then hard=1048576; fi
-ulimit -n "$hard" 2>/dev/null || true
-nofile=$(ulimit -n)
+need_tools go jq timeout getconf awk
+find_mosquitto
+raise_nofile
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqplan-bench.XXXXXX")
 pids=() # brokers we started
 runs=() # mqplan runs: pids of `timeout`, each the leader of its process group
 
-# cleanup stops everything started: each mqplan run's whole process group
-# (timeout, GNU time and mqplan: time would die of a SIGTERM and leave mqplan
-# orphaned, so the group is killed outright; a run that is cut short has
-# nothing worth keeping), then the brokers.
-cleanup() {
-	local p
-	for p in "${runs[@]}"; do
-		kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
-	done
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${runs[@]}" "${pids[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	runs=() pids=()
-}
-on_exit() {
-	cleanup
-	if [[ ${BENCH_KEEP:-} == 1 ]]; then
-		say "bench: reports and logs kept in $tmp" >&2
-	else
-		rm -rf "$tmp"
-	fi
-}
 # Ctrl-C or SIGTERM: the running scenario (a background subshell, so that
 # the signal is handled at once) stops what it started, then we exit.
 scenario_pid=
@@ -114,64 +70,14 @@ interrupted() {
 	fi
 	exit 130
 }
-trap on_exit EXIT
+trap bench_exit EXIT
 trap interrupted INT TERM
 
-# untrack PID: forget a process that has ended.
-untrack() {
-	local p keep=()
-	for p in "${pids[@]}"; do
-		[[ $p == "$1" ]] || keep+=("$p")
-	done
-	pids=("${keep[@]}")
-	keep=()
-	for p in "${runs[@]}"; do
-		[[ $p == "$1" ]] || keep+=("$p")
-	done
-	runs=("${keep[@]}")
-}
-
-# jq helpers: Go duration strings ("1.5ms", "2m3s") to seconds, phases, sums.
-jqdefs='
-def secs: if . == null then null else
-  ([scan("([0-9.]+)(h|ms|µs|us|ns|m|s)") | (.[0] | tonumber) *
-    ({"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}[.[1]])] | add) // 0 end;
-def phase($n): first(.phases[] | select(.name == $n));
-def allsum($k): [.metrics.phases[] | .[$k] // 0] | add;
-def dur($k): (.metrics.top[$k] // null) | if . == null then "-" else . end;
-'
 secs() { jq -rn --arg d "$1" "$jqdefs"' $d | secs'; }
 
-# calc EXPR: floating-point arithmetic (awk), printed with %.6g unless
-# the expression formats itself.
-calc() { awk "BEGIN { printf \"%.6g\", ($1) }"; }
-# fmt FORMAT EXPR
-fmt() { awk "BEGIN { printf \"$1\", ($2) }"; }
 # judge COND: "target met" or "target missed"
 judge() {
 	if awk "BEGIN { exit !($1) }"; then echo "target met"; else echo "target missed"; fi
-}
-
-# cputicks PID: utime+stime of a process, in clock ticks.
-cputicks() {
-	local line rest
-	read -r line <"/proc/$1/stat"
-	rest=${line##*) }
-	# shellcheck disable=SC2086
-	set -- $rest
-	echo $(( ${12} + ${13} ))
-}
-
-# vmrss PID: sets REPLY to the process's VmRSS in kB ("" when gone). No
-# subprocess, so that sampling costs next to nothing.
-vmrss() {
-	local k v _
-	REPLY=
-	{
-		while read -r k v _; do
-			if [[ $k == VmRSS: ]]; then REPLY=$v; return 0; fi
-		done <"/proc/$1/status"
-	} 2>/dev/null || true
 }
 
 # save NAME VAR...: writes the variables as shell assignments to
@@ -183,78 +89,6 @@ save() {
 	for v in "$@"; do
 		printf '%s=%q\n' "$v" "${!v}" >>"$f"
 	done
-}
-
-# busyticks: CPU ticks the whole machine has spent busy since boot.
-busyticks() {
-	local cpu user nice system idle iowait irq softirq steal _
-	read -r cpu user nice system idle iowait irq softirq steal _ </proc/stat
-	echo $(( user + nice + system + irq + softirq + steal ))
-}
-
-# busy_note OTHER_CPU_S WALL_S: a warning when other processes used more
-# than 5% of the machine during a run.
-busy_note() {
-	if awk "BEGIN { exit !($1 > 0.05 * $ncpu * $2) }"; then
-		echo " - WARNING: the machine was not idle, figures are disturbed"
-	fi
-}
-
-# child PID: the first child of a process, waiting up to 5 s for it.
-child() {
-	local i c=
-	for (( i = 0; i < 100; i++ )); do
-		c=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
-		c=${c%% *}
-		if [[ -n $c ]]; then echo "$c"; return 0; fi
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.05
-	done
-}
-
-# listening PORT: true when something accepts on 127.0.0.1:PORT.
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# start_mosquitto NAME: starts Mosquitto on a free 127.0.0.1 port with a
-# config written to $tmp; sets mosq_pid and mosq_port.
-start_mosquitto() {
-	local name=$1 conf=$tmp/$1.mosquitto.conf port try i
-	for (( try = 0; try < 8; try++ )); do
-		port=$(( 20000 + RANDOM % 10000 )) # below the ephemeral port range
-		listening "$port" && continue
-		# The broker's defaults but for three lines (see bench/README.md):
-		# a listener on loopback only, anonymous clients allowed (2.x
-		# refuses them by default once a listener is configured), and no
-		# logging (logging is I/O the broker would not do in a benchmark
-		# of its forwarding, and the CPU it costs would be charged to it).
-		cat >"$conf" <<-EOF
-			# written by bench/run.sh
-			listener $port 127.0.0.1
-			allow_anonymous true
-			log_type none
-		EOF
-		"$mosquitto" -c "$conf" >"$tmp/$name.mosquitto.log" 2>&1 &
-		mosq_pid=$!
-		pids+=("$mosq_pid")
-		for (( i = 0; i < 50; i++ )); do
-			if ! kill -0 "$mosq_pid" 2>/dev/null; then break; fi
-			if listening "$port"; then mosq_port=$port; return 0; fi
-			sleep 0.1
-		done
-		stop_mosquitto
-	done
-	say "bench: could not start mosquitto; its last log:" >&2
-	tail -n 5 "$tmp/$name.mosquitto.log" >&2 || true
-	return 1
-}
-
-stop_mosquitto() {
-	if [[ -n ${mosq_pid:-} ]]; then
-		kill "$mosq_pid" 2>/dev/null || true
-		wait "$mosq_pid" 2>/dev/null || true
-		untrack "$mosq_pid"
-		mosq_pid=
-	fi
 }
 
 # run_mqplan NAME BOUND_SECONDS BROKER_PID ARGS...
@@ -314,16 +148,9 @@ rss_hold() {
 
 # ---------------------------------------------------------------------------
 
-say "bench: building mqplan"
-bin=$tmp/mqplan
-go build -o "$bin" ./cmd/mqplan || die "go build failed"
+build_mqplan
 version=$("$bin" version 2>/dev/null | head -n 1 | sed 's/^mqplan //' || true)
-rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
 cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-mosq_version=
-if [[ -n $mosquitto ]]; then
-	mosq_version=$("$mosquitto" -h 2>/dev/null | awk '/version/ { print $3; exit }' || true)
-fi
 
 "$bin" validate "$plan_a" "$plan_b" "$plan_s" "$plan_f" "$plan_i" >/dev/null || die "the bench plans do not validate"
 

@@ -32,38 +32,23 @@ export LC_ALL=C
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqplan-scale.XXXXXX")
-pids=() runs=()
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-on_exit() {
-	cleanup
-	if [[ ${BENCH_KEEP:-} == 1 ]]; then say "bench: reports and logs kept in $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap on_exit EXIT
-trap 'exit 130' INT TERM
+bench_start scale
 
-for tool in go jq timeout getconf awk mosquitto_sub; do
-	command -v "$tool" >/dev/null || die "$tool is needed"
-done
-[[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed: apt-get install time"
+need_tools go jq timeout getconf awk mosquitto_sub
 find_mosquitto
+[[ -n $mosquitto ]] || die "mosquitto is needed (apt-get install mosquitto)"
 
 plan=bench/plans/scale-24k.yaml
 pairs=12000 every=5 warmup=2 # the plan's
 workers=${SCALE_WORKERS:-2}
 hold=${SCALE_HOLD:-20s}
 
-# Mosquitto inherits our open-file limit: raise it to the hard one.
-hard=$(ulimit -Hn)
-[[ $hard == unlimited ]] && hard=1048576
-ulimit -n "$hard" 2>/dev/null || true
+raise_nofile
+build_mqplan
 
-say "bench: building mqplan"
-bin=$tmp/mqplan
-go build -o "$bin" ./cmd/mqplan || die "go build failed"
-rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
-
+mosq_extra='sys_interval 1' # $SYS every second, for the watchers below
 start_mosquitto a
 port_a=$mosq_port pid_a=$mosq_pid
 start_mosquitto b
@@ -93,7 +78,7 @@ for b in a b; do
 done
 
 say ""
-say "bench/scale.sh at $rev, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, Mosquitto $mosq_version on 127.0.0.1:$port_a and :$port_b (pids $pid_a, $pid_b), open-file limit $hard"
+say "bench/scale.sh at $rev, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, Mosquitto $mosq_version on 127.0.0.1:$port_a and :$port_b (pids $pid_a, $pid_b), open-file limit $nofile"
 say ""
 say "1. the plan as one process"
 "$bin" explain "${sets[@]}" "$plan" | grep -E '^(peak connections|file descriptors|local ports|WARNING)' | sed 's/^/   explain: /'
@@ -112,6 +97,7 @@ say ""
 say "2. mqplan run --workers $workers (about $(( $(jq -rn "$jqdefs"'"'"$hold"'" | secs | floor') + 15 )) s)"
 ra0=$(sys_value "$tmp/a.sys" received) rb0=$(sys_value "$tmp/b.sys" received)
 ca0=$(cputicks "$pid_a") cb0=$(cputicks "$pid_b")
+k0=$(busyticks)
 t0=$EPOCHREALTIME
 timeout -k 10 170 /usr/bin/time -f '%e %U %S %M' -o "$tmp/w.time" \
 	"$bin" run --workers "$workers" --json "$tmp/w.json" "${sets[@]}" "$plan" >"$tmp/w.txt" 2>"$tmp/w.err" &
@@ -144,6 +130,7 @@ rc=0
 wait "$tpid" || rc=$?
 t1=$EPOCHREALTIME
 ca1=$(cputicks "$pid_a") cb1=$(cputicks "$pid_b")
+k1=$(busyticks)
 grep -v '^\[' "$tmp/w.err" | sed 's/^/   /' || true
 if [[ ! -s $tmp/w.json ]]; then
 	say "bench: the --workers run did not complete (exit $rc):" >&2
@@ -174,6 +161,8 @@ for p in "${!name[@]}"; do
 done | sort
 say "   all mqplan  CPU $(fmt '%.2f' "$ucpu + $scpu") s (user $ucpu, sys $scpu, GNU time: the parent and its workers), $(fmt '%.1f' "$wall") s wall"
 say "   Mosquitto   a: CPU $(fmt '%.2f' "($ca1 - $ca0) / $clk_tck") s, peak RSS $(fmt '%.1f' "$brss_a / 1024") MiB; b: CPU $(fmt '%.2f' "($cb1 - $cb0) / $clk_tck") s, peak RSS $(fmt '%.1f' "$brss_b / 1024") MiB"
+other=$(fmt '%.2f' "($k1 - $k0 - $ca1 + $ca0 - $cb1 + $cb0) / $clk_tck - $ucpu - $scpu")
+say "   other load  $other CPU-s used by other processes during the run$(busy_note "$other" "$wall")"
 
 # Each broker's connection count from its own $SYS (less the watcher):
 # its peak, its value through the steady phase (from 1 s after it began
