@@ -35,6 +35,9 @@ func TestClockHookOffsetAndDrift(t *testing.T) {
 			}
 			defer s.Close()
 			theta, delta := s.Clock()
+			if hooked := tt.tc != (TestClock{}); s.SameHost() == hooked {
+				t.Errorf("same host %v with the hook %v: a hooked shard stands for another host", s.SameHost(), tt.tc)
+			}
 			if (theta + tt.tc.Skew).Abs() > delta {
 				t.Errorf("θ %v ± %v, want %v", theta, delta, -tt.tc.Skew)
 			}

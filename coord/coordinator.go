@@ -168,10 +168,21 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 			if at > 0 {
 				at += 2 * slowest
 			}
+			var mono int64
 			if name == "epoch" {
-				at = time.Now().Add(co.cfg.EpochDelay).UnixNano() + 2*slowest
+				// The epoch on the wall clock, and on CLOCK_MONOTONIC
+				// for the shards of this host (samehost.go).
+				now, m, _, ok := monoPair()
+				if !ok {
+					now, m = time.Now(), 0
+				}
+				ahead := co.cfg.EpochDelay + time.Duration(2*slowest)
+				at = now.Add(ahead).UnixNano()
+				if ok {
+					mono = m + int64(ahead)
+				}
 			}
-			broadcast(&frame{Type: tGo, Name: name, Vals: b.sums, At: at})
+			broadcast(&frame{Type: tGo, Name: name, Vals: b.sums, At: at, Mono: mono})
 			delete(barriers, name)
 		}
 	}
@@ -234,7 +245,7 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 			if joined++; joined == n && co.cfg.Joined != nil {
 				co.cfg.Joined()
 			}
-			_ = ev.c.write(&frame{Type: tWelcome})
+			_ = ev.c.write(co.welcome())
 			go ev.c.beat(done)
 		case tClock:
 			res.Offset[ev.shard], res.Delay[ev.shard] = ev.f.Offset, ev.f.Delay
@@ -269,6 +280,17 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 			_ = ev.c.write(&frame{Type: tAck})
 		}
 	}
+}
+
+// welcome is the frame that admits a shard: with this host's boot id and
+// a wall and CLOCK_MONOTONIC reading of one instant (within ±Delay), from
+// which a shard of this host finds that it shares the clocks (samehost.go).
+func (co *Coordinator) welcome() *frame {
+	at, mono, gap, ok := monoPair()
+	if !ok {
+		return &frame{Type: tWelcome}
+	}
+	return &frame{Type: tWelcome, Boot: bootID(), At: at.UnixNano(), Mono: mono, Delay: int64(gap)}
 }
 
 // check returns why a hello does not belong to the run, or "".

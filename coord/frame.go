@@ -37,7 +37,7 @@ const Protocol = 1
 // Frame types.
 const (
 	tHello   = "hello"   // shard → coordinator: Hello
-	tWelcome = "welcome" // coordinator → shard: accepted
+	tWelcome = "welcome" // coordinator → shard: accepted; Boot, At, Mono, Delay (samehost.go)
 	tRefuse  = "refuse"  // coordinator → shard: Error says why
 	tPing    = "ping"    // shard → coordinator: T0
 	tPong    = "pong"    // coordinator → shard: T0, T1, T2
@@ -76,6 +76,13 @@ type frame struct {
 	Offset     int64           `json:"offset,omitempty"`
 	Delay      int64           `json:"delay,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
+	// Boot is the coordinator's boot id, in its welcome; Mono a
+	// CLOCK_MONOTONIC reading: in the welcome, at the wall instant At
+	// (within ±Delay); in the epoch's go, the epoch itself, for the
+	// shards on the coordinator's host (samehost.go). Older peers leave
+	// them out, and their shards align through the clock samples.
+	Boot string `json:"boot,omitempty"`
+	Mono int64  `json:"mono,omitempty"`
 }
 
 // conn is a connection's framing: reads bounded in size and time, writes

@@ -36,6 +36,11 @@ type Shard struct {
 	pongs chan *frame
 	// epoch is the common epoch once Epoch returned it.
 	epoch int64
+	// same is set when the shard shares the coordinator's clocks
+	// (samehost.go): monoBase is then base's CLOCK_MONOTONIC reading,
+	// and epochMono the epoch's, once Epoch returned it.
+	same                bool
+	monoBase, epochMono int64
 
 	mu      sync.Mutex
 	waiting map[string]chan *frame
@@ -117,6 +122,9 @@ func (s *Shard) hello(h Hello, within time.Duration) error {
 			return &RefusedError{Reason: f.Error}
 		}
 		if f.Type == tWelcome {
+			if s.sameHost(f) {
+				return s.c.write(&frame{Type: tClock, Offset: s.offset, Delay: s.delay})
+			}
 			break
 		}
 	}
@@ -158,7 +166,9 @@ func (s *Shard) hello(h Hello, within time.Duration) error {
 }
 
 // Clock returns θ, the coordinator's clock minus this shard's, and δ, its
-// uncertainty (half the best sample's round trip).
+// uncertainty (half the best sample's round trip; on the coordinator's
+// host, θ is 0 and δ the gaps of the clock reads that mapped the
+// epoch: see SameHost).
 func (s *Shard) Clock() (offset, delay time.Duration) {
 	return time.Duration(s.offset), time.Duration(s.delay)
 }
@@ -229,7 +239,15 @@ func (s *Shard) Epoch(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if wait := time.Duration(f.At - s.coordinatorNow()); wait > 0 {
+	s.epochMono = 0
+	if s.same && f.Mono != 0 {
+		s.epochMono = f.Mono
+	}
+	wait := time.Duration(f.At - s.coordinatorNow())
+	if s.epochMono != 0 {
+		wait = time.Until(s.instantOfMono(s.epochMono))
+	}
+	if wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
@@ -251,6 +269,9 @@ func (s *Shard) Epoch(ctx context.Context) (int64, error) {
 func (s *Shard) EpochInstant() time.Time {
 	if s.epoch == 0 {
 		return time.Time{}
+	}
+	if s.epochMono != 0 {
+		return s.instantOfMono(s.epochMono)
 	}
 	return s.base.Add(time.Duration(s.epoch - s.baseWall - s.applied))
 }
