@@ -32,7 +32,7 @@ func mergeClock(files []*File) *stats.Clock {
 	for _, f := range files {
 		fc := &f.Clock
 		row := stats.ShardClock{Index: f.Shard.Index, Offset: time.Duration(fc.OffsetNS), Delay: time.Duration(fc.UncertaintyNS),
-			Source: fc.Source, PairsKnown: len(fc.FromShards) > 0}
+			Source: fc.Source, SameHost: fc.Source == SameHost, PairsKnown: len(fc.FromShards) > 0}
 		if fc.DriftNS != nil {
 			row.Drift, row.DriftDelay, row.DriftKnown = time.Duration(*fc.DriftNS), time.Duration(fc.DriftUncertaintyNS), true
 		}

@@ -21,6 +21,12 @@ type Meta struct {
 // no offset and no uncertainty.
 const SingleProcess = "single process"
 
+// SameHost is Clock.Source for a shard on the coordinator's host: it
+// reads the coordinator's clocks, so its epoch is aligned on
+// CLOCK_MONOTONIC within the uncertainty (the clock reads' gaps, under a
+// microsecond) and cannot drift (coord.Shard.SameHost).
+const SameHost = stats.SourceSameHost
+
 // FromStats is the partial of a shard's stats, whose per-second latency
 // histograms c kept (c's seconds are st.Timeline's, in order). The
 // derived figures of st (Lost, totals) are left out: the merge

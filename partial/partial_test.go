@@ -299,7 +299,7 @@ func TestEveryStatsFieldHandled(t *testing.T) {
 		reflect.TypeFor[stats.ProcSample]():  {"Sampled", "CPU", "RSS"},
 		reflect.TypeFor[stats.Broker]():      {"MessagesReceived", "MessagesSent", "MessagesDropped", "InflightDropped", "ClientsMaximum"},
 		reflect.TypeFor[stats.ShardPair]():   {"From", "To", "Deliveries", "Min"},
-		reflect.TypeFor[stats.ShardClock]():  {"Index", "Offset", "Delay", "Drift", "DriftDelay", "DriftKnown", "Source", "NTP", "PairsKnown"},
+		reflect.TypeFor[stats.ShardClock]():  {"Index", "Offset", "Delay", "Drift", "DriftDelay", "DriftKnown", "Source", "SameHost", "NTP", "PairsKnown"},
 		reflect.TypeFor[stats.NTP]():         {"Known", "Synced", "MaxError", "EstError"},
 	}
 	for typ, names := range handled {

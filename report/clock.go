@@ -85,7 +85,7 @@ func clockWarnings(c *stats.Clock, top metric.Set) []string {
 	case !ok:
 		out = append(out, "clock.uncertainty is unknown (a part lacks its clock figures: written by an older mqplan, or its clock sample after the run failed): cross-shard latency may be off by any amount; gate on latency_local.p99 where the parts split it")
 	case has && (u > clockUncertainAbs || float64(u) > clockUncertainFraction*float64(p50)):
-		out = append(out, fmt.Sprintf("cross-shard latency ±%s (clock.uncertainty, against latency_cross.p50 %s): gate on latency_local.p99 or fix NTP",
+		out = append(out, fmt.Sprintf("cross-shard latency ±%s (clock.uncertainty, above 1ms or a tenth of latency_cross.p50 %s): gate on latency_local.p99 instead (exact whatever the clocks), or fix NTP on the shards' hosts",
 			fmtDur(u), fmtDur(p50)))
 	}
 	for _, p := range c.PairChecks() {
@@ -118,7 +118,10 @@ func clocksCells(r *Result) (string, [][]string) {
 	var rows [][]string
 	for _, s := range c.Shards {
 		drift := "unknown"
-		if s.DriftKnown {
+		switch {
+		case s.SameHost:
+			drift = "0 (one clock)"
+		case s.DriftKnown:
 			drift = fmtDur(s.Drift) + " ± " + fmtDur(s.DriftDelay)
 		}
 		ntp := "unknown"
@@ -161,8 +164,14 @@ func mdClocks(b *bytes.Buffer, r *Result) {
 	mdTable(b, clocksHead, 1, rows)
 }
 
-// fmtDur writes a clock figure to the microsecond.
-func fmtDur(d time.Duration) string { return d.Round(time.Microsecond).String() }
+// fmtDur writes a clock figure to the microsecond, or to 10 ns under one
+// (a same-host shard's δ, which is not 0).
+func fmtDur(d time.Duration) string {
+	if d != 0 && d.Abs() < time.Microsecond {
+		return d.Round(10 * time.Nanosecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
 
 // jsonClock is Result.Clock in the JSON report (key "clock", added in
 // version 1 later: absent for a single process and in older documents).
@@ -227,7 +236,7 @@ func (jc *jsonClock) clock() *stats.Clock {
 	c := &stats.Clock{}
 	for _, js := range jc.Shards {
 		s := stats.ShardClock{Index: js.Index, Offset: js.Offset.duration(), Delay: js.Delay.duration(),
-			DriftDelay: js.DriftDelay.duration(), Source: js.Source, PairsKnown: js.PairsKnown}
+			DriftDelay: js.DriftDelay.duration(), Source: js.Source, SameHost: js.Source == stats.SourceSameHost, PairsKnown: js.PairsKnown}
 		if js.Drift != nil {
 			s.Drift, s.DriftKnown = js.Drift.duration(), true
 		}

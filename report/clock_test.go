@@ -46,6 +46,13 @@ func TestEnvironmentClock(t *testing.T) {
 	// than the other biases every clock sample alike, drift included.
 	asym := &stats.Clock{Shards: []stats.ShardClock{good.Shards[0], good.Shards[1]}, Pairs: []stats.ShardPair{
 		{From: 0, To: 1, Deliveries: 5, Min: 4 * ms}, {From: 1, To: 0, Deliveries: 5, Min: -2 * ms}}}
+	// Two shards on the coordinator's host: one clock, δ the reads' gaps,
+	// no drift; the traffic's 20µs residual is the network's asymmetry,
+	// finer than it can resolve, and not checked.
+	sameHost := &stats.Clock{Shards: []stats.ShardClock{
+		{Index: 0, Delay: 400 * time.Nanosecond, DriftKnown: true, Source: stats.SourceSameHost, SameHost: true, PairsKnown: true},
+		{Index: 1, Delay: 400 * time.Nanosecond, DriftKnown: true, Source: stats.SourceSameHost, SameHost: true, PairsKnown: true},
+	}, Pairs: []stats.ShardPair{{From: 0, To: 1, Deliveries: 5, Min: 2*ms + 40*time.Microsecond}, {From: 1, To: 0, Deliveries: 5, Min: 2 * ms}}}
 	old := &stats.Clock{Shards: []stats.ShardClock{{Index: 0}, {Index: 1}}}
 	tests := []struct {
 		name     string
@@ -61,7 +68,8 @@ func TestEnvironmentClock(t *testing.T) {
 		}, nil, nil},
 		{"sharded, shard 1 drifted 7ms", skewed, metric.Set{
 			metric.ClockUncertainty: 7*ms + 60*time.Microsecond,
-		}, nil, []string{"cross-shard latency ±7.06ms (clock.uncertainty, against latency_cross.p50 2ms)"}},
+		}, nil, []string{"cross-shard latency ±7.06ms (clock.uncertainty, above 1ms or a tenth of latency_cross.p50 2ms): gate on latency_local.p99 instead"}},
+		{"sharded, same host", sameHost, metric.Set{metric.ClockUncertainty: 800 * time.Nanosecond, metric.ClockMaxOffset: time.Duration(0)}, nil, nil},
 		{"sharded, traffic disagrees with the offsets", asym, metric.Set{metric.ClockUncertainty: 100 * time.Microsecond},
 			nil, []string{"shards 0 and 1: their traffic says shard 0's epoch is 3ms after shard 1's (least latency each way), beyond the ±100µs"}},
 		{"sharded, parts without clock figures", old, metric.Set{metric.ClockMaxOffset: time.Duration(0)},
@@ -98,6 +106,13 @@ func TestEnvironmentClock(t *testing.T) {
 			if !strings.Contains(b.String(), "Clocks (θ = coordinator − shard") {
 				t.Errorf("the table lacks the Clocks section:\n%s", b.String())
 			}
+			if tt.clk == sameHost {
+				for _, cell := range []string{"400ns", "0 (one clock)", "same host", "cross-shard latency ± 800ns"} {
+					if !strings.Contains(b.String(), cell) {
+						t.Errorf("the same-host Clocks section lacks %q:\n%s", cell, b.String())
+					}
+				}
+			}
 			for name, write := range map[string]func(io.Writer, *Result) error{"markdown": WriteMarkdown, "html": WriteHTML} {
 				b.Reset()
 				if err := write(&b, r); err != nil {
@@ -118,6 +133,11 @@ func TestEnvironmentClock(t *testing.T) {
 			}
 			if got, want := clockJSON(back.Clock), clockJSON(tt.clk); !equalJSON(t, got, want) {
 				t.Errorf("clock read back %+v, want %+v", got, want)
+			}
+			for i, sc := range back.Clock.Shards {
+				if sc.SameHost != tt.clk.Shards[i].SameHost {
+					t.Errorf("shard %d read back same host %v, want %v", i, sc.SameHost, tt.clk.Shards[i].SameHost)
+				}
 			}
 		})
 	}

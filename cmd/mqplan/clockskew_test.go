@@ -49,14 +49,25 @@ thresholds:
 // the coordinator's JSON result.
 func skewRun(t *testing.T, b *broker.Broker, correct bool) (*report.Result, string) {
 	t.Helper()
+	vars := map[string]string{testHooksVar: "1", testOffsetVar: "1:+7ms"}
+	if !correct {
+		vars[testNoCorrectVar] = "1"
+	}
+	r, results := shardsRun(t, b, vars)
+	if !strings.Contains(results[1].stderr, "TEST HOOK: test clock skew +7ms") {
+		t.Errorf("the skewed shard does not say it runs with the test hook:\n%s", results[1].stderr)
+	}
+	return r, results[0].stdout + results[0].stderr + results[1].stderr
+}
+
+// shardsRun runs skewPlan as two in-process shards under the
+// environment vars, and reads the coordinator's JSON result.
+func shardsRun(t *testing.T, b *broker.Broker, vars map[string]string) (*report.Result, []result) {
+	t.Helper()
 	dir, addr := t.TempDir(), loopback.FreeAddr(t)
 	plan := filepath.Join(dir, "skew.yaml")
 	if err := os.WriteFile(plan, []byte(skewPlan), 0o600); err != nil {
 		t.Fatal(err)
-	}
-	vars := map[string]string{testHooksVar: "1", testOffsetVar: "1:+7ms"}
-	if !correct {
-		vars[testNoCorrectVar] = "1"
 	}
 	results := make([]result, 2)
 	var wg sync.WaitGroup
@@ -77,14 +88,44 @@ func skewRun(t *testing.T, b *broker.Broker, correct bool) (*report.Result, stri
 	if results[1].code != 0 || results[0].code > 1 {
 		t.Fatalf("exit %d and %d\n%s", results[0].code, results[1].code, out)
 	}
-	if !strings.Contains(results[1].stderr, "TEST HOOK: test clock skew +7ms") {
-		t.Errorf("the skewed shard does not say it runs with the test hook:\n%s", results[1].stderr)
-	}
 	r := savedResult(t, filepath.Join(dir, "result.json"))
 	if r.Clock == nil || len(r.Clock.Shards) != 2 {
 		t.Fatalf("the result has no clock rows: %+v\n%s", r.Clock, out)
 	}
-	return r, out
+	return r, results
+}
+
+// TestSameHostShards: two shards on one host (here, one process) read
+// the coordinator's clocks: each says "same host", its δ is the gap of
+// two clock reads (under a few µs, where a loopback clock sample gives
+// tens), its drift 0 by construction, and the run has no clock warning.
+func TestSameHostShards(t *testing.T) {
+	b, err := broker.Start(broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	r, results := shardsRun(t, b, nil)
+	for i, s := range r.Clock.Shards {
+		if s.Source != "same host" || s.Offset != 0 || s.Delay <= 0 || s.Delay > 5*time.Microsecond || !s.DriftKnown || s.Drift != 0 {
+			t.Errorf("shard %d: %q, θ %v ± %v, drift %v (known %v); want same host, θ 0 ± under 5µs, drift 0",
+				i, s.Source, s.Offset, s.Delay, s.Drift, s.DriftKnown)
+		}
+		if !strings.Contains(results[i].stderr, "same host") {
+			t.Errorf("shard %d does not say it shares the coordinator's clocks:\n%s", i, results[i].stderr)
+		}
+	}
+	u, _ := r.Measured.Top[metric.ClockUncertainty].(time.Duration)
+	if u <= 0 || u > 10*time.Microsecond {
+		t.Errorf("clock.uncertainty %v, want the two shards' δ, under 10µs", u)
+	}
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "clock") || strings.Contains(w, "cross-shard") || strings.Contains(w, "traffic") {
+			t.Errorf("a clock warning on one host: %q", w)
+		}
+	}
+	t.Logf("δ %v and %v, clock.uncertainty %v, latency_local.p50 %v, latency_cross.p50 %v", r.Clock.Shards[0].Delay, r.Clock.Shards[1].Delay,
+		u, r.Measured.Top[metric.LatencyLocalP50], r.Measured.Top[metric.LatencyCrossP50])
 }
 
 // TestClockSkew: shard 1's wall clock reads 7 ms ahead (the test hook).

@@ -179,8 +179,12 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 	defer sh.Close()
 	theta, delta := sh.Clock()
 	if !quiet {
-		fmt.Fprintf(e.stderr, "mqplan: shard %d/%d joined %s (clock offset %v ± %v); %d of %d clients are this shard's\n",
-			sr.index, sr.n, sf.coordinator, theta, delta, sr.assign.Counts()[sr.index], len(sr.prog.Clients))
+		host := ""
+		if sh.SameHost() {
+			host = ", same host"
+		}
+		fmt.Fprintf(e.stderr, "mqplan: shard %d/%d joined %s (clock offset %v ± %v%s); %d of %d clients are this shard's\n",
+			sr.index, sr.n, sf.coordinator, theta, delta, host, sr.assign.Counts()[sr.index], len(sr.prog.Clients))
 	}
 	// A stop from the coordinator (another shard interrupted, or the
 	// coordinator lost) stops this shard as Ctrl-C would; Ctrl-C here

@@ -55,12 +55,16 @@ func testClock(e *env, index int) (coord.TestClock, error) {
 }
 
 // shardClock is a shard's partial.Clock: the common epoch and publish
-// start, the offset and its uncertainty from the join, the drift sampled
+// start, the offset and its uncertainty from the join (source "same
+// host" when the shard read the coordinator's clocks), the drift sampled
 // again after the run (left out when the sample failed: unknown), the
 // host's NTP status, and the test hook when one was used.
 func shardClock(e *env, sh *coord.Shard, tc coord.TestClock, epoch, pubStart int64, index, n int) partial.Clock {
 	theta, delta := sh.Clock()
 	c := partial.Clock{EpochWallNS: epoch, PubStartWallNS: pubStart, OffsetNS: int64(theta), UncertaintyNS: int64(delta), Source: "coordinator"}
+	if sh.SameHost() {
+		c.Source = partial.SameHost
+	}
 	if s := tc.String(); s != "" {
 		c.Source += " (" + s + ")"
 	}
