@@ -63,6 +63,30 @@ func dropUnsplit(m threshold.Measured, c *stats.Clock) {
 	}
 }
 
+// comparedClock are the figures of a sharded run that mqplan compare
+// shows in the total when either result is sharded: latency within and
+// between shards (a change in latency may be all in one of them), the
+// share that crossed and the clock uncertainty. Those two are shown,
+// never marked: they describe how the load was split and how far the
+// cross-shard figures can be trusted, not the broker.
+var comparedClock = []compared{
+	{name: metric.LatencyLocalP50},
+	{name: metric.LatencyLocalP99},
+	{name: metric.LatencyCrossP50},
+	{name: metric.LatencyCrossP99},
+	{name: metric.LatencyCrossShare, neutral: true},
+	{name: metric.ClockUncertainty, neutral: true},
+}
+
+// clockRows are comparedClock's rows of the total.
+func clockRows(a, b metric.Set, tolerance float64) []CompareRow {
+	rows := make([]CompareRow, len(comparedClock))
+	for i, m := range comparedClock {
+		rows[i] = m.row(present(a, m.name), present(b, m.name), tolerance)
+	}
+	return rows
+}
+
 // clockUncertain is how much clock uncertainty makes cross-shard latency
 // worth a warning: a millisecond, or a tenth of latency_cross.p50.
 const (

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +184,64 @@ func equalJSON(t *testing.T, a, b any) bool {
 		t.Fatal(err)
 	}
 	return bytes.Equal(ja, jb)
+}
+
+// TestCompareClockRows: mqplan compare's total shows latency_local and
+// latency_cross, latency.cross_share and clock.uncertainty when either
+// run was sharded (the last two never marked: they say how the load was
+// split and how far its cross-shard figures hold), and not between two
+// single runs, whose comparison stays as it was.
+func TestCompareClockRows(t *testing.T) {
+	sharded := &stats.Clock{Shards: []stats.ShardClock{
+		{Index: 0, Delay: 20 * time.Microsecond, DriftKnown: true, PairsKnown: true},
+		{Index: 1, Delay: 30 * time.Microsecond, DriftKnown: true, PairsKnown: true},
+	}, Pairs: []stats.ShardPair{{From: 0, To: 1, Deliveries: 5, Min: 2 * time.Millisecond}, {From: 1, To: 0, Deliveries: 5, Min: 2 * time.Millisecond}}}
+	run := func(c *stats.Clock) *Result {
+		st := shardedStats(t, c)
+		if c == nil {
+			st.Phase(phase.Steady).Groups[0].LatencyCross = nil
+			st.Phase(phase.Steady).Total = stats.Metrics{}
+			stats.FinishPhases(st.Phases, nil)
+		}
+		return Evaluate(testPlan(), nil, st)
+	}
+	single, split := run(nil), run(sharded)
+	tests := []struct {
+		name string
+		a, b *Result
+		want map[metric.Name]Mark // nil: no clock rows
+	}{
+		{"two single runs", single, single, nil},
+		{"single, then sharded", single, split, map[metric.Name]Mark{
+			// 2ms p99 in one process, 1ms within a shard; cross-shard
+			// latency new, not marked.
+			metric.LatencyLocalP99: Better, metric.LatencyCrossP50: Same, metric.LatencyCrossShare: Same, metric.ClockUncertainty: Same}},
+		{"sharded, then single", split, single, map[metric.Name]Mark{
+			metric.LatencyLocalP50: Same, metric.LatencyLocalP99: Worse, metric.LatencyCrossP50: Worse, metric.LatencyCrossP99: Worse,
+			metric.LatencyCrossShare: Same, metric.ClockUncertainty: Same}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Compare(tt.a, tt.b, "a.json", "b.json", DefaultTolerance)
+			for which, cmp := range map[string]*Comparison{"compared": c, "read back": readBackComparison(t, c)} {
+				got := map[metric.Name]Mark{}
+				for _, r := range cmp.Sections[0].Rows {
+					if slices.ContainsFunc(comparedClock, func(m compared) bool { return m.name == r.Metric }) {
+						got[r.Metric] = r.Mark
+					}
+				}
+				if tt.want == nil && len(got) > 0 {
+					t.Errorf("%s: clock rows %v between single runs", which, got)
+				}
+				if tt.want != nil && len(got) != len(comparedClock) {
+					t.Errorf("%s: clock rows %v, want all of %v", which, got, comparedClock)
+				}
+				for m, mark := range tt.want {
+					if got[m] != mark {
+						t.Errorf("%s: %s marked %v, want %v", which, m, got[m], mark)
+					}
+				}
+			}
+		})
+	}
 }

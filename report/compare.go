@@ -155,7 +155,11 @@ type CompareRow struct {
 // Compare compares B with A. tolerance is a fraction (0.05 for 5%).
 func Compare(a, b *Result, labelA, labelB string, tolerance float64) *Comparison {
 	c := &Comparison{A: comparedRun(a, labelA), B: comparedRun(b, labelB), Tolerance: tolerance}
-	c.Sections = append(c.Sections, CompareSection{Rows: compareSets(a.Measured.Top, b.Measured.Top, tolerance, nil)})
+	total := compareSets(a.Measured.Top, b.Measured.Top, tolerance, nil)
+	if a.Clock != nil || b.Clock != nil {
+		total = append(total, clockRows(a.Measured.Top, b.Measured.Top, tolerance)...)
+	}
+	c.Sections = append(c.Sections, CompareSection{Rows: total})
 	inA := map[string]Group{}
 	for _, g := range a.Groups {
 		inA[g.Name] = g
@@ -235,7 +239,7 @@ func (m compared) row(va, vb any, tolerance float64) CompareRow {
 
 // allCompared is every metric a comparison may show, in order.
 func allCompared() []compared {
-	return slices.Concat(comparedMetrics, comparedRequests, comparedBroker)
+	return slices.Concat(comparedMetrics, comparedRequests, comparedBroker, comparedClock)
 }
 
 // lookupCompared finds a key metric of the comparison by name.

@@ -244,21 +244,7 @@ func TestCompareBrokerCounters(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := Compare(tt.a, tt.b, "a.json", "b.json", DefaultTolerance)
 			got := rows(c)
-			// As a baseline comparison saved in a result and read back.
-			data, err := json.Marshal(c.doc())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var d jsonComparison
-			dec := json.NewDecoder(bytes.NewReader(data))
-			dec.UseNumber()
-			if err := dec.Decode(&d); err != nil {
-				t.Fatal(err)
-			}
-			back, err := d.comparison()
-			if err != nil {
-				t.Fatalf("read back: %v", err)
-			}
+			back := readBackComparison(t, c)
 			for m, mark := range tt.want {
 				for which, rs := range map[string]map[metric.Name]CompareRow{"compared": got, "read back": rows(back)} {
 					r, ok := rs[m]
@@ -274,4 +260,25 @@ func TestCompareBrokerCounters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readBackComparison is c as a baseline comparison saved in a result and
+// read back.
+func readBackComparison(t *testing.T, c *Comparison) *Comparison {
+	t.Helper()
+	data, err := json.Marshal(c.doc())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d jsonComparison
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	back, err := d.comparison()
+	if err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	return back
 }
