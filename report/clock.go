@@ -54,7 +54,7 @@ func dropUnsplit(m threshold.Measured, c *stats.Clock) {
 		sets := append([]metric.Set{m.Top}, slices.Collect(maps.Values(m.Groups))...)
 		for _, set := range append(sets, slices.Collect(maps.Values(m.Phases))...) {
 			for name := range set {
-				if fam, _, _ := name.Split(); fam == "latency_local" || fam == "latency_cross" || name == metric.LatencyCrossShare {
+				if threshold.ShardSplit(name) {
 					delete(set, name)
 				}
 			}

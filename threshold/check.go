@@ -497,6 +497,10 @@ func (c *checker) metric(n ast.Node) typ {
 		return c.fail(rest[0].at, "%s is a whole-run figure, not measured per %s: write %s, without %s%s.",
 			md.Name, map[Scope]string{Groups: "group", Phases: "phase", Stages: "stage"}[ref.Scope], bare, ref.Scope, scopeMember(ref.Scope, ref.Name))
 	}
+	if ref.Scope == Stages && ShardSplit(md.Name) {
+		return c.fail(rest[0].at, "%s is not measured per stage: a stage's latency is not split by shard; write %s for the whole run, or %s%s.latency.* for the stage's latency of every delivery",
+			md.Name, md.Name, ref.Scope, scopeMember(ref.Scope, ref.Name))
+	}
 	if ref.Scope == Stages && !StageMetric(md.Name) {
 		return c.fail(rest[0].at, "%s is not measured per stage (a stage counts the messages intended in its window: %s)", md.Name, stageMetricList())
 	}

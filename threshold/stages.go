@@ -135,6 +135,16 @@ func StageMetric(name metric.Name) bool {
 	return ok && (family == "latency" && name != metric.LatencyCrossShare || family == "lag")
 }
 
+// ShardSplit reports whether name is one of the figures that split
+// latency by shard (latency_local.*, latency_cross.*,
+// latency.cross_share): a sharded run's whole-run and per-group figures,
+// measured per stage by no one, and absent from a merge whose parts did
+// not split their deliveries.
+func ShardSplit(name metric.Name) bool {
+	family, _, _ := name.Split()
+	return family == "latency_local" || family == "latency_cross" || name == metric.LatencyCrossShare
+}
+
 // stageMetricList lists the metrics a stage measures, for messages.
 func stageMetricList() string {
 	var out []string

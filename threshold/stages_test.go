@@ -79,6 +79,8 @@ func TestStageScopeErrors(t *testing.T) {
 		{"unknown metric in a stage", "stages.peak.p98 < 1s", nil, 12, `unknown metric "p98"; did you mean "p99"?`},
 		{"whole-run metric", "stages.peak.broker.cpu.max < 50", nil, 12, "broker.cpu.max is a whole-run figure, not measured per stage: write broker.cpu.max, without stages.peak."},
 		{"connections are not per stage", "stages[0].connect.failed == 0", nil, 10, "connect.failed is not measured per stage (a stage counts the messages intended in its window: sent, unsent, expected, received, lost, lost_unsent, lost_unacked, lost_broker, loss_rate, duplicates, dup_rate, overlap_copies, out_of_order, ooo_rate, send_rate, recv_rate, sent_bytes, received_bytes, late_rate, latency.*, lag.*)"},
+		{"local latency per stage", "stages.peak.latency_local.p99 < 1s", nil, 12, "latency_local.p99 is not measured per stage: a stage's latency is not split by shard; write latency_local.p99 for the whole run, or stages.peak.latency.* for the stage's latency of every delivery"},
+		{"cross share per stage", "stages[2].latency.cross_share < 0.5", nil, 10, "latency.cross_share is not measured per stage: a stage's latency is not split by shard; write latency.cross_share for the whole run, or stages.peak.latency.* for the stage's latency of every delivery"},
 		{"group by number", "groups[0].p99 < 1s", nil, 7, "a group is named, not numbered: write groups.sub"},
 	}
 	for _, tt := range tests {
