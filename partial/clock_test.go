@@ -80,6 +80,17 @@ func TestMergeClock(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a same-host shard is marked so", func(t *testing.T) {
+		parts := []*File{clockPart(t, 0, 1, 0, 0, false), clockPart(t, 1, 0, 0, 0, false)}
+		parts[1].Clock.Source = SameHost
+		m, err := Merge(parts, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := m.Stats.Clock.Shards; s[0].SameHost || !s[1].SameHost || s[1].Source != "same host" {
+			t.Errorf("shards %+v: want shard 1 alone same host", s)
+		}
+	})
 	t.Run("a single process has no clock rows", func(t *testing.T) {
 		m, err := Merge([]*File{part(t, shardStats(10, 10, []int64{100}), 0, 1, []int64{100})}, Options{})
 		if err != nil || m.Stats.Clock != nil {
