@@ -15,8 +15,9 @@ import (
 )
 
 // ErrMismatch marks parts that are not of one run: different versions,
-// run ids, plans, shard counts or assignments, or a shard given twice.
-// Merging them would add figures of different tests (exit 2).
+// run ids, plans, shard counts, assignments or common epochs, or a shard
+// given twice. Merging them would add figures of different tests (exit
+// 2).
 var ErrMismatch = errors.New("the partial results are not of one run")
 
 // MissingError says which shards' parts a merge lacks. Without them the
@@ -122,6 +123,12 @@ func checkParts(files []*File) ([]int, error) {
 		}
 		if f.Shard.Assignment != first.Shard.Assignment || f.Shard.AssignSHA256 != first.Shard.AssignSHA256 {
 			what = append(what, "another assignment of clients to shards")
+		}
+		if f.Clock.EpochWallNS != first.Clock.EpochWallNS {
+			// The shards of one run share the coordinator's epoch: a run
+			// id given again (a Job re-run, a script's fixed --run-id)
+			// makes parts of other runs that pass every other check.
+			what = append(what, "another run of it (its common epoch differs: the run id was used again)")
 		}
 		if len(f.Groups) != len(first.Groups) || len(f.Stages) != len(first.Stages) {
 			what = append(what, "other groups or stages")

@@ -195,6 +195,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"another plan", []*File{mk(0, 2, nil), mk(1, 2, func(f *File) { f.Plan.Source = "name: q\n"; f.PlanSHA256 = f.Plan.Hash() })}, false, "another plan", false},
 		{"a forged plan hash", []*File{mk(0, 1, func(f *File) { f.Plan.Source = "name: q\n" })}, false, "another plan", false},
 		{"another shard count", []*File{mk(0, 2, nil), mk(1, 3, nil)}, false, "3 shards, not 2", false},
+		{"the run id used again", []*File{mk(0, 2, nil), mk(1, 2, func(f *File) { f.Clock.EpochWallNS += int64(time.Minute) })}, false, "another run of it (its common epoch differs", false},
 		{"another assignment", []*File{mk(0, 2, nil), mk(1, 2, func(f *File) { f.Shard.AssignSHA256 = "x" })}, false, "another assignment", false},
 		{"allow missing", []*File{mk(0, 2, nil)}, true, "", false},
 	}
