@@ -1026,13 +1026,13 @@ func (r *run) notices() []string {
 	out := []string{}
 	for gi := range r.groups {
 		gg := &r.groups[gi]
-		name := r.prog.Groups[gi].Name
+		name, of := r.prog.Groups[gi].Name, r.ofClients(gi)
 		if n := gg.downgradedSubs.Load(); n > 0 {
-			out = append(out, fmt.Sprintf("group %s: asked QoS %d, the broker granted QoS %d (%d of %d clients): deliveries come at the granted QoS",
-				name, gg.maxAsked.Load(), gg.minGranted.Load(), n, r.prog.Groups[gi].Count))
+			out = append(out, fmt.Sprintf("group %s: asked QoS %d, the broker granted QoS %d (%d of %s): deliveries come at the granted QoS",
+				name, gg.maxAsked.Load(), gg.minGranted.Load(), n, of))
 		}
 		if n := gg.pubDowngraded.Load(); n > 0 {
-			out = append(out, fmt.Sprintf("group %s: %d QoS 2 publishes were acknowledged with PUBACK, as QoS 1: the broker downgraded them, so exactly-once was not tested", name, n))
+			out = append(out, fmt.Sprintf("group %s: %d QoS 2 publishes%s were acknowledged with PUBACK, as QoS 1: the broker downgraded them, so exactly-once was not tested", name, n, r.shardWord()))
 		}
 	}
 	r.notesMu.Lock()
