@@ -242,8 +242,13 @@ type counterSources struct {
 // startCounters connects the $SYS monitor and starts the scraper, as the
 // plan's broker.metrics asks. A monitor that cannot connect or subscribe
 // is a notice: the run goes on without $SYS figures.
+//
+// In a sharded run only shard 0 watches the broker, as one process
+// would: every shard's monitor would be one more client and one more
+// receiver of $SYS to the broker's own counters (broker.clients.max,
+// broker.publish.sent), and the merge takes the counters of one part.
 func (r *run) startCounters(ctx context.Context, m *plans.BrokerMetrics, t mqttc.Target) {
-	if m == nil {
+	if m == nil || (r.sh.shard != nil && r.sh.shard.Index != 0) {
 		return
 	}
 	if m.Prometheus != "" {

@@ -52,3 +52,34 @@ func TestShardNoticesCount(t *testing.T) {
 		t.Errorf("qos_downgrades %d, want 4 subscriptions + %d publishes", m.QoSDowngrades, m.Sent)
 	}
 }
+
+// TestShardOneBrokerMonitor: in a run split in three with broker.metrics
+// sys, one $SYS monitor watches the broker, as in one process: the
+// broker's own peak of clients is the plan's plus one, and the merged
+// report has the broker's counters at both ends. A monitor per shard
+// counted as clients and as $SYS receivers in the broker's figures that
+// thresholds judge.
+func TestShardOneBrokerMonitor(t *testing.T) {
+	p := e2ePlan(4, 1, time.Second)
+	p.Drain = 2 * time.Second
+	p.Broker.Metrics = &plans.BrokerMetrics{Sys: true}
+	p.Sharding = &plans.Sharding{Strategy: plans.ShardingStripe}
+	prog := compile(t, p)
+	b, err := broker.Start(broker.Options{SysInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	st, shards := runShards(t, prog, 3, b.URL())
+	if got, want := b.Stats().ClientsMaximum, int64(len(prog.Clients)+1); got != want {
+		t.Errorf("the broker's peak of clients %d, want %d: the plan's and one monitor", got, want)
+	}
+	for i, s := range shards {
+		if s.CountersStart.Sampled() != (i == 0) {
+			t.Errorf("shard %d: broker counters sampled %v, want only shard 0's", i, s.CountersStart.Sampled())
+		}
+	}
+	if !st.CountersStart.Sampled() || !st.CountersEnd.Sampled() {
+		t.Errorf("the merged run lacks the broker's counters: start %v, end %v", st.CountersStart.Sampled(), st.CountersEnd.Sampled())
+	}
+}
