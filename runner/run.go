@@ -327,6 +327,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	go r.snapshots(snapStop, snapDone)
 
 	incomplete := r.execute(ctx, targets)
+	r.allDrained(ctx)
 	if r.countersStart.Sampled() || r.counters.start != nil {
 		st.CountersStart = r.countersStart
 		st.CountersEnd = r.captureCounters(true, ctx.Err() != nil)

@@ -219,32 +219,3 @@ func (r *run) expectedHere(exp int64) int64 {
 	}
 	return r.sh.expected.Load()
 }
-
-// ofClients names the clients of group gi a count is out of: the
-// group's ("4 clients"), or, sharded, this shard's of it ("2 clients of
-// shard 1/2, of the group's 4"). A merge keeps one copy of equal
-// notices, so a shard's count must say whose it is, or two shards' "2 of
-// 4" would read as one.
-func (r *run) ofClients(gi int) string {
-	g := &r.prog.Groups[gi]
-	sh := r.sh.shard
-	if sh == nil {
-		return fmt.Sprintf("%d clients", g.Count)
-	}
-	own := 0
-	for i := g.First; i < g.First+g.Count; i++ {
-		if sh.Owned[i] {
-			own++
-		}
-	}
-	return fmt.Sprintf("%d clients of shard %d/%d, of the group's %d", own, sh.Index, sh.Count, g.Count)
-}
-
-// shardWord is " of shard I/N" for a count of a sharded run's notice,
-// "" for a single process's (see ofClients).
-func (r *run) shardWord() string {
-	if sh := r.sh.shard; sh != nil {
-		return fmt.Sprintf(" of shard %d/%d", sh.Index, sh.Count)
-	}
-	return ""
-}

@@ -18,7 +18,9 @@ import (
 // own runner and its own connection to a real coordinator on loopback, and
 // returns the merged stats, as mqplan run --shard and the coordinator's
 // merge would, and each shard's own.
-func runShards(t *testing.T, prog *plans.Program, n int, url string) (*stats.Stats, []*stats.Stats) {
+//
+// wrap, when given, stands between shard i and the coordinator.
+func runShards(t *testing.T, prog *plans.Program, n int, url string, wrap ...func(i int, s Sync) Sync) (*stats.Stats, []*stats.Stats) {
 	t.Helper()
 	a, err := plans.Assign(prog, n)
 	if err != nil {
@@ -59,8 +61,12 @@ func runShards(t *testing.T, prog *plans.Program, n int, url string) (*stats.Sta
 			}
 			defer sh.Close()
 			col := partial.NewCollector()
+			var via Sync = sh
+			for _, w := range wrap {
+				via = w(i, via)
+			}
 			st, err := Run(ctx, prog, Options{BrokerURL: url, Latency: col.Latency, Second: col.Second,
-				Shard: &Shard{Index: i, Count: n, Owned: a.Mask(i), ExpectedByShard: a.ExpectedByShard, Sync: sh}})
+				Shard: &Shard{Index: i, Count: n, Owned: a.Mask(i), ExpectedByShard: a.ExpectedByShard, Sync: via}})
 			if err != nil {
 				errs[i] = err
 				return

@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/mqplan/mqplan/broker"
+	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
 )
 
@@ -81,5 +84,54 @@ func TestShardOneBrokerMonitor(t *testing.T) {
 	}
 	if !st.CountersStart.Sampled() || !st.CountersEnd.Sampled() {
 		t.Errorf("the merged run lacks the broker's counters: start %v, end %v", st.CountersStart.Sampled(), st.CountersEnd.Sampled())
+	}
+}
+
+// slowExpect forgets the answer of the expect barrier (after taking
+// part in it), so that its shard's drain runs to its limit while the
+// others' end as soon as their deliveries are in: a shard still draining.
+type slowExpect struct{ Sync }
+
+func (s slowExpect) Barrier(ctx context.Context, name string, vals []int64, at time.Duration) ([]int64, time.Duration, error) {
+	sums, at, err := s.Sync.Barrier(ctx, name, vals, at)
+	if name == "expect" && err == nil {
+		return nil, 0, errors.New("forgotten")
+	}
+	return sums, at, err
+}
+
+// TestShardBrokerCountersAfterEveryDrain: shard 0, which watches the
+// broker, reads the broker's counters at the end only once every shard
+// has drained, as one process reads them after its whole drain: here
+// shard 1 drains to its 2 s limit, and shard 0, whose own drain ended at
+// once, waits for it.
+func TestShardBrokerCountersAfterEveryDrain(t *testing.T) {
+	p := e2ePlan(4, 1, 500*time.Millisecond)
+	p.Drain = 2 * time.Second
+	p.Broker.Metrics = &plans.BrokerMetrics{Sys: true}
+	p.Sharding = &plans.Sharding{Strategy: plans.ShardingStripe}
+	prog := compile(t, p)
+	b, err := broker.Start(broker.Options{SysInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	_, shards := runShards(t, prog, 3, b.URL(), func(i int, s Sync) Sync {
+		if i == 1 {
+			return slowExpect{s}
+		}
+		return s
+	})
+	d0, d1 := shards[0].Phases[phase.Drain], shards[1].Phases[phase.Drain]
+	if d1.End-d1.Start < p.Drain || d0.End-d0.Start >= p.Drain {
+		t.Fatalf("drains of %v and %v: the test wants shard 1's at its %v limit and shard 0's shorter", d0.End-d0.Start, d1.End-d1.Start, p.Drain)
+	}
+	if !shards[0].CountersEnd.Sampled() {
+		t.Fatal("shard 0 read no broker counters at the end")
+	}
+	// Both offsets are from the run's common epoch, reached on each
+	// shard's monotonic clock: ms apart in one process.
+	if shards[0].Elapsed < d1.End {
+		t.Errorf("shard 0 read the broker's end counters by %v, before shard 1 had drained (%v)", shards[0].Elapsed, d1.End)
 	}
 }
