@@ -253,6 +253,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		if r.sh.shard.ShardOf != nil {
 			r.rec.withShards(r.sh.shard.Index, r.sh.shard.Count)
 		}
+		r.sh.started = make(chan struct{})
 	}
 	st := &stats.Stats{Started: time.Now()}
 
@@ -530,6 +531,7 @@ func (r *run) execute(ctx context.Context, targets []mqttc.Target) string {
 	} else {
 		r.setPhase(phase.Drain)
 	}
+	r.sh.markStarted() // a delivery still waiting for the start waits no more
 	if incomplete == "" {
 		incomplete = r.syncFailed()
 	}
@@ -1061,6 +1063,7 @@ func (r *run) publishPhases(ctx context.Context) {
 		return
 	}
 	r.pubStart.Store(start)
+	r.sh.markStarted()
 	r.setPhase(phase.Warmup)
 	var pubs []*client
 	for _, c := range r.clients {
@@ -1571,6 +1574,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 		return
 	}
 	from := &clients[h.pub]
+	r.awaitPubStart()
 	sent := h.intended - r.epochWall // monotonic ns since the epoch
 	off := time.Duration(sent - r.pubStart.Load())
 	ph := r.prog.PhaseOf(off)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -73,6 +74,30 @@ type shardRun struct {
 	// shard's clients, once the expect barrier has answered
 	// (math.MaxInt64 before).
 	expected atomic.Int64
+	// started is closed once this shard knows when publishing starts
+	// (run.pubStart), or once it never will; startOnce closes it.
+	started   chan struct{}
+	startOnce sync.Once
+}
+
+// markStarted says that run.pubStart is known, or never will be.
+func (s *shardRun) markStarted() {
+	if s.started != nil {
+		s.startOnce.Do(func() { close(s.started) })
+	}
+}
+
+// awaitPubStart holds a delivery that reached this shard before it knew
+// when publishing starts: the shards wake for the common start on their
+// own clocks, and a message another shard published on waking can be
+// here first. Its phase and stage are read from its intended time less
+// run.pubStart, which is 0 until then, and would put a warmup message
+// in a later phase. The receiving goroutine waits (on one atomic load
+// per delivery once known; never in a run that is not sharded).
+func (r *run) awaitPubStart() {
+	if r.sh.started != nil && r.pubStart.Load() == 0 {
+		<-r.sh.started
+	}
 }
 
 // owns reports whether this process runs client i.
