@@ -58,15 +58,24 @@ func cmdMerge(e *env, args []string) error {
 // outputs and the exit code of mqplan merge and of a sharded run's
 // coordinator.
 func judgeParts(e *env, files []*partial.File, allowMissing bool, outs *outputs) error {
+	merged, err := mergeParts(files, allowMissing)
+	if err != nil {
+		return err
+	}
+	return verdictOf(e, merged, outs)
+}
+
+// mergeParts is partial.Merge with its errors given their exit codes.
+func mergeParts(files []*partial.File, allowMissing bool) (*partial.Merged, error) {
 	merged, err := partial.Merge(files, partial.Options{AllowMissing: allowMissing})
 	var missing *partial.MissingError
 	switch {
 	case errors.As(err, &missing):
-		return incomplete(fmt.Errorf("%w (--allow-missing reports what the others measured)", err))
+		return nil, incomplete(fmt.Errorf("%w (--allow-missing reports what the others measured)", err))
 	case err != nil:
-		return invalid(err)
+		return nil, invalid(err)
 	}
-	return verdictOf(e, merged, outs)
+	return merged, nil
 }
 
 // readPartial reads one partial result file, bounded (partial.MaxSize).

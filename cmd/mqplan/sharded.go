@@ -17,6 +17,7 @@ import (
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/report"
 	"github.com/mqplan/mqplan/runner"
+	"github.com/mqplan/mqplan/stats"
 )
 
 // shardFlags are mqplan run's flags for a run split across processes.
@@ -261,7 +262,7 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 	if s.err != nil {
 		return coordinatorErr(s.err)
 	}
-	return judgeCollected(e, s.res, outs)
+	return judgeCollected(e, s.res, outs, nil)
 }
 
 // servedRun is what Coordinator.Serve returned.
@@ -282,8 +283,10 @@ func coordinatorErr(err error) error {
 
 // judgeCollected merges the parts the coordinator collected and judges
 // them as mqplan merge does. A shard lost or missing makes the run
-// incomplete (exit 3), with what the others measured.
-func judgeCollected(e *env, res *coord.Result, outs *outputs) error {
+// incomplete (exit 3), with what the others measured. embedded is the
+// counters of the embedded broker the coordinator hosted (--workers),
+// nil when there was none: no shard could read them.
+func judgeCollected(e *env, res *coord.Result, outs *outputs, embedded *stats.Broker) error {
 	var files []*partial.File
 	var missing []string
 	for i, data := range res.Parts {
@@ -306,7 +309,14 @@ func judgeCollected(e *env, res *coord.Result, outs *outputs) error {
 	if len(missing) > 0 {
 		fmt.Fprintf(e.stderr, "mqplan: shards %s lost during the run: the report holds what the others measured, and the run is incomplete\n", strings.Join(missing, ", "))
 	}
-	return judgeParts(e, files, len(missing) > 0, outs)
+	merged, err := mergeParts(files, len(missing) > 0)
+	if err != nil {
+		return err
+	}
+	if embedded != nil {
+		merged.Stats.Broker = embedded
+	}
+	return verdictOf(e, merged, outs)
 }
 
 // verdictOf is judgeParts' evaluation, for the coordinator and mqplan

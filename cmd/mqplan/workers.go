@@ -15,6 +15,8 @@ import (
 
 	"github.com/mqplan/mqplan/coord"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/runner"
+	"github.com/mqplan/mqplan/stats"
 )
 
 // maxWorkers bounds --workers: each is a process with its own share of
@@ -61,12 +63,14 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 		return err
 	}
 	hosted := prog.Plan.Broker.IsEmbedded()
+	var embedded runner.EmbeddedBroker
 	if hosted {
 		b, err := runOptions(prog).Embedded()
 		if err != nil {
 			return incomplete(fmt.Errorf("start embedded broker: %w", err))
 		}
 		defer b.Close(5 * time.Second)
+		embedded = b
 		pf.broker = b.URL()
 		if prog, part, err = pf.loadForPartial(e, path, runID, filepath.Join(dir, "plan.json")); err != nil {
 			return err
@@ -166,7 +170,15 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 		}
 		<-exited
 	}
-	return judgeCollected(e, res, outs)
+	var bs *stats.Broker
+	if embedded != nil {
+		// The broker the plan asked for is this process's, as in one
+		// process: its counters (the report's Broker table, its drops)
+		// are the whole run's, every worker gone.
+		s := embedded.Stats()
+		bs = &s
+	}
+	return judgeCollected(e, res, outs, bs)
 }
 
 // workerExecutable is the program --workers runs as its children: this
