@@ -353,73 +353,7 @@ func TestShippedPlans(t *testing.T) {
 			if b.transport && !transportPlans[f] {
 				continue
 			}
-			name := strings.TrimSuffix(f, ".yaml")
-			var args []string
-			switch {
-			case f == "conn-storm.yaml" && !raceEnabled:
-				// As shipped, not shortened: its claim is the 1,000/s
-				// storm and the 10 s hold. .ci/run runs these cases in a
-				// build without the race detector for that reason.
-				args = []string{"run", "--quiet"}
-			case f == "conn-storm.yaml":
-				// The race detector slows the in-process broker and the
-				// TLS handshakes several times over: a gentler storm keeps
-				// connect.p99 about what the plan promises for a normal
-				// build (2,000 TLS handshakes at 1,000/s queue up to a 7 s
-				// p99 here; at 200/s p99 is 150 ms). The case is named for
-				// what it checks; the storm as shipped runs without -race.
-				rate := 400
-				if b.name == "mosquitto-tls" {
-					rate = 200
-				}
-				name = fmt.Sprintf("%s at %d a second under race, 3s hold", name, rate)
-				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", fmt.Sprintf("groups.idle.connect_rate=%d/s", rate)}
-			case f == "command-response.yaml" && b.name == "mosquitto-v3.1.1":
-				// Request/response is MQTT 5 (response topic, correlation
-				// data): at protocol 4 the plan is refused (exit 2), so this
-				// row runs its groups at protocol 5 on the same broker.
-				name += " forced to MQTT 5 (request-response needs it)"
-				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms",
-					"--set", "groups.devices.protocol=5", "--set", "groups.backend.protocol=5"}
-			case f == "stages.yaml":
-				// Stages replace duration (which it may not set): each
-				// stage shortened to 1s, 4s in all, the rates as shipped.
-				name += " with 1s stages"
-				args = []string{"run", "--quiet", "--set", "drain=3s", "--set", "warmup=500ms"}
-				for _, i := range []int{0, 2, 4, 5} {
-					args = append(args, "--set", fmt.Sprintf("stages[%d].duration=1s", i))
-				}
-			case f == "fleet-growth.yaml":
-				// Stages replace duration: the growth, hold and shrink
-				// shortened to 1s each (200 sensors online over 1s, 150
-				// offline over the last), the counts as shipped.
-				name += " with 1s stages"
-				args = []string{"run", "--quiet", "--set", "drain=3s"}
-				for _, i := range []int{1, 2, 3} {
-					args = append(args, "--set", fmt.Sprintf("stages[%d].duration=1s", i))
-				}
-			case f == "xmeter-100k.yaml":
-				// 100,000 connections do not fit one process (the point
-				// of the plan, which explain --shards splits): 100 pairs
-				// as in 1to1-qos1, the shape and rates as shipped.
-				name += " scaled to 100 pairs"
-				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms", "--set", "ramp=500ms",
-					"--set", "groups.sub.count=100", "--set", "groups.pub.count=100"}
-			case f == "iot-json.yaml" && b.name == "mosquitto-v3.1.1":
-				// MQTT 3.1.1 has no user properties, so the plan as
-				// shipped (header: property) is refused there; this row
-				// runs it over 3.1.1 with the header in a %h field of the
-				// JSON instead, which is what a 3.1.1 fleet would do.
-				name += ", header in a %h field over 3.1.1"
-				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms",
-					"--set", "groups.sensors.publish.header=field",
-					"--set", `groups.sensors.publish.payload='{"h":"%h","device":"%c","seq":%s,"temperature":%{float:-20:45:1},"status":"%{choice:ok|warn}"}'`}
-			default:
-				args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms"}
-				if f == "1to1-qos1.yaml" || f == "soak.yaml" {
-					args = append(args, "--set", "ramp=500ms")
-				}
-			}
+			name, args := shippedScaling(f, b.name)
 			args = append(args, b.args...)
 			if f == "conn-storm.yaml" {
 				t.Run(b.name+"/"+name, func(t *testing.T) { runShipped(t, f, args) })
@@ -441,6 +375,80 @@ func TestShippedPlans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shippedScaling is how TestShippedPlans runs the shipped plan f on the
+// broker row named brokerName: the subtest's name and the arguments
+// before the broker's, each plan shortened or scaled to a few seconds
+// (TestWorkersEqualOneProcess runs them so too).
+func shippedScaling(f, brokerName string) (name string, args []string) {
+	name = strings.TrimSuffix(f, ".yaml")
+	switch {
+	case f == "conn-storm.yaml" && !raceEnabled:
+		// As shipped, not shortened: its claim is the 1,000/s
+		// storm and the 10 s hold. .ci/run runs these cases in a
+		// build without the race detector for that reason.
+		args = []string{"run", "--quiet"}
+	case f == "conn-storm.yaml":
+		// The race detector slows the in-process broker and the
+		// TLS handshakes several times over: a gentler storm keeps
+		// connect.p99 about what the plan promises for a normal
+		// build (2,000 TLS handshakes at 1,000/s queue up to a 7 s
+		// p99 here; at 200/s p99 is 150 ms). The case is named for
+		// what it checks; the storm as shipped runs without -race.
+		rate := 400
+		if brokerName == "mosquitto-tls" {
+			rate = 200
+		}
+		name = fmt.Sprintf("%s at %d a second under race, 3s hold", name, rate)
+		args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", fmt.Sprintf("groups.idle.connect_rate=%d/s", rate)}
+	case f == "command-response.yaml" && brokerName == "mosquitto-v3.1.1":
+		// Request/response is MQTT 5 (response topic, correlation
+		// data): at protocol 4 the plan is refused (exit 2), so this
+		// row runs its groups at protocol 5 on the same broker.
+		name += " forced to MQTT 5 (request-response needs it)"
+		args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms",
+			"--set", "groups.devices.protocol=5", "--set", "groups.backend.protocol=5"}
+	case f == "stages.yaml":
+		// Stages replace duration (which it may not set): each
+		// stage shortened to 1s, 4s in all, the rates as shipped.
+		name += " with 1s stages"
+		args = []string{"run", "--quiet", "--set", "drain=3s", "--set", "warmup=500ms"}
+		for _, i := range []int{0, 2, 4, 5} {
+			args = append(args, "--set", fmt.Sprintf("stages[%d].duration=1s", i))
+		}
+	case f == "fleet-growth.yaml":
+		// Stages replace duration: the growth, hold and shrink
+		// shortened to 1s each (200 sensors online over 1s, 150
+		// offline over the last), the counts as shipped.
+		name += " with 1s stages"
+		args = []string{"run", "--quiet", "--set", "drain=3s"}
+		for _, i := range []int{1, 2, 3} {
+			args = append(args, "--set", fmt.Sprintf("stages[%d].duration=1s", i))
+		}
+	case f == "xmeter-100k.yaml":
+		// 100,000 connections do not fit one process (the point
+		// of the plan, which explain --shards splits): 100 pairs
+		// as in 1to1-qos1, the shape and rates as shipped.
+		name += " scaled to 100 pairs"
+		args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms", "--set", "ramp=500ms",
+			"--set", "groups.sub.count=100", "--set", "groups.pub.count=100"}
+	case f == "iot-json.yaml" && brokerName == "mosquitto-v3.1.1":
+		// MQTT 3.1.1 has no user properties, so the plan as
+		// shipped (header: property) is refused there; this row
+		// runs it over 3.1.1 with the header in a %h field of the
+		// JSON instead, which is what a 3.1.1 fleet would do.
+		name += ", header in a %h field over 3.1.1"
+		args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms",
+			"--set", "groups.sensors.publish.header=field",
+			"--set", `groups.sensors.publish.payload='{"h":"%h","device":"%c","seq":%s,"temperature":%{float:-20:45:1},"status":"%{choice:ok|warn}"}'`}
+	default:
+		args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", "warmup=500ms"}
+		if f == "1to1-qos1.yaml" || f == "soak.yaml" {
+			args = append(args, "--set", "ramp=500ms")
+		}
+	}
+	return name, args
 }
 
 // shippedPlansAtOnce is how many shipped plans TestShippedPlans runs at
