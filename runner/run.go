@@ -1721,6 +1721,26 @@ func (r *run) settle(readersDone bool) {
 			r.rec.recordEvent(c.plan.Index, phase.Phase(c.lostPhase.Load()), c.plan.Group, evClientLost, 0)
 		}
 	}
+	// Sharded, every shard learns every publisher's unacknowledged
+	// messages (shard_unacked.go), whatever its readers did: the others
+	// wait for it at the same barriers.
+	var all [][]mqttc.Token
+	if r.sh.shard != nil {
+		mine := make([][]mqttc.Token, len(r.clients))
+		for _, c := range r.clients {
+			if pub := c.plan.Publish; pub != nil && pub.QoS > 0 && r.owns(c.plan.Index) {
+				mine[c.plan.Index] = c.abandoned
+				if mc := c.live.Load(); mc != nil {
+					mine[c.plan.Index] = mc.TakeUnacked(c.abandoned)
+				}
+			}
+		}
+		var err error
+		if all, err = r.exchangeUnacked(mine); err != nil {
+			r.note(fmt.Sprintf("shard %d/%d: the shards could not tell each other which messages were never acknowledged (%v): lost_unacked counts only this shard's receivers of this shard's publishers, the rest of their loss is in lost_broker", r.sh.shard.Index, r.sh.shard.Count, err))
+			all = mine
+		}
+	}
 	if !readersDone {
 		return
 	}
@@ -1773,18 +1793,36 @@ func (r *run) settle(readersDone bool) {
 		}
 	}
 	seen := make([]int64, len(r.prog.Groups))
+	var here [][]int // sharded: each publisher's deliveries to this shard's receivers, by group
 	for _, c := range r.clients {
 		pub := c.plan.Publish
 		if pub == nil || pub.QoS == 0 {
 			continue
 		}
-		unacked := c.abandoned
-		if mc := c.live.Load(); mc != nil {
-			unacked = mc.TakeUnacked(unacked)
+		var unacked []mqttc.Token
+		want, cur := c.expectedBy, c.ackCursor()
+		if r.sh.shard == nil {
+			unacked = c.abandoned
+			if mc := c.live.Load(); mc != nil {
+				unacked = mc.TakeUnacked(unacked)
+			}
+		} else {
+			// Any shard's publisher: what this shard's receivers missed.
+			if unacked = all[c.plan.Index]; len(unacked) == 0 {
+				continue
+			}
+			if here == nil {
+				var err error
+				if here, err = plans.ExpectedOwned(r.prog, r.sh.shard.Owned); err != nil {
+					r.note(fmt.Sprintf("lost_unacked: %v", err))
+					return
+				}
+			}
+			want = here[c.plan.Index][:len(r.prog.Groups)]
 		}
 		holders := byPub[uint32(c.plan.Index)]
 		for _, tok := range unacked {
-			ph, intended := r.sentAsAt(pub, c.ackCursor(), tok)
+			ph, intended := r.sentAsAt(pub, cur, tok)
 			stage := r.prog.StageOf(time.Duration(intended - r.epochWall - r.pubStart.Load()))
 			clear(seen)
 			for _, h := range holders {
@@ -1792,8 +1830,8 @@ func (r *run) settle(readersDone bool) {
 					seen[h.group]++
 				}
 			}
-			for g, want := range c.expectedBy {
-				if n := int64(want) - seen[g]; n > 0 {
+			for g, w := range want {
+				if n := int64(w) - seen[g]; n > 0 {
 					r.rec.recordLostUnacked(ph, c.plan.Group, g, n)
 					r.rec.recordStageLostUnacked(stage, n)
 				}
