@@ -16,7 +16,6 @@ import (
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/report"
 	"github.com/mqplan/mqplan/threshold"
 )
 
@@ -59,15 +58,7 @@ var equivWholeRun = []metric.Name{
 // broker's counters, one per line, for two runs to be compared.
 func accounting(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := savedResult(t, path)
 	var out []string
 	for _, th := range r.Thresholds {
 		if countsOnly(th.Values) {
@@ -227,15 +218,7 @@ func TestWorkersEqualOneProcess(t *testing.T) {
 // duplicated or out of order.
 func closes(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := savedResult(t, path)
 	for _, p := range []phase.Phase{phase.Warmup, phase.Steady} {
 		m := r.Measured.Phases[p.String()]
 		sent, _ := m[metric.Sent].(int)
@@ -304,15 +287,7 @@ func TestWorkersEqualBrokerFaults(t *testing.T) {
 // messages are sent (warmup, ramp, steady): everything the broker saw.
 func phaseTotals(t *testing.T, path string) string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := savedResult(t, path)
 	var b strings.Builder
 	for i, n := range []metric.Name{metric.Sent, metric.Expected, metric.Received, metric.Lost, metric.Duplicates} {
 		var sum int64

@@ -19,7 +19,6 @@ import (
 	waitfor "github.com/mqplan/mqplan/internal/wait"
 	"github.com/mqplan/mqplan/metric"
 	"github.com/mqplan/mqplan/plans"
-	"github.com/mqplan/mqplan/report"
 )
 
 // small scales plans/1to1-qos1.yaml down to a few seconds.
@@ -67,15 +66,7 @@ func (p *proc) exit(t *testing.T) (int, string) {
 // steadyCounts reads a JSON result's accounting of the steady phase.
 func steadyCounts(t *testing.T, path string) string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := savedResult(t, path)
 	var b strings.Builder
 	for _, m := range []metric.Name{metric.Sent, metric.Expected, metric.Received, metric.Lost, metric.Duplicates} {
 		fmt.Fprintf(&b, "%s=%v ", m, r.Measured.Top[m])

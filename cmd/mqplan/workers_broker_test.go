@@ -1,11 +1,8 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/mqplan/mqplan/report"
 )
 
 // TestWorkersReportEmbeddedBroker: the embedded broker that --workers
@@ -20,15 +17,7 @@ func TestWorkersReportEmbeddedBroker(t *testing.T) {
 	if code, out := p.exit(t); code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := savedResult(t, path)
 	b := r.Broker
 	if b == nil {
 		t.Fatal("no embedded broker counters in the merged report")
