@@ -96,7 +96,7 @@ done
 # ticks PID: utime+stime of PID in clock ticks (empty once it is gone).
 ticks() {
 	local s
-	read -r s <"/proc/$1/stat" 2>/dev/null || return 0
+	read -r s 2>/dev/null <"/proc/$1/stat" || return 0
 	s=${s##*) } # after the command name
 	local -a f=($s)
 	echo $(( f[11] + f[12] ))
@@ -157,7 +157,7 @@ run() {
 			last[$p]=$k
 			if [[ -z ${ppid[$p]:-} ]]; then
 				pp=
-				read -r pp <"/proc/$p/stat" 2>/dev/null && pp=${pp##*) } && ppid[$p]=${pp#* } && ppid[$p]=${ppid[$p]%% *}
+				read -r pp 2>/dev/null <"/proc/$p/stat" && pp=${pp##*) } && ppid[$p]=${pp#* } && ppid[$p]=${ppid[$p]%% *}
 			fi
 		done
 		sleep 0.1
