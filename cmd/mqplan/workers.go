@@ -25,8 +25,9 @@ const maxWorkers = 256
 
 // runWorkers runs the plan as n child processes on this machine (mqplan
 // run --workers N): the children are shards 0…n−1 of the run (re-executed
-// from this binary, GOMAXPROCS split among them, each with its own fd
-// limit, the reason the mode exists), this process is their coordinator
+// from this binary, GOMAXPROCS split among them, confined to the run's
+// CPUs when there are fewer than children (workerCPUs), each with its own
+// fd limit, the reason the mode exists), this process is their coordinator
 // and hosts the embedded broker when the plan asks for it, and prints
 // one merged report. Ctrl-C or SIGTERM here stops every child through the
 // coordinator.
@@ -113,6 +114,7 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 		procs = generatorProcs(0, prog.Plan.Broker, runtime.NumCPU(), v != "")
 	}
 	each := max(1, procs/n)
+	cpus := workerCPUs(allowedCPUs(), procs, n)
 	// Signals are taken before the first worker starts: a stop reaches
 	// every worker through the coordinator, whenever it comes.
 	ctx, stopSigs := onSignals(e, "interrupted: stopping every worker and reporting what was measured", nil)
@@ -131,7 +133,7 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 		cmd := exec.Command(exe, args...)
 		cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(each))
-		if err := cmd.Start(); err != nil {
+		if err := startOn(cmd, cpus); err != nil {
 			co.Close()
 			for _, c := range children {
 				_ = c.Process.Kill()
@@ -146,7 +148,11 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 		}()
 	}
 	if !quiet {
-		fmt.Fprintf(e.stderr, "mqplan: %d workers running %s (%d CPUs each), coordinated here\n", n, path, each)
+		where := ""
+		if cpus != nil {
+			where = fmt.Sprintf(", sharing CPUs %v", cpus)
+		}
+		fmt.Fprintf(e.stderr, "mqplan: %d workers running %s (%d CPUs each%s), coordinated here\n", n, path, each, where)
 	}
 	res, err := co.Serve(ctx)
 	if err != nil {
