@@ -56,61 +56,21 @@ duration=${WORKERS_DURATION:-10s}
 plan=${WORKERS_PLAN:-plans/1to1-qos1.yaml}
 extra_env=(${WORKERS_ENV:-})
 
-die() { printf 'workers.sh: %s\n' "$*" >&2; exit 1; }
-for tool in go jq timeout awk; do command -v "$tool" >/dev/null || die "$tool is needed"; done
-[[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed"
-mosquitto=${BENCH_MOSQUITTO:-$(command -v mosquitto || echo /usr/sbin/mosquitto)}
-[[ -x $mosquitto ]] || die "mosquitto is needed (apt-get install mosquitto)"
-tck=$(getconf CLK_TCK)
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqplan-wbench.XXXXXX")
-mosq_pid=
-run_pid=
-cleanup() {
-	[[ -n $run_pid ]] && kill -KILL -- "-$run_pid" 2>/dev/null
-	[[ -n $mosq_pid ]] && kill "$mosq_pid" 2>/dev/null && wait "$mosq_pid" 2>/dev/null
-	if [[ ${BENCH_KEEP:-} == 1 ]]; then echo "workers.sh: kept $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-go build -o "$tmp/mqplan" ./cmd/mqplan || die "build failed"
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+need_tools go jq timeout awk
+find_mosquitto
+[[ -n $mosquitto ]] || die "mosquitto is needed (apt-get install mosquitto)"
+bench_start wbench
+build_mqplan
 : >"$tmp/results"
-
-# Mosquitto with its defaults but for the three lines bench/run.sh gives it.
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for (( try = 0; try < 8; try++ )); do
-	port=$(( 20000 + RANDOM % 10000 ))
-	listening "$port" && continue
-	printf 'listener %s 127.0.0.1\nallow_anonymous true\nlog_type none\n' "$port" >"$tmp/mosquitto.conf"
-	"$mosquitto" -c "$tmp/mosquitto.conf" >"$tmp/mosquitto.log" 2>&1 &
-	mosq_pid=$!
-	for (( i = 0; i < 50; i++ )); do
-		listening "$port" && break 2
-		sleep 0.1
-	done
-	kill "$mosq_pid" 2>/dev/null; wait "$mosq_pid" 2>/dev/null; mosq_pid=
-done
-[[ -n $mosq_pid ]] || die "mosquitto did not start"
-
-# ticks PID: utime+stime of PID in clock ticks (empty once it is gone).
-ticks() {
-	local s
-	read -r s 2>/dev/null <"/proc/$1/stat" || return 0
-	s=${s##*) } # after the command name
-	local -a f=($s)
-	echo $(( f[11] + f[12] ))
-}
-# busy: CPU ticks the whole machine was busy (not idle or iowait).
-busy() {
-	local -a c
-	read -r -a c </proc/stat
-	echo $(( c[1] + c[2] + c[3] + c[6] + c[7] + c[8] ))
-}
+start_mosquitto workers || die "could not start mosquitto"
+port=$mosq_port
+run_pid=
 
 # run MODE ROUND: one run; prints its line and appends to $tmp/results.
 run() {
-	local mode=$1 r=$2 bin=$tmp/mqplan n=1 args=() i pin=()
+	local mode=$1 r=$2 bin=$bin n=1 args=() i pin=()
 	if [[ $mode == *@* ]]; then bin=${mode#*@}; fi
 	local m=${mode%%@*}
 	if [[ $m == *+cpu* ]]; then pin=(taskset -c "${m#*+cpu}") m=${m%%+cpu*}; fi
@@ -142,9 +102,10 @@ run() {
 	done
 	echo 'wait' >>"$out.sh"
 	local b0 m0
-	b0=$(busy) m0=$(ticks "$mosq_pid")
+	b0=$(busyticks) m0=$(cputicks "$mosq_pid")
 	setsid env "${extra_env[@]}" timeout 120 bash "$out.sh" &
 	run_pid=$!
+	runs+=("$run_pid")
 	# Sample every mqplan process of the run's session: CPU ticks and
 	# parent, the last sample before each exits.
 	local name p k pp
@@ -152,8 +113,7 @@ run() {
 	declare -A last=() ppid=()
 	while kill -0 "$run_pid" 2>/dev/null; do
 		for p in $(pgrep -s "$run_pid" -x "$name"); do
-			k=$(ticks "$p") || continue
-			[[ -n $k ]] || continue
+			k=$(cputicks "$p") || continue
 			last[$p]=$k
 			if [[ -z ${ppid[$p]:-} ]]; then
 				pp=
@@ -163,9 +123,10 @@ run() {
 		sleep 0.1
 	done
 	wait "$run_pid"
+	untrack "$run_pid"
 	run_pid=
 	local m1 b1
-	m1=$(ticks "$mosq_pid") b1=$(busy)
+	m1=$(cputicks "$mosq_pid") b1=$(busyticks)
 	local user=0 sys=0 vol=0 inv=0 recv=0 exp=0 lost=0 rc=0 t u s w v a b c
 	for (( i = 0; i < n; i++ )); do
 		if [[ ! -s $out.$i.json ]]; then
@@ -182,7 +143,7 @@ run() {
 	local tops=0 kids=0 toplist="" kidlist=""
 	for p in "${!last[@]}"; do
 		local sec
-		sec=$(awk -v t="${last[$p]}" -v h="$tck" 'BEGIN { printf "%.2f", t / h }')
+		sec=$(awk -v t="${last[$p]}" -v h="$clk_tck" 'BEGIN { printf "%.2f", t / h }')
 		if [[ -n ${last[${ppid[$p]:-x}]:-} ]]; then
 			kids=$(( kids + last[$p] )) kidlist+=" $sec"
 		else
@@ -191,7 +152,7 @@ run() {
 	done
 	local tree line
 	tree=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
-	line=$(awk -v tree="$tree" -v par="$tops" -v kids="$kids" -v h="$tck" -v recv="$recv" \
+	line=$(awk -v tree="$tree" -v par="$tops" -v kids="$kids" -v h="$clk_tck" -v recv="$recv" \
 		-v mos="$(( m1 - m0 ))" -v bz="$(( b1 - b0 ))" 'BEGIN {
 		other = (bz - mos) / h - tree
 		printf "tree %.2f parent %.2f children %.2f tail %.2f | mosquitto %.2f other %.2f | per 100k %.3f",
