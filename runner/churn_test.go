@@ -129,6 +129,7 @@ func checkChurnRun(t *testing.T, prog *plans.Program, st *stats.Stats) {
 }
 
 func TestChurnEmbedded(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name               string
 		subChurn, pubChurn bool
@@ -173,6 +174,7 @@ func TestChurnEmbedded(t *testing.T) {
 }
 
 func TestChurnMosquitto(t *testing.T) {
+	t.Parallel()
 	url := mosquittotest.Start(t)
 	for _, protocol := range []int{5, 4} {
 		t.Run(fmt.Sprintf("protocol %d", protocol), func(t *testing.T) {

@@ -81,6 +81,7 @@ func checkCleanRun(t *testing.T, prog *plans.Program, st *stats.Stats, fanout in
 }
 
 func TestCleanChurnEmbedded(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		pubChurn bool
@@ -113,6 +114,7 @@ func TestCleanChurnEmbedded(t *testing.T) {
 }
 
 func TestCleanChurnMosquitto(t *testing.T) {
+	t.Parallel()
 	url := mosquittotest.Start(t)
 	for _, protocol := range []int{5, 4} {
 		t.Run(fmt.Sprintf("protocol %d", protocol), func(t *testing.T) {
@@ -198,6 +200,7 @@ stages:
 }
 
 func TestCleanStageClients(t *testing.T) {
+	t.Parallel()
 	t.Run("embedded", func(t *testing.T) {
 		prog := cleanStagePlan(t, 5, "csemb")
 		truth := newDeliveryTruth()

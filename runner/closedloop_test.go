@@ -207,6 +207,7 @@ func checkClosedLoop(t *testing.T, st *stats.Stats, qos byte) stats.Metrics {
 // the wire's: each publisher had exactly its window unacknowledged at
 // most (acknowledgements held 1 ms fill it).
 func TestClosedLoopEmbedded(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		qos      byte

@@ -57,6 +57,7 @@ func delta(st *stats.Stats, c brokerstat.Counter) (int64, bool) {
 // plan publishing during the run makes the warning appear, with both
 // numbers. The monitor is counted nowhere in the plan's figures.
 func TestSysCountersMosquitto(t *testing.T) {
+	t.Parallel()
 	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1"})
 	tests := []struct {
 		name string
@@ -147,6 +148,7 @@ func TestSysCountersMosquitto(t *testing.T) {
 // gives the counters too, and its own counters agree with mqplan's, the
 // monitor's messages accounted for.
 func TestSysCountersEmbedded(t *testing.T) {
+	t.Parallel()
 	prog := compile(t, counterPlan(&plans.BrokerMetrics{Sys: true}))
 	start := func() (EmbeddedBroker, error) { return broker.Start(broker.Options{SysInterval: time.Second}) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -192,6 +194,7 @@ func emqxExposition(t *testing.T, received, sent int64) string {
 // exposition, one too large, one too slow) leaves the counters absent
 // and says why in a notice, without its URL's secrets.
 func TestPrometheusCounters(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		handler func(t *testing.T, scrapes int64) (status int, body string, stall bool)
@@ -303,6 +306,7 @@ func TestPrometheusCounterReset(t *testing.T) {
 // read loop counts a packet whose first byte masked with 0xF5 is 0x30),
 // so a clean QoS 2 or retained run cross-checks without a warning.
 func TestSysCountersMosquittoLikeForLike(t *testing.T) {
+	t.Parallel()
 	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 1"})
 	tests := []struct {
 		name   string
@@ -357,6 +361,7 @@ func TestSysMonitorAfterClients(t *testing.T) {
 // notice; the run itself is complete, and the monitor is still counted
 // nowhere.
 func TestSysCountersSilentBroker(t *testing.T) {
+	t.Parallel()
 	p := mosquittotest.StartProcess(t, mosquittotest.Options{Config: "sys_interval 0"})
 	pl := counterPlan(&plans.BrokerMetrics{Sys: true})
 	pl.Broker.URLs = []string{p.MQTT}

@@ -46,6 +46,7 @@ func hasNotice(st *stats.Stats, s string) bool {
 // MQTT 3.1.1 implementation: exact accounting at QoS 0, 1 and 2, and the
 // ways it differs from the other brokers reported as such.
 func TestNATS(t *testing.T) {
+	t.Parallel()
 	url := natstest.Start(t)
 	for _, qos := range []byte{0, 1, 2} {
 		t.Run("MQTT 3.1.1 QoS "+string('0'+qos)+": every message delivered exactly once", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 // publishing is over; when the run is over the figure is the run's lost
 // deliveries exactly (nothing counted twice).
 func TestLostSoFarDuringOutage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// outage cuts the publishers off the broker, on the snapshot

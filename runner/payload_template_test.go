@@ -93,6 +93,7 @@ drain: 1s
 // the altered one alone counts as corrupted, and the bytes sent are
 // exactly the sum of the messages' sizes as the plan computes them.
 func TestTemplatedPayloadsCheckedByteForByte(t *testing.T) {
+	t.Parallel()
 	const count = 12
 	tests := []struct {
 		name    string

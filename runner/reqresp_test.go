@@ -82,6 +82,7 @@ func groupTotal(st *stats.Stats, group int) stats.Metrics {
 // an answer) is exactly one timeout; with every delivery held past the
 // timeout every answer is late.
 func TestRequestResponse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		faults  broker.Faults
@@ -334,6 +335,7 @@ func (h *tamperAnswers) OnPublish(_ *mqtt.Client, pk packets.Packet) (packets.Pa
 // changed payload or header is corrupted. Before, an answer cut to its
 // first 4 bytes or with its padding changed counted as on time.
 func TestRequestResponseTampered(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		edit    func(pk *packets.Packet)

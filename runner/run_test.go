@@ -213,6 +213,7 @@ func TestRunExactAccounting(t *testing.T) {
 }
 
 func TestRunFaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		faults broker.Faults
@@ -471,6 +472,7 @@ func TestRunAgainstMosquitto(t *testing.T) {
 // on the embedded broker and on Mosquitto where installed: every count
 // must be the same on every protocol.
 func TestProtocols(t *testing.T) {
+	t.Parallel()
 	brokers := map[string]string{}
 	b, err := broker.Start(broker.Options{})
 	if err != nil {

@@ -118,6 +118,7 @@ func runShards(t *testing.T, prog *plans.Program, n int, url string, wrap ...fun
 // nothing lost, every shard's drain ends as soon as the deliveries the
 // others sent it are in (a quiet period measured), not at its limit.
 func TestShardsAccountExactly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		faults broker.Faults

@@ -63,6 +63,7 @@ thresholds:
 // give the run's every counter, every histogram bucket for bucket, its
 // per-second timeline and its verdict and report, byte for byte.
 func TestSplitMergeEqualsRun(t *testing.T) {
+	t.Parallel()
 	p, err := plans.LoadBytes("split.yaml", []byte(splitPlan), plans.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -119,6 +119,7 @@ func TestStageClientsEmbedded(t *testing.T) {
 }
 
 func TestStageClientsMosquitto(t *testing.T) {
+	t.Parallel()
 	url := mosquittotest.Start(t)
 	for _, protocol := range []int{5, 4} {
 		t.Run(fmt.Sprintf("protocol %d", protocol), func(t *testing.T) {

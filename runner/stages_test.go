@@ -68,6 +68,7 @@ func (h *publishTruth) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Pa
 // messages and the deliveries they imply. It runs a plan whose stages
 // give every group's rate and one whose groups have their own.
 func TestRunStages(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, file string
 		sets       []string

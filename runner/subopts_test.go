@@ -86,6 +86,7 @@ func TestNoLocal(t *testing.T) {
 // retained publishes (retain flag cleared, or kept with
 // retain_as_published) count as the run's own.
 func TestRetainedMessages(t *testing.T) {
+	t.Parallel()
 	statePlan := func(name string, proto int, opts plans.Subscription) *plans.Plan {
 		p := e2ePlan(1, 1, 300*time.Millisecond)
 		opts.Topic, opts.QoS = plans.MustTemplate("state-"+name+"/+"), 1

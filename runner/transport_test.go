@@ -20,6 +20,7 @@ import (
 )
 
 func TestTransports(t *testing.T) {
+	t.Parallel()
 	certs := certtest.Generate(t)
 	notPEM := filepath.Join(t.TempDir(), "junk.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
@@ -135,6 +136,7 @@ func TestTransports(t *testing.T) {
 // mutual TLS, WebSocket and WebSocket over TLS (with and without a client
 // certificate), on every protocol version: every message once.
 func TestMosquittoTransports(t *testing.T) {
+	t.Parallel()
 	if mosquittotest.Binary() == "" && os.Getenv("CI") == "" {
 		t.Skip("mosquitto is not installed (apt-get install mosquitto); skipping the Mosquitto transport tests")
 	}

@@ -35,6 +35,7 @@ func (k *phaseKicker) progress(p Progress) {
 // each unsent one-to-one message is an expected delivery lost as unsent,
 // whether the publishers run to the end or are kicked in warmup.
 func TestUnsentInEveryPhase(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		kick bool

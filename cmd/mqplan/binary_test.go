@@ -1,16 +1,16 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mqplan/mqplan/internal/testparallel"
 )
 
 // The built binary, for the few tests that need a real process: real
@@ -40,14 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "cmd/mqplan tests: the repository root:", err)
 		os.Exit(2)
 	}
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if p := flag.Lookup("test.parallel"); !set && p != nil {
-		if n, err := strconv.Atoi(p.Value.String()); err == nil && n < minParallel {
-			_ = p.Value.Set(strconv.Itoa(minParallel))
-		}
-	}
+	testparallel.AtLeast(minParallel)
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)

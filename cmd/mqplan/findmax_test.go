@@ -105,7 +105,6 @@ func TestFindMaxEmbedded(t *testing.T) {
 // trials pass on any machine that runs the shipped plans, so the answer
 // is the limit, confirmed, and said to be a lower bound.
 func TestFindMaxMosquitto(t *testing.T) {
-	t.Parallel()
 	if mosquittotest.Binary() == "" && os.Getenv("CI") == "" {
 		t.Skip("mosquitto is not installed (apt-get install mosquitto)")
 	}
