@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -238,5 +239,60 @@ func TestLostPeers(t *testing.T) {
 	}
 	if !errors.Is(s0.Lost(), ErrLost) {
 		t.Errorf("Lost() = %v", s0.Lost())
+	}
+}
+
+// TestLostCalledAtOnce: Config.Lost hears of a shard as soon as it is
+// lost, with why: silent for Idle (a stopped process keeps its
+// connection open) or its connection closed; the run goes on, and the
+// result lists it.
+func TestLostCalledAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// leave makes shard 1 go: fall silent, its connection open (its
+		// beats stopped, as in a stopped process), or close.
+		leave func(s *Shard)
+		want  string
+	}{
+		{"silent", func(s *Shard) { close(s.beatStop) }, "silent for 2.5s (no beat)"},
+		{"closed", func(s *Shard) { close(s.beatStop); s.c.c.Close() }, "its connection closed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			lost := make(chan string, 2)
+			addr, done := serve(t, ctx, Config{Hello: testHello, JoinTimeout: 5 * time.Second, Idle: 2500 * time.Millisecond,
+				EpochDelay: 50 * time.Millisecond, Lost: func(i int, why error) { lost <- fmt.Sprintf("%d: %v", i, why) }})
+			s0, err := Join(ctx, addr, shardHello(0), 5*time.Second, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s0.Close()
+			s1, err := Join(ctx, addr, shardHello(1), 5*time.Second, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s1.c.c.Close()
+			left := time.Now()
+			tc.leave(s1)
+			var got string
+			select {
+			case got = <-lost:
+			case <-ctx.Done():
+				t.Fatal("Lost never called")
+			}
+			if took := time.Since(left); got != "1: "+tc.want || took > 2500*time.Millisecond+500*time.Millisecond {
+				t.Errorf("Lost(%s) %v after, want 1: %s within the idle timeout", got, took, tc.want)
+			}
+			if _, err := s0.Epoch(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s0.HandIn([]byte("{}"), 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-done; r.err != nil || !slices.Equal(r.res.Lost, []int{1}) {
+				t.Fatalf("%+v %v: want shard 1 lost", r.res, r.err)
+			}
+		})
 	}
 }

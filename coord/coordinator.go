@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -25,6 +26,12 @@ type Config struct {
 	// Joined, when set, is called once every shard has joined (on
 	// Serve's goroutine; it must return quickly).
 	Joined func()
+	// Lost, when set, is called as soon as a shard that joined is lost
+	// before handing in its part (silent for Idle, or its connection
+	// ended), on Serve's goroutine, with why: the run goes on without
+	// it, and whoever started the shard's process can end it now rather
+	// than wait for an exit that a stopped or hung process never makes.
+	Lost func(shard int, why error)
 	// EpochDelay is how far ahead of the last shard's arrival the common
 	// epoch is set (default 1 s): long enough for the go frame to reach
 	// every shard before the epoch.
@@ -227,6 +234,9 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 				live[ev.shard] = false
 				if !handedIn[ev.shard] {
 					res.Lost = append(res.Lost, ev.shard)
+					if co.cfg.Lost != nil {
+						co.cfg.Lost(ev.shard, co.lostWhy(ev.err))
+					}
 				}
 				open()
 			}
@@ -280,6 +290,20 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 			_ = ev.c.write(&frame{Type: tAck})
 		}
 	}
+}
+
+// lostWhy says why a shard's connection ended: silence for the idle
+// timeout (a process stopped, hung, or cut off without a reset), or the
+// connection's own error.
+func (co *Coordinator) lostWhy(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("silent for %v (no beat)", co.cfg.Idle)
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return errors.New("its connection closed")
+	}
+	return fmt.Errorf("its connection failed: %w", err)
 }
 
 // welcome is the frame that admits a shard: with this host's boot id and

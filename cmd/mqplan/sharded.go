@@ -145,7 +145,9 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 
 	var served chan servedRun
 	if sr.index == 0 && !sf.dial {
-		co, err := coord.Listen(sf.coordinator, coord.Config{Hello: sr.hello, JoinTimeout: sf.timeout})
+		co, err := coord.Listen(sf.coordinator, coord.Config{Hello: sr.hello, JoinTimeout: sf.timeout, Lost: func(i int, why error) {
+			fmt.Fprintf(e.stderr, "mqplan: shard %d/%d lost: %v: the run goes on without it, and is incomplete\n", i, sr.n, why)
+		}})
 		if err != nil {
 			return invalid(fmt.Errorf("--coordinator %s: %w", sf.coordinator, err))
 		}

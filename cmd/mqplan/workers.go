@@ -100,6 +100,16 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 	if !quiet {
 		cfg.Joined = func() { fmt.Fprintf(e.stderr, "mqplan: all %d workers joined: the run starts\n", n) }
 	}
+	// A worker lost (stopped, hung, cut off) is ended at once: its
+	// connection is gone, so it can neither hand in nor stop, and the
+	// wait for every worker's exit below would otherwise last its minute.
+	var children []*exec.Cmd
+	cfg.Lost = func(i int, why error) {
+		fmt.Fprintf(e.stderr, "mqplan: worker %d/%d lost: %v: ended; the run goes on without it, and is incomplete\n", i, n, why)
+		if i >= 0 && i < len(children) {
+			_ = children[i].Process.Kill()
+		}
+	}
 	co, err := coord.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		return incomplete(err)
@@ -120,7 +130,6 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 	ctx, stopSigs := onSignals(e, "interrupted: stopping every worker and reporting what was measured", nil)
 	defer stopSigs()
 	base := withoutFlag(raw, "workers")
-	var children []*exec.Cmd
 	var wg sync.WaitGroup
 	for i := range n {
 		args := append([]string{"run"}, base...)
