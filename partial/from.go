@@ -47,9 +47,9 @@ func FromStats(st *stats.Stats, c *Collector, meta Meta) (*File, error) {
 		Plan: meta.Plan, PlanSHA256: meta.Plan.Hash(), Shard: meta.Shard, Clock: meta.Clock,
 		Started: st.Started, ElapsedNS: int64(st.Elapsed), BrokerURL: plans.RedactURL(st.BrokerURL),
 		Interrupted: st.Interrupted, Incomplete: st.Incomplete, BrokerGone: st.BrokerGone,
-		Broker: st.Broker, CountersStart: countersOf(st.CountersStart), CountersEnd: countersOf(st.CountersEnd),
+		Broker: st.Broker, BrokerApart: st.BrokerApart, CountersStart: countersOf(st.CountersStart), CountersEnd: countersOf(st.CountersEnd),
 		ErrorSamples: st.ErrorSamples, InFlightAtEnd: st.InFlightAtEnd, DrainQuietNS: int64(st.DrainQuiet),
-		Notices: st.Notices, Procs: st.Procs,
+		Notices: st.Notices, Procs: st.Procs, Cross: st.Cross,
 	}
 	f.Clock.FromShards = fromShardsOf(st.Clock, meta.Shard.Count)
 	for _, c := range st.CountersUnchanged {

@@ -169,6 +169,7 @@ func mergeStats(files []*File) (*stats.Stats, error) {
 		st.Stages = append(st.Stages, stats.StageStats{Index: i, Name: s.Name, Start: time.Duration(s.StartNS), End: time.Duration(s.EndNS)})
 	}
 	var incomplete []string
+	noCross := false
 	for k, f := range files {
 		label := fmt.Sprintf("shard %d", f.Shard.Index)
 		if k == 0 || f.Started.Before(st.Started) {
@@ -219,6 +220,7 @@ func mergeStats(files []*File) (*stats.Stats, error) {
 			b.InflightDropped += f.Broker.InflightDropped
 			b.ClientsMaximum += f.Broker.ClientsMaximum
 		}
+		st.BrokerApart = st.BrokerApart || f.BrokerApart
 		if !st.CountersStart.Sampled() && !st.CountersEnd.Sampled() && (len(f.CountersStart) > 0 || len(f.CountersEnd) > 0) {
 			if err := f.brokerCounters(st); err != nil {
 				return nil, fmt.Errorf("%s: %w", label, err)
@@ -240,6 +242,18 @@ func mergeStats(files []*File) (*stats.Stats, error) {
 		st.InFlightAtEnd += f.InFlightAtEnd
 		st.DrainQuiet = max(st.DrainQuiet, time.Duration(f.DrainQuietNS))
 		st.Procs += f.Procs
+		switch {
+		case f.Cross == nil:
+			noCross = true
+		case st.Cross == nil:
+			c := *f.Cross
+			st.Cross = &c
+		default:
+			st.Cross.Add(f.Cross)
+		}
+	}
+	if noCross {
+		st.Cross = nil // a part without it: the sums would miss its share
 	}
 	st.Incomplete = strings.Join(incomplete, "; ")
 	st.Clock = mergeClock(files)

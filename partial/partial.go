@@ -70,8 +70,10 @@ type File struct {
 	// Groups are the shard's own clients per plan group.
 	Groups   []Group  `json:"groups"`
 	Timeline []Second `json:"timeline,omitempty"`
-	// Broker is the embedded broker's counters, when the shard ran it.
+	// Broker is the embedded broker's counters, when the shard ran it;
+	// BrokerApart says it ran in a process of its own (stats.Stats).
 	Broker            *stats.Broker `json:"broker,omitempty"`
+	BrokerApart       bool          `json:"broker_apart,omitempty"`
 	CountersStart     Counters      `json:"counters_start,omitempty"`
 	CountersEnd       Counters      `json:"counters_end,omitempty"`
 	CountersUnchanged []string      `json:"counters_unchanged,omitempty"`
@@ -80,6 +82,11 @@ type File struct {
 	DrainQuietNS      int64         `json:"drain_quiet_ns,omitempty"`
 	Notices           []string      `json:"notices,omitempty"`
 	Procs             int           `json:"procs,omitempty"`
+	// Cross is the shard's share of what the broker's counters are
+	// checked against (stats.Cross), summed by the merge so that the
+	// check runs once on the whole run; absent from an older mqplan's
+	// part, and then the merged run is not checked.
+	Cross *stats.Cross `json:"cross,omitempty"`
 }
 
 // Shard says which part of the run a file is.

@@ -289,9 +289,11 @@ func (z *zeros) Read(p []byte) (int, error) {
 // fields handled: a new one fails here until it is.
 func TestEveryStatsFieldHandled(t *testing.T) {
 	handled := map[reflect.Type][]string{
-		reflect.TypeFor[stats.Stats](): {"Started", "Elapsed", "BrokerURL", "Phases", "Stages", "Groups", "Timeline", "Broker", "Clock",
+		reflect.TypeFor[stats.Stats](): {"Started", "Elapsed", "BrokerURL", "Phases", "Stages", "Groups", "Timeline", "Broker", "BrokerApart", "Clock",
 			"CountersStart", "CountersEnd", "CountersUnchanged", "Interrupted", "Incomplete", "BrokerGone", "ErrorSamples",
-			"InFlightAtEnd", "DrainQuiet", "Notices", "Procs"},
+			"InFlightAtEnd", "DrainQuiet", "Cross", "Notices", "Procs"},
+		reflect.TypeFor[stats.Cross](): {"Resent", "ResentCounted", "Fences", "FencesBack", "Monitor", "MonitorMsgs", "MonitorBatch",
+			"Mosquitto", "StartRetained", "EndStale"},
 		reflect.TypeFor[stats.PhaseStats]():  {"Phase", "Start", "End", "Total", "Groups"},
 		reflect.TypeFor[stats.StageStats]():  {"Index", "Name", "Start", "End", "Metrics"},
 		reflect.TypeFor[stats.GroupInfo]():   {"Name", "Clients", "Connected", "ConnectedAtEnd", "Lost"},

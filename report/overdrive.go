@@ -136,7 +136,10 @@ func limitOf(st *stats.Stats) string {
 		broker = fmt.Sprintf("; the broker's process used at most %s%% CPU in a steady second (100%% is one core)", fmtFloat(bcpu))
 	}
 	cpus := fmt.Sprintf("%d %s", st.Procs, plural(st.Procs, "CPU"))
-	if st.Broker != nil {
+	if st.Broker != nil && st.BrokerApart && !bsampled {
+		broker = "; the embedded broker ran in the --workers parent, apart from the workers, whose CPU alone is this"
+	}
+	if st.Broker != nil && !st.BrokerApart {
 		// The embedded broker shares mqplan's process: its CPU is both's.
 		if !sampled || st.Procs <= 0 {
 			return "the embedded broker runs in mqplan's own process, whose CPU was not sampled"

@@ -21,7 +21,9 @@ type overdriveRun struct {
 	brokerCPU    float64 // the same for the broker's process
 	procs        int
 	embedded     bool
-	interrupted  bool
+	// apart: the embedded broker ran in the --workers parent.
+	apart       bool
+	interrupted bool
 }
 
 func (o overdriveRun) stats() *stats.Stats {
@@ -49,7 +51,7 @@ func (o overdriveRun) stats() *stats.Stats {
 		st.Timeline = append(st.Timeline, s)
 	}
 	if o.embedded {
-		st.Broker = &stats.Broker{}
+		st.Broker, st.BrokerApart = &stats.Broker{}, o.apart
 	}
 	return st
 }
@@ -82,6 +84,9 @@ func TestOverdriveWarning(t *testing.T) {
 			want: []string{"saturated at 60000 msg/s", "mqplan's own CPU was not sampled"}},
 		{name: "embedded", plan: open, run: overdriveRun{sent: 120000, unsent: 80000, lagMax: 900 * time.Millisecond, perSecond: growing, selfCPU: 190, procs: 2, embedded: true},
 			want: []string{"saturated at 60000 msg/s", "the embedded broker runs in mqplan's own process, which used at most 190% CPU"}},
+		// --workers: the broker is the parent's, the CPU the workers'.
+		{name: "embedded_in_the_workers_parent", plan: open, run: overdriveRun{sent: 120000, unsent: 80000, lagMax: 900 * time.Millisecond, perSecond: growing, selfCPU: 190, procs: 2, embedded: true, apart: true},
+			want: []string{"mqplan itself looks like the limit: it used 190% CPU", "; the embedded broker ran in the --workers parent, apart from the workers, whose CPU alone is this"}},
 		{name: "short_by_less_than_10pc", plan: open, run: overdriveRun{sent: 185000, unsent: 15000, lagMax: 900 * time.Millisecond, perSecond: growing}},
 		{name: "unsent_without_lag_connections_lost", plan: open, run: overdriveRun{sent: 100000, unsent: 100000, lagMax: 20 * time.Millisecond, perSecond: []time.Duration{20 * time.Millisecond, 0}}},
 		{name: "lag_shrinking_one_stall", plan: open, run: overdriveRun{sent: 150000, unsent: 50000, lagMax: 900 * time.Millisecond, perSecond: []time.Duration{900 * time.Millisecond, 5 * time.Millisecond}}},

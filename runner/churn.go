@@ -161,12 +161,12 @@ func (r *run) runChurn(ctx context.Context, c *client, start int64) {
 // A clean subscriber (clean_run.go) may leave unread what the broker wrote
 // to it after its fence: gone with the session, counted by the broker once
 // and by no client.
-func (r *run) churnResends() string {
+func churnResends(prog *plans.Program) string {
 	why := ""
-	for gi, gp := range r.prog.Groups {
+	for gi, gp := range prog.Groups {
 		switch {
 		case gp.Churn == nil || !gp.Subscribes:
-		case r.prog.Plan.Groups[gi].CleanStart:
+		case prog.Plan.Groups[gi].CleanStart:
 			return " (with churn: what the broker wrote to a subscriber as it left, unread, it sends again on a kept session and counts twice, and a clean session drops)"
 		default:
 			why = " (with churn: what the broker wrote to a subscriber as it left, unread, it sends again on the kept session and counts twice)"

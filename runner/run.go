@@ -358,8 +358,10 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 		bs := broker.Stats()
 		st.Broker = &bs
 	}
+	st.Cross = r.crossCounts()
 	if r.sh.shard == nil {
-		// A shard's own counts are a part of what the broker saw.
+		// A shard's own counts are a part of what the broker saw: the
+		// check runs on the merged run (CrossCheck).
 		r.crossCheck(st)
 	}
 	st.Notices = r.notices()

@@ -138,6 +138,10 @@ type Stats struct {
 	Timeline []Second
 	// Broker holds the embedded broker's counters (nil when external).
 	Broker *Broker
+	// BrokerApart says the embedded broker ran in a process of its own,
+	// apart from the clients (mqplan run --workers: in the coordinating
+	// parent), so that the run's CPU figures are the clients' alone.
+	BrokerApart bool
 	// Clock is a sharded run's time base (clock.go), nil in a single
 	// process. A shard's own run fills only its Pairs into this shard;
 	// the merge of the parts fills the rest.
@@ -175,6 +179,10 @@ type Stats struct {
 	// DrainQuiet is how long drain kept listening after the last expected
 	// delivery, to catch duplicates that follow it.
 	DrainQuiet time.Duration
+	// Cross is what the broker's counters are checked against beyond the
+	// phase counts (runner.CrossCheck); nil in results of an mqplan
+	// without it, which are not checked.
+	Cross *Cross
 	// Notices say where the broker did otherwise than the plan asked (QoS
 	// downgrades, no shared subscriptions, a copy per overlapping
 	// subscription), for the report's warnings.

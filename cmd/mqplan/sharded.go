@@ -316,7 +316,7 @@ func judgeCollected(e *env, res *coord.Result, outs *outputs, embedded *stats.Br
 		return err
 	}
 	if embedded != nil {
-		merged.Stats.Broker = embedded
+		merged.Stats.Broker, merged.Stats.BrokerApart = embedded, true
 	}
 	return verdictOf(e, merged, outs)
 }
@@ -327,6 +327,11 @@ func verdictOf(e *env, merged *partial.Merged, outs *outputs) error {
 	prog, err := reloadPlan(e, merged)
 	if err != nil {
 		return invalid(err)
+	}
+	if len(merged.Missing) == 0 {
+		// The broker's counters against the whole run's, as one process
+		// checks them: a shard's own are only a part of what it saw.
+		merged.Stats.Notices = append(merged.Stats.Notices, runner.CrossCheck(prog, merged.Stats)...)
 	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, merged.Stats)
 	if err := outs.report(e, res); err != nil {
