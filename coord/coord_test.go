@@ -113,6 +113,7 @@ func TestRefusals(t *testing.T) {
 		want string
 	}{
 		{"plan", func(h *Hello) { h.PlanSHA256 = "other" }, "another plan"},
+		{"broker", func(h *Hello) { h.Broker, h.PlanSHA256 = "mqtt://10.0.0.6:1883", "other" }, "shard 1 connects to broker mqtt://10.0.0.6:1883"},
 		{"assignment", func(h *Hello) { h.AssignSHA256 = "other" }, "splits the clients otherwise"},
 		{"run id", func(h *Hello) { h.RunID = "x" }, "run id"},
 		{"version", func(h *Hello) { h.Version = "w" }, "run one build everywhere"},

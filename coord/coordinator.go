@@ -333,6 +333,8 @@ func (co *Coordinator) check(h *Hello, conns []*conn) string {
 		return fmt.Sprintf("shard %d joined twice", h.Shard)
 	case h.RunID != want.RunID:
 		return fmt.Sprintf("shard %d has run id %q, the coordinator %q", h.Shard, h.RunID, want.RunID)
+	case h.Broker != want.Broker:
+		return fmt.Sprintf("shard %d connects to broker %s, the coordinator's run to %s: give every shard the same --broker (broker.url)", h.Shard, h.Broker, want.Broker)
 	case h.PlanSHA256 != want.PlanSHA256:
 		return fmt.Sprintf("shard %d runs another plan (sha256 %s, the coordinator's %s): give every shard the same plan and --set flags", h.Shard, h.PlanSHA256, want.PlanSHA256)
 	case h.AssignSHA256 != want.AssignSHA256:

@@ -59,6 +59,11 @@ type Hello struct {
 	// the assignment of clients to shards (plans.Assignment.Hash).
 	PlanSHA256   string `json:"plan_sha256"`
 	AssignSHA256 string `json:"assign_sha256"`
+	// Broker names the broker URLs the shard's clients connect to (user
+	// information redacted): a shard given another --broker is refused
+	// naming it, before the plan hash (which holds it too) would refuse
+	// it as another plan.
+	Broker string `json:"broker,omitempty"`
 	// Version is the mqplan build; Protocol this package's.
 	Version  string `json:"version"`
 	Protocol int    `json:"protocol"`

@@ -131,6 +131,7 @@ func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile strin
 	}
 	return &shardRun{index: i, n: n, prog: prog, part: part, assign: a, hello: coord.Hello{
 		Shard: i, N: n, RunID: sf.runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion(),
+		Broker: helloBroker(prog),
 	}}, nil
 }
 
@@ -378,4 +379,14 @@ func shardable(prog *plans.Program) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// helloBroker names the brokers a shard's clients connect to, for its
+// hello (coord.Hello.Broker), user information redacted.
+func helloBroker(prog *plans.Program) string {
+	urls := make([]string, len(prog.Plan.Broker.URLs))
+	for i, u := range prog.Plan.Broker.URLs {
+		urls[i] = plans.RedactURL(u)
+	}
+	return strings.Join(urls, ",")
 }

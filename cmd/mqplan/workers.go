@@ -95,7 +95,7 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 	if err := fitsShards(prog, a, systemLimits(), -1, hosted, "use more workers (--workers auto finds how many)"); err != nil {
 		return err
 	}
-	hello := coord.Hello{N: n, RunID: runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion()}
+	hello := coord.Hello{N: n, RunID: runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion(), Broker: helloBroker(prog)}
 	cfg := coord.Config{Hello: hello, JoinTimeout: sf.timeout}
 	if !quiet {
 		cfg.Joined = func() { fmt.Fprintf(e.stderr, "mqplan: all %d workers joined: the run starts\n", n) }
