@@ -996,7 +996,12 @@ func (r *run) unsubscribedGroups(ctx context.Context) string {
 // only a 100% loss.
 func (r *run) noteSilentShare(k int) {
 	var filter, full string
-	for _, c := range r.clients {
+	for i, c := range r.clients {
+		if !r.owns(i) {
+			// Sharded, a share group is whole on one shard: the one
+			// that owns it says whether it heard anything.
+			continue
+		}
 		for _, s := range c.plan.Subscriptions {
 			if s.ShareKey == k {
 				full = s.Filter
@@ -1007,8 +1012,11 @@ func (r *run) noteSilentShare(k int) {
 			break
 		}
 	}
-	for _, c := range r.clients {
-		if pub := c.plan.Publish; pub != nil && c.next > 0 && plans.MatchFilter(filter, pub.Topic) {
+	if full == "" {
+		return
+	}
+	for i, c := range r.clients {
+		if pub := c.plan.Publish; pub != nil && (c.next > 0 || r.sentHere(i)) && plans.MatchFilter(filter, pub.Topic) {
 			r.note(fmt.Sprintf("shared subscription %q received nothing: the broker may not support shared subscriptions (some take $share/... for a plain topic)", full))
 			return
 		}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -62,4 +63,19 @@ func (r *run) allDrained(ctx context.Context) {
 	if _, _, err := sh.Sync.Barrier(wait, "drained", nil, 0); err != nil && sh.Index == 0 && ctx.Err() == nil {
 		r.note(fmt.Sprintf("broker.metrics: the broker's counters at the end were read without knowing that every shard had drained (%v): what the broker did for a shard still draining may be missing", err))
 	}
+}
+
+// sentHere reports whether publisher i, another shard's, sent this shard
+// deliveries: its messages reach this shard's clients
+// (ExpectedByShard), and the whole run's publishers sent this shard some
+// (the expect barrier's sum). A share group's silence is then noted as
+// one process notes it, although the publisher is not this shard's to
+// see (noteSilentShare).
+func (r *run) sentHere(i int) bool {
+	sh := r.sh.shard
+	if sh == nil || sh.Owned[i] || len(sh.ExpectedByShard[i]) <= sh.Index || sh.ExpectedByShard[i][sh.Index] == 0 {
+		return false
+	}
+	exp := r.sh.expected.Load()
+	return exp > 0 && exp != math.MaxInt64
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqplan/mqplan/broker"
+	"github.com/mqplan/mqplan/internal/natstest"
 	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
 )
@@ -114,5 +115,46 @@ func TestShardWatchesBrokerAsOne(t *testing.T) {
 	// shard's monotonic clock: ms apart in one process.
 	if shards[0].Elapsed < d1.End {
 		t.Errorf("shard 0 read the broker's end counters by %v, before shard 1 had drained (%v)", shards[0].Elapsed, d1.End)
+	}
+}
+
+// TestShardSilentShare: a share group on one shard whose publisher is
+// another's is judged as one process judges it: on a broker without
+// shared subscriptions (NATS takes $share/... for a plain topic) the
+// shard that owns the group notes that it heard nothing, its publisher
+// being the other shard's (it used to be the publisher's shard that
+// noted it, by chance); on one with them (the embedded broker) no shard
+// notes it (the publisher's shard, which owns no member of the group, did,
+// so every sharded run with $share warned falsely).
+func TestShardSilentShare(t *testing.T) {
+	emb, err := broker.Start(broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close(5 * time.Second)
+	nats := natstest.Start(t)
+	for _, tc := range []struct {
+		name, url string
+		silent    bool
+	}{
+		{"no shared subscriptions", nats, true},
+		{"shared subscriptions", emb.URL(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := onProtocol(e2ePlan(1, 1, time.Second), 4)
+			p.Drain = time.Second
+			p.Groups[0].Subscribe[0].Topic = plans.MustTemplate("$share/g/e2e/#")
+			p.Sharding = &plans.Sharding{Strategy: plans.ShardingStripe}
+			prog := compile(t, p)
+			st, shards := runShards(t, prog, 2, tc.url)
+			const silent = `shared subscription "$share/g/e2e/#" received nothing: the broker may not support shared subscriptions`
+			m := all(st)
+			if hasNotice(st, silent) != tc.silent || m.Expected == 0 || (m.Received == 0) != tc.silent {
+				t.Errorf("notices %q with %d received of %d expected: want the notice %v", st.Notices, m.Received, m.Expected, tc.silent)
+			}
+			if tc.silent && !hasNotice(shards[0], silent) {
+				t.Errorf("shard 0, the group's, did not note its silence: notices %q", shards[0].Notices)
+			}
+		})
 	}
 }
