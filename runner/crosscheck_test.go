@@ -51,6 +51,7 @@ func (o outsiderAt) Barrier(ctx context.Context, name string, vals []int64, at t
 // named. No shard checks its part alone. Sharded runs had no
 // cross-check at all.
 func TestShardsCrossCheck(t *testing.T) {
+	t.Parallel()
 	if mosquittotest.Binary() == "" {
 		t.Skip("mosquitto is not installed")
 	}

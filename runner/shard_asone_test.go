@@ -127,6 +127,7 @@ func TestShardWatchesBrokerAsOne(t *testing.T) {
 // notes it (the publisher's shard, which owns no member of the group, did,
 // so every sharded run with $share warned falsely).
 func TestShardSilentShare(t *testing.T) {
+	t.Parallel()
 	emb, err := broker.Start(broker.Options{})
 	if err != nil {
 		t.Fatal(err)
