@@ -75,7 +75,9 @@ func shardNeeds(prog *plans.Program, shard []int32, n int) []Needs {
 }
 
 // Warnings lists what will not fit in the machine's limits.
-func (n Needs) Warnings(l Limits) []string { return n.warnings(l, "lower the client count") }
+func (n Needs) Warnings(l Limits) []string {
+	return n.warnings(l, "split it across processes (mqplan run --workers auto) or lower the client count")
+}
 
 // warnings lists what will not fit, the open-file limit's advice ending
 // with fewer: what else lowers the descriptors one process needs.
