@@ -318,7 +318,16 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	}
 	r.setupClean()
 
-	if r.procs, err = newProcSamplers(prog.Plan.Broker.Metrics); err != nil {
+	watch := prog.Plan.Broker.Metrics
+	if r.sh.shard != nil && r.sh.shard.Index != 0 && watch.HasProcess() {
+		// Shard 0 alone watches the broker (startCounters): its process
+		// is one host's, shard 0's when it names a pid or a process, and
+		// on another shard's host that pid is another process or none.
+		w := *watch
+		w.PID, w.Process = 0, ""
+		watch = &w
+	}
+	if r.procs, err = newProcSamplers(watch); err != nil {
 		st.Incomplete = err.Error()
 		return st, nil
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"os"
 	"regexp"
 	"strconv"
 	"testing"
@@ -157,5 +158,48 @@ func TestShardSilentShare(t *testing.T) {
 				t.Errorf("shard 0, the group's, did not note its silence: notices %q", shards[0].Notices)
 			}
 		})
+	}
+}
+
+// TestShardOneBrokerProcessWatcher: broker.metrics naming the broker's
+// process is shard 0's to sample, as its $SYS monitor is: the process is
+// on one host, and on another shard's host the pid is another process or
+// none (a shard that looked for it there failed the run before it
+// connected). Here every shard sees the same pid (this test's own
+// process), so only where it is sampled tells.
+func TestShardOneBrokerProcessWatcher(t *testing.T) {
+	t.Parallel()
+	p := e2ePlan(4, 1, 500*time.Millisecond)
+	p.Broker.Metrics = &plans.BrokerMetrics{PID: os.Getpid()}
+	p.Sharding = &plans.Sharding{Strategy: plans.ShardingStripe}
+	prog := compile(t, p)
+	b, err := broker.Start(broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	st, shards := runShards(t, prog, 3, b.URL())
+	for i, s := range shards {
+		if s.Incomplete != "" {
+			t.Fatalf("shard %d incomplete: %s", i, s.Incomplete)
+		}
+		sampled := 0
+		for _, sec := range s.Timeline {
+			if sec.Broker.Sampled {
+				sampled++
+			}
+		}
+		if (sampled > 0) != (i == 0) {
+			t.Errorf("shard %d sampled the broker process in %d seconds: want only shard 0's", i, sampled)
+		}
+	}
+	merged := 0
+	for _, sec := range st.Timeline {
+		if sec.Broker.Sampled {
+			merged++
+		}
+	}
+	if merged == 0 {
+		t.Error("the merged run has no sample of the broker process")
 	}
 }
