@@ -44,27 +44,48 @@ var builtinRequestChecks = [][]metric.Name{
 	{metric.ResponsesDuplicates},
 }
 
-// builtinExpr is the expression of checks[i]: its metric == 0.
-func builtinExpr(checks [][]metric.Name, i int) string { return string(checks[i][0]) + " == 0" }
+// builtinListenChecks are the built-in checks of a plan that only
+// listens (it subscribes and nothing in it publishes: what mqplan sub
+// runs), on the same terms: such a run expects nothing, so no loss can
+// fail it, and without this check a subscriber that heard nothing at all
+// (a shared subscription the broker took for a plain topic, a filter with
+// a typo) would pass. Its expression is `received > 0`, not `== 0`
+// (listenCmp).
+var builtinListenChecks = [][]metric.Name{
+	{metric.Received, metric.ReceivedBytes, metric.RecvRate},
+}
+
+// The comparisons of the built-in checks' expressions: most say a fault
+// never happened, the listening check that something arrived.
+const (
+	faultCmp  = " == 0"
+	listenCmp = " > 0"
+)
+
+// builtinExpr is the expression of checks[i]: its first metric, then cmp.
+func builtinExpr(checks [][]metric.Name, i int, cmp string) string {
+	return string(checks[i][0]) + cmp
+}
 
 // compileBuiltins compiles a list of built-in checks, once per process:
 // they read only top-level metrics, so one compilation serves every plan.
 // An entry is nil if its check did not compile, which cannot happen for a
 // catalogue metric (TestBuiltinThresholdsJudge pins it).
-func compileBuiltins(checks [][]metric.Name) func() []*threshold.Threshold {
+func compileBuiltins(checks [][]metric.Name, cmp string) func() []*threshold.Threshold {
 	return sync.OnceValue(func() []*threshold.Threshold {
 		env := threshold.NewEnv(threshold.Scopes{Phases: phase.Names()})
 		out := make([]*threshold.Threshold, len(checks))
 		for i := range checks {
-			out[i], _ = env.Compile(builtinExpr(checks, i))
+			out[i], _ = env.Compile(builtinExpr(checks, i, cmp))
 		}
 		return out
 	})
 }
 
 var (
-	compiledBuiltins        = compileBuiltins(builtinChecks)
-	compiledRequestBuiltins = compileBuiltins(builtinRequestChecks)
+	compiledBuiltins        = compileBuiltins(builtinChecks, faultCmp)
+	compiledRequestBuiltins = compileBuiltins(builtinRequestChecks, faultCmp)
+	compiledListenBuiltins  = compileBuiltins(builtinListenChecks, listenCmp)
 )
 
 // BuiltinThresholds returns the built-in integrity checks that the plan's
@@ -73,19 +94,44 @@ var (
 // lost says nothing about this run's, so it leaves lost == 0 in place). They are marked Builtin so that
 // reports can say why a run failed without the plan asking.
 func BuiltinThresholds(user []*Threshold) []*Threshold {
-	return builtins(user, builtinChecks, compiledBuiltins())
+	return builtins(user, builtinChecks, faultCmp, compiledBuiltins())
 }
 
 // BuiltinRequestThresholds returns the built-in checks of a plan that
 // sends requests (rtt.timeouts == 0, responses_duplicates == 0) that its
 // own thresholds (user) leave to mqplan, as BuiltinThresholds does.
 func BuiltinRequestThresholds(user []*Threshold) []*Threshold {
-	return builtins(user, builtinRequestChecks, compiledRequestBuiltins())
+	return builtins(user, builtinRequestChecks, faultCmp, compiledRequestBuiltins())
+}
+
+// BuiltinListenThresholds returns the built-in check of a plan that only
+// listens (ListensOnly), received > 0, unless its own thresholds (user)
+// read received, received_bytes or recv_rate, as BuiltinThresholds does:
+// a plan that accepts hearing nothing says so with a threshold of its
+// own, such as received >= 0 (what mqplan sub --allow-empty writes).
+func BuiltinListenThresholds(user []*Threshold) []*Threshold {
+	return builtins(user, builtinListenChecks, listenCmp, compiledListenBuiltins())
+}
+
+// ListensOnly reports whether the plan subscribes and nothing in it
+// publishes (no group has publish:): its deliveries can only come from
+// another process (mqplan sub beside mqplan pub), so it expects none and
+// measures what arrives.
+func ListensOnly(p *Plan) bool {
+	listens := false
+	for i := range p.Groups {
+		g := &p.Groups[i]
+		if g.Publish != nil {
+			return false
+		}
+		listens = listens || (g.Count > 0 && subscribes(g))
+	}
+	return listens
 }
 
 // builtins returns the checks of the list none of whose metrics a user
 // threshold reads in this run.
-func builtins(user []*Threshold, checks [][]metric.Name, compiled []*threshold.Threshold) []*Threshold {
+func builtins(user []*Threshold, checks [][]metric.Name, cmp string, compiled []*threshold.Threshold) []*Threshold {
 	read := map[metric.Name]bool{}
 	for _, t := range user {
 		for _, ref := range t.Reads {
@@ -103,7 +149,7 @@ checks:
 			}
 		}
 		if t := compiled[i]; t != nil {
-			out = append(out, &Threshold{Threshold: t, Source: ThresholdSource{Expr: builtinExpr(checks, i)}, Builtin: true})
+			out = append(out, &Threshold{Threshold: t, Source: ThresholdSource{Expr: builtinExpr(checks, i, cmp)}, Builtin: true})
 		}
 	}
 	return out

@@ -155,3 +155,82 @@ duration: 2s
 		})
 	}
 }
+
+// TestBuiltinListenThresholds: a plan that subscribes and does not
+// publish (what mqplan sub runs) gets received > 0 as a built-in check,
+// unless its own thresholds read received, received_bytes or recv_rate,
+// so that a subscriber that heard nothing cannot pass; a plan with a
+// publisher (judged by lost == 0) or without subscribers does not get it.
+func TestBuiltinListenThresholds(t *testing.T) {
+	const listen = `
+broker: {url: embedded}
+groups:
+  - name: sub
+    count: 2
+    subscribe: {topic: "$share/g/t/#"}
+`
+	const withPub = listen + `  - name: pub
+    count: 1
+    publish: {topic: "t/%i", every: 100ms}
+`
+	const connOnly = `
+broker: {url: embedded}
+groups:
+  - name: conn
+    count: 2
+`
+	tests := []struct {
+		name, plan string
+		thresholds []string
+		want       bool
+	}{
+		{name: "listens only, no thresholds", plan: listen, want: true},
+		{name: "listens only, unrelated thresholds", plan: listen, thresholds: []string{"p99 < 1s", "errors < 3"}, want: true},
+		{name: "own received decides", plan: listen, thresholds: []string{"received >= 0"}},
+		{name: "own group-scoped received decides", plan: listen, thresholds: []string{"groups.sub.received > 100"}},
+		{name: "own recv_rate decides", plan: listen, thresholds: []string{"recv_rate > 50"}},
+		{name: "own received_bytes decides", plan: listen, thresholds: []string{"received_bytes > 1KiB"}},
+		{name: "a publisher: lost == 0 judges it", plan: withPub},
+		{name: "no subscriber", plan: connOnly},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := tt.plan + "duration: 2s\n"
+			if len(tt.thresholds) > 0 {
+				src += "thresholds:\n"
+				for _, e := range tt.thresholds {
+					src += "  - " + e + "\n"
+				}
+			}
+			p, err := LoadBytes("l.yaml", []byte(src), LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := Compile(p, CompileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.ContainsFunc(prog.Thresholds, func(th *Threshold) bool { return th.Builtin && th.Source.Expr == "received > 0" })
+			if got != tt.want {
+				t.Errorf("received > 0 among the built-in checks: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuiltinListenThresholdsJudge checks that received > 0 fails on
+// nothing received and passes on one delivery.
+func TestBuiltinListenThresholdsJudge(t *testing.T) {
+	ths := BuiltinListenThresholds(nil)
+	if len(ths) != len(builtinListenChecks) {
+		t.Fatalf("%d checks compiled, want %d: a built-in expression no longer compiles", len(ths), len(builtinListenChecks))
+	}
+	for _, tc := range []struct {
+		received int64
+		pass     bool
+	}{{0, false}, {1, true}} {
+		if r := ths[0].Eval(threshold.Measured{Top: metric.Set{"received": tc.received}}); r.Pass != tc.pass {
+			t.Errorf("%s with received = %d: pass %v, want %v (%s)", ths[0].Source.Expr, tc.received, r.Pass, tc.pass, r.Reason)
+		}
+	}
+}

@@ -238,6 +238,9 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 	if sendsRequests(p) {
 		ths = append(ths, BuiltinRequestThresholds(user)...)
 	}
+	if ListensOnly(p) {
+		ths = append(ths, BuiltinListenThresholds(user)...)
+	}
 	runID := opts.RunID
 	if runID == "" {
 		runID = "run"
