@@ -30,6 +30,14 @@ func ValidateTopic(t string) error {
 	return nil
 }
 
+// SilentShare is what a report says of a shared subscription (its whole
+// filter, $share/GROUP/...) that received nothing: most often a broker
+// without shared subscriptions took it for a plain topic nobody publishes
+// to. One wording for every command that can notice it.
+func SilentShare(filter string) string {
+	return fmt.Sprintf("shared subscription %q received nothing: the broker may not support shared subscriptions (NATS, RabbitMQ and aedes take $share/... as a literal topic)", filter)
+}
+
 // SplitShare splits "$share/<group>/<filter>" into its share name and
 // filter; for an ordinary filter, share is "".
 func SplitShare(f string) (share, filter string, err error) {

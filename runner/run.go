@@ -81,6 +81,10 @@ type Options struct {
 	// (shard.go): only its clients run, and it meets the others at the
 	// barriers.
 	Shard *Shard
+	// ProtocolOption, when set, is the command-line option that sets the
+	// MQTT version (mqplan sub's -V): hints that suggest another version
+	// name it ("try -V 5") instead of the plan's broker.protocol.
+	ProtocolOption string
 	// tap, set by this package's tests only, keeps the run's every
 	// record call (recorder_tap.go).
 	tap *recorderTap
@@ -167,6 +171,10 @@ type run struct {
 	down atomic.Int64
 	// subscribed counts clients with at least one subscription granted.
 	subscribed atomic.Int64
+	// subscribeErr is the first SUBSCRIBE that got no SUBACK, which says
+	// why a group could not subscribe better than the first error of the
+	// run (its connection's loss, recorded first).
+	subscribeErr atomic.Pointer[string]
 	// groupConns splits connected and down by plan group, for the
 	// timeline (their sums are connected and down).
 	groupConns []groupConns
@@ -895,7 +903,10 @@ func (r *run) subscribe(ctx context.Context, c *client) bool {
 	ph := r.current()
 	if err != nil {
 		r.rec.recordEvent(pc.Index, ph, pc.Group, evSubscribeFailed, 0)
-		r.fail(pc, fmt.Errorf("subscribe %s: %w", pc.ID, cleanErr(err)))
+		err = r.subscribeFailure(pc, err)
+		msg := err.Error()
+		r.subscribeErr.CompareAndSwap(nil, &msg)
+		r.fail(pc, err)
 		return false
 	}
 	r.rec.recordSubscribe(pc.Index, ph, pc.Group, r.at()-t0)
@@ -995,6 +1006,9 @@ func (r *run) unsubscribedGroups(ctx context.Context) string {
 			msgs = append(msgs, fmt.Sprintf("group %s: none of its %d clients could subscribe", gp.Name, gp.Count))
 		}
 	}
+	if why := r.subscribeErr.Load(); why != nil && len(msgs) > 0 {
+		return strings.Join(msgs, "; ") + " (first error: " + *why + ")"
+	}
 	return r.incompleteBecause(msgs)
 }
 
@@ -1026,7 +1040,7 @@ func (r *run) noteSilentShare(k int) {
 	}
 	for i, c := range r.clients {
 		if pub := c.plan.Publish; pub != nil && (c.next > 0 || r.sentHere(i)) && plans.MatchFilter(filter, pub.Topic) {
-			r.note(fmt.Sprintf("shared subscription %q received nothing: the broker may not support shared subscriptions (some take $share/... for a plain topic)", full))
+			r.note(plans.SilentShare(full))
 			return
 		}
 	}
