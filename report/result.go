@@ -265,6 +265,7 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 		r.Warnings = append([]string{od}, r.Warnings...)
 	}
 	r.Warnings = append(r.Warnings, closedLoopNotes(p, st)...)
+	r.Warnings = append(r.Warnings, listenWarnings(p, st)...)
 	r.Warnings = append(r.Warnings, clockWarnings(st.Clock, env.Top)...)
 	if base != nil && base.Result != nil {
 		// Last: the comparison's notes read this run's verdict and
