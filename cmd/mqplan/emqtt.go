@@ -54,7 +54,7 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	defer stop()
 
 	lines := emqttbench.NewProgress(e.stdout, e.stderr, kind)
-	st, err := runner.Run(ctx, prog, runner.Options{Progress: lines.Update})
+	st, err := runner.Run(ctx, prog, runner.Options{Progress: lines.Update, ProtocolOption: "-V"})
 	if err != nil {
 		return incomplete(err)
 	}

@@ -48,6 +48,7 @@ func TestEmqttBadOptions(t *testing.T) {
 		{"pub needs a topic", []string{"pub"}, "-t/--topic is required: say which topic to publish to"},
 		{"pub takes one topic", []string{"pub", "-t", "a", "-t", "b"}, "-t/--topic is given 2 times"},
 		{"topic is not a conn option", []string{"conn", "-t", "x"}, "-t/--topic is not an option of conn (it is for sub and pub)"},
+		{"--allow-empty is sub's", []string{"pub", "-t", "x", "--allow-empty"}, "--allow-empty is not an option of pub (it is for sub)"},
 		{"-I is pub's", []string{"sub", "-t", "x", "-I", "10"}, "-I/--interval_of_msg is not an option of sub (it is for pub)"},
 		{"-F above the window mqplan keeps", []string{"pub", "-t", "x", "-I", "0", "-q", "1", "-F", "1000"}, "-F/--inflight: must be at most 256, got 1000"},
 		{"-F 0", []string{"pub", "-t", "x", "-I", "0", "-q", "1", "-F", "0"}, "-F/--inflight: must be at least 1, got 0"},

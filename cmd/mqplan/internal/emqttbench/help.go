@@ -21,6 +21,9 @@ compile into an ordinary plan (--print-plan shows it), so the report and
 --threshold work as in a plan file. Exit codes: 0 stopped and every threshold
 held, 1 a threshold failed, 2 invalid options, 3 the broker could not be tested.
 `)
+	if kind == Sub {
+		fmt.Fprint(w, "A sub that received no message fails (exit 1, the built-in check\nreceived > 0) unless --allow-empty.\n")
+	}
 	section := func(title string, ours bool) {
 		fmt.Fprintf(w, "\n%s\n", title)
 		for _, opt := range options {

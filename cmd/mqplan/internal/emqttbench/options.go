@@ -70,6 +70,7 @@ type Options struct {
 	duration         time.Duration
 	hasDuration      bool
 	thresholds       []string
+	allowEmpty       bool // --allow-empty: a sub that received nothing passes
 	printPlan        bool
 	help             bool
 	commandLine      string // the command line with the password masked, for the plan's description
@@ -263,6 +264,9 @@ var options = []*option{
 	{long: "threshold", arg: "EXPR", kinds: "csp", ours: true,
 		help: "a pass condition, as in a plan's thresholds (repeatable), e.g. --threshold 'p99 < 50ms'",
 		set:  func(o *Options, v string) error { o.thresholds = append(o.thresholds, v); return nil }},
+	{long: "allow-empty", kinds: "s", ours: true,
+		help:    "pass when no message arrives (by default a sub that received nothing fails: received > 0 is a built-in check); the plan gets the threshold received >= 0",
+		setBool: func(o *Options, v bool) { o.allowEmpty = v }},
 	{long: "print-plan", kinds: "csp", ours: true,
 		help:    "print the plan these options make, as YAML, instead of running it (save it to run it with mqplan run)",
 		setBool: func(o *Options, v bool) { o.printPlan = v }},

@@ -29,6 +29,11 @@ const PasswordVar = "MQTT_PASSWORD"
 // the per-second timeline at 86,400 entries.)
 const defaultDuration = 24 * time.Hour
 
+// allowEmptyThreshold is the threshold --allow-empty writes: it holds
+// whatever arrived, and, reading received, it stands in for the built-in
+// check received > 0 that fails a sub that heard nothing.
+const allowEmptyThreshold = "received >= 0"
+
 // Plan is a command line compiled into a plan.
 type Plan struct {
 	// Text is the plan as YAML: what --print-plan prints, and what a user
@@ -200,10 +205,16 @@ func (o *Options) planYAML() (string, error) {
 	default:
 		w("duration: %s\n", shortDuration(defaultDuration))
 	}
-	if len(o.thresholds) > 0 {
+	if len(o.thresholds) > 0 || o.allowEmpty {
 		w("thresholds:\n")
 		for _, t := range o.thresholds {
 			w("  - %s\n", yamlQuote(envEscape(t)))
+		}
+		if o.allowEmpty {
+			// After the user's, so that thresholds[i] stays --threshold's
+			// i-th. A threshold on received replaces the built-in
+			// received > 0 of a plan that only listens.
+			w("  - %s # --allow-empty: receiving nothing passes\n", yamlQuote(allowEmptyThreshold))
 		}
 	}
 	return b.String(), nil

@@ -36,6 +36,7 @@ func TestPrintPlan(t *testing.T) {
 		{name: "pub_message_v4", args: []string{"pub", "-t", "t/%i", "-V", "4", "-s", "999", "-m", "hello"}},
 		{name: "pub_random_wait", args: []string{"pub", "-t", "bench/%i", "-c", "10", "-I", "100", "--min-random-wait", "50", "--max-random-wait", "1000"}},
 		{name: "pub_random_wait_fixed", args: []string{"pub", "-t", "bench/%i", "--min-random-wait=300", "--max-random-wait=100"}},
+		{name: "sub_allow_empty", args: []string{"sub", "-t", "$share/g/bench/#", "--threshold", "p99 < 1s", "--allow-empty"}},
 		{name: "literal_dollars", args: []string{"sub", "-t", "$SYS/${HOME}/$$", "-u", "${USER}", "-i", "0", "--insecure", "-S"}},
 	}
 	for _, tt := range tests {
