@@ -29,7 +29,7 @@ func TestClockHookOffsetAndDrift(t *testing.T) {
 			h := testHello
 			h.N = 1
 			addr, done := serve(t, ctx, Config{Hello: h, JoinTimeout: 10 * time.Second, EpochDelay: 50 * time.Millisecond})
-			s, err := JoinWith(ctx, addr, h, 10*time.Second, 0, tt.tc)
+			s, err := JoinWith(ctx, addr, h, nil, 10*time.Second, 0, tt.tc)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ func TestBarriersSumAndEpochAgree(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := Join(ctx, addr, shardHello(i), 10*time.Second, 0)
+			s, err := Join(ctx, addr, shardHello(i), nil, 10*time.Second, 0)
 			if err != nil {
 				errs[i] = err
 				return
@@ -126,7 +126,7 @@ func TestRefusals(t *testing.T) {
 			addr, done := serve(t, ctx, Config{Hello: testHello, JoinTimeout: 5 * time.Second})
 			h := shardHello(1)
 			tc.edit(&h)
-			_, err := Join(ctx, addr, h, 5*time.Second, 0)
+			_, err := Join(ctx, addr, h, nil, 5*time.Second, 0)
 			var refused *RefusedError
 			if !errors.As(err, &refused) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("shard: %v, want a refusal saying %q", err, tc.want)
@@ -145,7 +145,7 @@ func TestMissingShard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	addr, done := serve(t, ctx, Config{Hello: testHello, JoinTimeout: 300 * time.Millisecond})
-	s, err := Join(ctx, addr, shardHello(0), 5*time.Second, 0)
+	s, err := Join(ctx, addr, shardHello(0), nil, 5*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestLateCoordinator(t *testing.T) {
 	joined := make(chan error, 2)
 	for i := range 2 {
 		go func() {
-			s, err := Join(ctx, addr, shardHello(i), 5*time.Second, 0)
+			s, err := Join(ctx, addr, shardHello(i), nil, 5*time.Second, 0)
 			if err == nil {
 				_, err = s.Epoch(ctx)
 				if err == nil {
@@ -213,12 +213,12 @@ func TestLostPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	addr, done := serve(t, ctx, Config{Hello: testHello, JoinTimeout: 5 * time.Second, EpochDelay: 50 * time.Millisecond})
-	s0, err := Join(ctx, addr, shardHello(0), 5*time.Second, 0)
+	s0, err := Join(ctx, addr, shardHello(0), nil, 5*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s0.Close()
-	s1, err := Join(ctx, addr, shardHello(1), 5*time.Second, 0)
+	s1, err := Join(ctx, addr, shardHello(1), nil, 5*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,12 +264,12 @@ func TestLostCalledAtOnce(t *testing.T) {
 			lost := make(chan string, 2)
 			addr, done := serve(t, ctx, Config{Hello: testHello, JoinTimeout: 5 * time.Second, Idle: 2500 * time.Millisecond,
 				EpochDelay: 50 * time.Millisecond, Lost: func(i int, why error) { lost <- fmt.Sprintf("%d: %v", i, why) }})
-			s0, err := Join(ctx, addr, shardHello(0), 5*time.Second, 0)
+			s0, err := Join(ctx, addr, shardHello(0), nil, 5*time.Second, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s0.Close()
-			s1, err := Join(ctx, addr, shardHello(1), 5*time.Second, 0)
+			s1, err := Join(ctx, addr, shardHello(1), nil, 5*time.Second, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

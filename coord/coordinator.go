@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,22 @@ type Config struct {
 	// it, and whoever started the shard's process can end it now rather
 	// than wait for an exit that a stopped or hung process never makes.
 	Lost func(shard int, why error)
+	// Secret is the run's shared secret: every shard must prove it
+	// (auth.go). Empty, the protocol runs under an empty key, which
+	// anyone can compute: the caller keeps such a coordinator on
+	// loopback.
+	Secret []byte
+	// Refused, when set, is called once for every peer that spoke the
+	// protocol but failed authentication before it joined (wrong or no
+	// secret, a replayed or altered hello, another protocol version),
+	// with its address and why, from the connection's goroutine. A shard
+	// that joined and then failed a MAC is reported through Lost.
+	Refused func(addr string, why error)
+	// Noise, when set, is called for the first few connections that did
+	// not speak the protocol at all (garbage, an HTTP probe, a port scan
+	// connecting and leaving), with their address and why; they are
+	// closed and counted (Result.Noise) but do not touch the run.
+	Noise func(addr string, why error)
 	// EpochDelay is how far ahead of the last shard's arrival the common
 	// epoch is set (default 1 s): long enough for the go frame to reach
 	// every shard before the epoch.
@@ -72,7 +89,17 @@ type Result struct {
 	Offset, Delay []int64
 	// Stopped is set when a stop (an interruption) reached the shards.
 	Stopped bool
+	// Refused holds one line for each peer that spoke the protocol but
+	// failed authentication (naming its address), a joined shard's
+	// failed MAC included: the run cannot be trusted to be complete.
+	Refused []string
+	// Noise counts the connections that did not speak the protocol.
+	Noise int
 }
+
+// maxNoiseNoted bounds the Noise calls of one run: a port scanner that
+// connects a thousand times is told of a few times, then counted.
+const maxNoiseNoted = 5
 
 // Coordinator runs the protocol's coordinator side on a listener.
 type Coordinator struct {
@@ -114,6 +141,7 @@ type event struct {
 	f     *frame
 	err   error
 	c     *conn
+	addr  string
 }
 
 // Serve runs one run: it admits every shard (refusing mismatches),
@@ -230,16 +258,7 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 		case ev = <-events:
 		}
 		if ev.f == nil { // the connection ended
-			if ev.shard >= 0 && ev.shard < n && conns[ev.shard] == ev.c && live[ev.shard] {
-				live[ev.shard] = false
-				if !handedIn[ev.shard] {
-					res.Lost = append(res.Lost, ev.shard)
-					if co.cfg.Lost != nil {
-						co.cfg.Lost(ev.shard, co.lostWhy(ev.err))
-					}
-				}
-				open()
-			}
+			co.ended(ev, res, conns, live, handedIn, open)
 			continue
 		}
 		switch ev.f.Type {
@@ -255,7 +274,7 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 			if joined++; joined == n && co.cfg.Joined != nil {
 				co.cfg.Joined()
 			}
-			_ = ev.c.write(co.welcome())
+			_ = ev.c.write(co.welcome(ev.c.welcomeProof))
 			go ev.c.beat(done)
 		case tClock:
 			res.Offset[ev.shard], res.Delay[ev.shard] = ev.f.Offset, ev.f.Delay
@@ -295,7 +314,11 @@ func (co *Coordinator) Serve(ctx context.Context) (*Result, error) {
 // lostWhy says why a shard's connection ended: silence for the idle
 // timeout (a process stopped, hung, or cut off without a reset), or the
 // connection's own error.
-func (co *Coordinator) lostWhy(err error) error {
+func (co *Coordinator) lostWhy(addr string, err error) error {
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("its peer %s: %w", addr, ae)
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return fmt.Errorf("silent for %v (no beat)", co.cfg.Idle)
@@ -309,12 +332,52 @@ func (co *Coordinator) lostWhy(err error) error {
 // welcome is the frame that admits a shard: with this host's boot id and
 // a wall and CLOCK_MONOTONIC reading of one instant (within ±Delay), from
 // which a shard of this host finds that it shares the clocks (samehost.go).
-func (co *Coordinator) welcome() *frame {
+// It carries the coordinator's proof of the secret (auth.go).
+func (co *Coordinator) welcome(proof []byte) *frame {
 	at, mono, gap, ok := monoPair()
 	if !ok {
-		return &frame{Type: tWelcome}
+		return &frame{Type: tWelcome, Proof: proof}
 	}
-	return &frame{Type: tWelcome, Boot: bootID(), At: at.UnixNano(), Mono: mono, Delay: int64(gap)}
+	return &frame{Type: tWelcome, Proof: proof, Boot: bootID(), At: at.UnixNano(), Mono: mono, Delay: int64(gap)}
+}
+
+// ended handles a connection that ended: a peer refused before it joined
+// (recorded, and the run goes on), a connection that never spoke the
+// protocol (counted), or a shard that joined and is now lost.
+func (co *Coordinator) ended(ev event, res *Result, conns []*conn, live, handedIn []bool, open func()) {
+	var ae *AuthError
+	isAuth := errors.As(ev.err, &ae)
+	if ev.shard < 0 {
+		switch {
+		case isAuth:
+			res.Refused = append(res.Refused, fmt.Sprintf("peer %s refused: %v", ev.addr, ae))
+			if co.cfg.Refused != nil {
+				co.cfg.Refused(ev.addr, ae)
+			}
+		default:
+			if res.Noise++; res.Noise <= maxNoiseNoted && co.cfg.Noise != nil {
+				co.cfg.Noise(ev.addr, ev.err)
+			}
+		}
+		return
+	}
+	if ev.shard >= len(conns) || conns[ev.shard] != ev.c || !live[ev.shard] {
+		return
+	}
+	if isAuth {
+		res.Refused = append(res.Refused, fmt.Sprintf("shard %d at %s refused: %v", ev.shard, ev.addr, ae))
+	}
+	live[ev.shard] = false
+	if !handedIn[ev.shard] {
+		res.Lost = append(res.Lost, ev.shard)
+		if co.cfg.Lost != nil {
+			co.cfg.Lost(ev.shard, co.lostWhy(ev.addr, ev.err))
+		}
+	} else if isAuth && co.cfg.Refused != nil {
+		// Its part is in, so it is no loss, but the run was tampered with.
+		co.cfg.Refused(ev.addr, ae)
+	}
+	open()
 }
 
 // check returns why a hello does not belong to the run, or "".
@@ -356,13 +419,16 @@ func (co *Coordinator) accept(events chan<- event, done <-chan struct{}) {
 	}
 }
 
-// serveConn reads one shard's frames: it answers pings itself (so that
-// the coordinator's loop adds no delay to a clock sample) and passes the
-// rest on, tagged with the shard its hello named.
+// serveConn authenticates one connection (handshake) and reads its
+// frames: it answers pings itself (so that the coordinator's loop adds no
+// delay to a clock sample) and passes the rest on, tagged with the shard
+// its hello named. A connection that fails the handshake is passed on as
+// ended, shard -1, with why.
 func (co *Coordinator) serveConn(c *conn, events chan<- event, done <-chan struct{}) {
 	defer c.c.Close()
-	shard := -1
+	addr := c.c.RemoteAddr().String()
 	send := func(ev event) bool {
+		ev.c, ev.addr = c, addr
 		select {
 		case events <- ev:
 			return true
@@ -370,33 +436,82 @@ func (co *Coordinator) serveConn(c *conn, events chan<- event, done <-chan struc
 			return false
 		}
 	}
+	h, err := co.handshake(c)
+	if err != nil {
+		send(event{shard: -1, err: err})
+		return
+	}
+	shard := h.Shard
+	if !send(event{shard: shard, f: &frame{Type: tHello, Hello: h}}) {
+		return
+	}
 	for {
 		f, err := c.read()
 		if err != nil {
-			send(event{shard: shard, err: err, c: c})
+			send(event{shard: shard, err: err})
 			return
 		}
 		switch f.Type {
-		case tBeat:
+		case tBeat, tHello, tChallenge:
 			continue
 		case tPing:
 			t1 := time.Now().UnixNano()
 			_ = c.write(&frame{Type: tPong, T0: f.T0, T1: t1, T2: time.Now().UnixNano()})
 			continue
-		case tHello:
-			if f.Hello != nil && f.Hello.Shard >= 0 {
-				shard = f.Hello.Shard
-			}
-		default:
-			if shard < 0 {
-				send(event{shard: -1, err: errors.New("a frame before hello"), c: c})
-				return
-			}
 		}
-		if !send(event{shard: shard, f: f, c: c}) {
+		if !send(event{shard: shard, f: f}) {
 			return
 		}
 	}
+}
+
+// handshake challenges a new connection and checks its hello's proof of
+// the secret (auth.go); on success the connection is sealed with the
+// session key and its welcome's proof is ready. It returns an *AuthError
+// for a peer that speaks the protocol but fails, a *noiseError for one
+// that does not.
+func (co *Coordinator) handshake(c *conn) (*Hello, error) {
+	nc := newNonce()
+	if err := c.write(&frame{Type: tChallenge, Nonce: nc, Protocol: Protocol}); err != nil {
+		return nil, &noiseError{"the challenge could not be sent: " + err.Error()}
+	}
+	f, err := c.read()
+	var ae *AuthError
+	switch {
+	case errors.As(err, &ae):
+		return nil, err
+	case err != nil:
+		return nil, &noiseError{"no hello: " + err.Error()}
+	case f.Type != tHello:
+		return nil, &AuthError{Why: fmt.Sprintf("a %s frame before its hello", f.Type)}
+	case f.Hello == nil:
+		return nil, &AuthError{Why: "a hello without its fields"}
+	}
+	h := f.Hello
+	refuse := func(why string) (*Hello, error) {
+		ae := &AuthError{Why: why}
+		_ = c.write(&frame{Type: tRefuse, Error: ae.Error()})
+		return nil, ae
+	}
+	if h.Protocol != Protocol {
+		return refuse(fmt.Sprintf("it speaks coordinator protocol %d, the coordinator %d: run one build everywhere", h.Protocol, Protocol))
+	}
+	if err := checkNonce("the shard", f.Nonce); err != nil {
+		return refuse(err.(*AuthError).Why)
+	}
+	secret := co.cfg.Secret
+	if !hmac.Equal(f.Proof, proof(secret, labelShard, f.Nonce, nc, h)) {
+		switch {
+		case h.Keyed && len(secret) == 0:
+			return refuse("the shard has a secret, the coordinator none (--token-file)")
+		case !h.Keyed && len(secret) > 0:
+			return refuse("the shard has no secret: give it the run's (--token-file)")
+		}
+		return refuse("the shard's proof does not match the run's secret (another secret, or a replayed hello)")
+	}
+	c.keyed(sessionKey(secret, f.Nonce, nc), dirToShard)
+	c.welcomeProof = proof(secret, labelCoordinator, f.Nonce, nc, h)
+	return h, nil
 }
 
 // joinInts writes 3, 7 for [3 7].

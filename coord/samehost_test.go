@@ -32,7 +32,7 @@ func TestSameHostShardsAlignExactly(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if shards[i], errs[i] = Join(ctx, addr, shardHello(i), 10*time.Second, 0); errs[i] != nil {
+			if shards[i], errs[i] = Join(ctx, addr, shardHello(i), nil, 10*time.Second, 0); errs[i] != nil {
 				return
 			}
 			epochs[i], errs[i] = shards[i].Epoch(ctx)

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"net"
@@ -59,16 +60,18 @@ type Shard struct {
 var ErrLost = errors.New("the coordinator was lost")
 
 // Join dials the coordinator at addr, retrying until timeout (it may
-// start later than the shard), says hello and samples the clock. A
-// refusal is a *RefusedError; a coordinator never reached within
+// start later than the shard), proves the run's secret (empty: none;
+// auth.go) with its hello, checks the coordinator's proof, and samples
+// the clock. A refusal is a *RefusedError, a coordinator that fails to
+// prove the secret an *AuthError; a coordinator never reached within
 // timeout, an error naming it.
-func Join(ctx context.Context, addr string, h Hello, timeout, idle time.Duration) (*Shard, error) {
-	return JoinWith(ctx, addr, h, timeout, idle, TestClock{})
+func Join(ctx context.Context, addr string, h Hello, secret []byte, timeout, idle time.Duration) (*Shard, error) {
+	return JoinWith(ctx, addr, h, secret, timeout, idle, TestClock{})
 }
 
 // JoinWith is Join with a test clock hook (TestClock; the zero value is
 // none).
-func JoinWith(ctx context.Context, addr string, h Hello, timeout, idle time.Duration, tc TestClock) (*Shard, error) {
+func JoinWith(ctx context.Context, addr string, h Hello, secret []byte, timeout, idle time.Duration, tc TestClock) (*Shard, error) {
 	if idle <= 0 {
 		idle = defaultIdle
 	}
@@ -97,7 +100,7 @@ func JoinWith(ctx context.Context, addr string, h Hello, timeout, idle time.Dura
 	}
 	s := &Shard{c: newConn(nc, idle), waiting: map[string]chan *frame{}, acked: make(chan struct{}), lost: make(chan struct{}),
 		stopped: make(chan struct{}), beatStop: make(chan struct{}), test: tc, pongs: make(chan *frame, 1)}
-	if err := s.hello(h, time.Until(deadline)); err != nil {
+	if err := s.hello(h, secret); err != nil {
 		nc.Close()
 		return nil, err
 	}
@@ -106,15 +109,19 @@ func JoinWith(ctx context.Context, addr string, h Hello, timeout, idle time.Dura
 	return s, nil
 }
 
-// hello introduces the shard and samples the clock, before the reader
-// starts. The coordinator welcomes each shard as it comes; the wait for
-// the others is the epoch barrier's.
-func (s *Shard) hello(h Hello, within time.Duration) error {
-	if err := s.c.write(&frame{Type: tHello, Hello: &h}); err != nil {
-		return fmt.Errorf("shard %d/%d: hello: %w", h.Shard, h.N, err)
+// hello answers the coordinator's challenge with the shard's hello and
+// proof, checks the coordinator's proof in its welcome, and samples the
+// clock, before the reader starts. The coordinator welcomes each shard as
+// it comes; the wait for the others is the epoch barrier's.
+func (s *Shard) hello(h Hello, secret []byte) error {
+	wantProof, err := s.answer(&h, secret)
+	if err != nil {
+		return err
 	}
 	for {
+		s.c.plainRefuse = true
 		f, err := s.c.read()
+		s.c.plainRefuse = false
 		if err != nil {
 			return fmt.Errorf("shard %d/%d: hello: %w", h.Shard, h.N, err)
 		}
@@ -122,6 +129,10 @@ func (s *Shard) hello(h Hello, within time.Duration) error {
 			return &RefusedError{Reason: f.Error}
 		}
 		if f.Type == tWelcome {
+			if !hmac.Equal(f.Proof, wantProof) {
+				return fmt.Errorf("shard %d/%d: the coordinator %s: %w", h.Shard, h.N, s.c.c.RemoteAddr(),
+					&AuthError{Why: "its welcome does not prove the run's secret (another secret, or not the run's coordinator)"})
+			}
 			if s.sameHost(f) {
 				return s.c.write(&frame{Type: tClock, Offset: s.offset, Delay: s.delay})
 			}
@@ -163,6 +174,33 @@ func (s *Shard) hello(h Hello, within time.Duration) error {
 		s.applied = 0
 	}
 	return s.c.write(&frame{Type: tClock, Offset: s.offset, Delay: s.delay})
+}
+
+// answer reads the coordinator's challenge and sends the hello with its
+// nonce and proof; the connection is sealed with the session key from
+// here on. It returns the proof the coordinator's welcome must carry.
+func (s *Shard) answer(h *Hello, secret []byte) ([]byte, error) {
+	f, err := s.c.read()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("shard %d/%d: no challenge from the coordinator %s (an mqplan of coordinator protocol %d sends one at once): %w", h.Shard, h.N, s.c.c.RemoteAddr(), Protocol, err)
+	case f.Type == tRefuse:
+		return nil, &RefusedError{Reason: f.Error}
+	case f.Type != tChallenge:
+		return nil, fmt.Errorf("shard %d/%d: the coordinator %s sent a %s frame, not a challenge", h.Shard, h.N, s.c.c.RemoteAddr(), f.Type)
+	case f.Protocol != Protocol:
+		return nil, &RefusedError{Reason: fmt.Sprintf("the coordinator speaks coordinator protocol %d, shard %d %d: run one build everywhere", f.Protocol, h.Shard, Protocol)}
+	}
+	if err := checkNonce("the coordinator", f.Nonce); err != nil {
+		return nil, fmt.Errorf("shard %d/%d: the coordinator %s: %w", h.Shard, h.N, s.c.c.RemoteAddr(), err)
+	}
+	h.Keyed = len(secret) > 0
+	ns := newNonce()
+	if err := s.c.write(&frame{Type: tHello, Hello: h, Nonce: ns, Proof: proof(secret, labelShard, ns, f.Nonce, h)}); err != nil {
+		return nil, fmt.Errorf("shard %d/%d: hello: %w", h.Shard, h.N, err)
+	}
+	s.c.keyed(sessionKey(secret, ns, f.Nonce), dirToCoordinator)
+	return proof(secret, labelCoordinator, ns, f.Nonce, h), nil
 }
 
 // Clock returns θ, the coordinator's clock minus this shard's, and δ, its

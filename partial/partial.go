@@ -87,6 +87,10 @@ type File struct {
 	// check runs once on the whole run; absent from an older mqplan's
 	// part, and then the merged run is not checked.
 	Cross *stats.Cross `json:"cross,omitempty"`
+	// MAC is the part's signature (sign.go), its last member when it was
+	// signed: the reader checks it with Verify on the file's bytes, and
+	// the merge never reads it.
+	MAC string `json:"mqplan_mac,omitempty"`
 }
 
 // Shard says which part of the run a file is.

@@ -54,7 +54,7 @@ func runShards(t *testing.T, prog *plans.Program, n int, url string, wrap ...fun
 			defer wg.Done()
 			h := hello
 			h.Shard = i
-			sh, err := coord.Join(ctx, co.Addr(), h, 10*time.Second, 0)
+			sh, err := coord.Join(ctx, co.Addr(), h, nil, 10*time.Second, 0)
 			if err != nil {
 				errs[i] = err
 				return

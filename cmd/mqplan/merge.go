@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -28,6 +29,9 @@ func cmdMerge(e *env, args []string) error {
 	fs.Var(&outs, "out", "write the merged result as FORMAT to FILE (- for standard output); repeatable. Formats:\n"+report.FormatHelp())
 	fs.Var(jsonFlag{&outs}, "json", "write the merged result as JSON to this file (the same as --out json=FILE)")
 	allowMissing := fs.Bool("allow-missing", false, "merge what there is when shards' parts are missing: the report says INCOMPLETE (exit 3) with the figures it has")
+	var tf tokenFlag
+	tf.register(fs, "the file holding the run's token, which checks that every part was signed by the run's shards and not altered since")
+	insecure := fs.Bool("insecure-parts", false, "merge parts whose signature is missing or does not hold (a run without a token writes unsigned parts): the output then says that the parts were not authenticated")
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -43,25 +47,36 @@ func cmdMerge(e *env, args []string) error {
 	if err := outs.check(ins...); err != nil {
 		return err
 	}
+	tok, err := tf.load(e)
+	if err != nil {
+		return err
+	}
 	files := make([]*partial.File, 0, len(args))
 	for _, path := range args {
-		f, err := readPartial(path)
+		f, err := readPartial(path, tok, *insecure)
 		if err != nil {
 			return invalid(err)
 		}
 		files = append(files, f)
 	}
-	return judgeParts(e, files, *allowMissing, &outs)
+	var notices []string
+	if *insecure {
+		const unauth = "--insecure-parts: the parts were not authenticated: anyone who could write them could have changed the figures"
+		fmt.Fprintf(e.stderr, "mqplan: %s\n", unauth)
+		notices = append(notices, unauth)
+	}
+	return judgeParts(e, files, *allowMissing, &outs, notices...)
 }
 
 // judgeParts merges a run's parts and judges the merge: the report, the
 // outputs and the exit code of mqplan merge and of a sharded run's
 // coordinator.
-func judgeParts(e *env, files []*partial.File, allowMissing bool, outs *outputs) error {
+func judgeParts(e *env, files []*partial.File, allowMissing bool, outs *outputs, notices ...string) error {
 	merged, err := mergeParts(files, allowMissing)
 	if err != nil {
 		return err
 	}
+	merged.Stats.Notices = append(merged.Stats.Notices, notices...)
 	return verdictOf(e, merged, outs)
 }
 
@@ -78,14 +93,45 @@ func mergeParts(files []*partial.File, allowMissing bool) (*partial.Merged, erro
 	return merged, nil
 }
 
-// readPartial reads one partial result file, bounded (partial.MaxSize).
-func readPartial(path string) (*partial.File, error) {
+// readPartial reads one partial result file, bounded (partial.MaxSize),
+// and checks its signature under the run's token (tok, nil for none)
+// unless insecure: an unsigned part, an altered one or one signed with
+// another token is refused, naming the file and which.
+func readPartial(path string, tok *token, insecure bool) (*partial.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return partial.Read(path, f)
+	data, err := io.ReadAll(io.LimitReader(f, partial.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > partial.MaxSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB, too large for a partial result", path, partial.MaxSize>>20)
+	}
+	if !insecure {
+		if err := checkSignature(path, data, tok); err != nil {
+			return nil, err
+		}
+	}
+	return partial.Parse(path, data)
+}
+
+// checkSignature says why a part's signature does not hold under tok, or
+// nil when it does.
+func checkSignature(path string, data []byte, tok *token) error {
+	const unchecked = "--insecure-parts merges it unauthenticated"
+	if tok == nil {
+		if partial.Signed(data) {
+			return fmt.Errorf("%s: signed, and no token to check it: give the run's with --token-file FILE (or %s), or %s", path, envTokenFile, unchecked)
+		}
+		return fmt.Errorf("%s: unsigned (written by a run without a token): %s", path, unchecked)
+	}
+	if err := partial.Verify(path, data, tok.secret); err != nil {
+		return fmt.Errorf("%w (checked with the token of %s; %s)", err, tok.from, unchecked)
+	}
+	return nil
 }
 
 // reloadPlan loads and compiles the plan the parts carry, with the run's
@@ -134,6 +180,8 @@ func reloadPlan(e *env, m *partial.Merged) (*plans.Program, error) {
 // partialRun is what mqplan run --partial FILE needs: the plan's text as
 // loaded, and the collector of the run's per-second histograms.
 type partialRun struct {
+	// tok signs the part, nil for an unsigned one.
+	tok     *token
 	path    string
 	plan    partial.PlanSource
 	runID   string
@@ -196,10 +244,19 @@ func (p *partialRun) write(st *stats.Stats) error {
 		return err
 	}
 	var b bytes.Buffer
-	if err := partial.Write(&b, f); err != nil {
+	if err := p.encode(&b, f); err != nil {
 		return fmt.Errorf("--partial %s: %w", p.path, err)
 	}
 	return p.save(b.Bytes())
+}
+
+// encode writes the part's document, signed with the run's token when
+// there is one (partial.WriteSigned), unsigned otherwise.
+func (p *partialRun) encode(w io.Writer, f *partial.File) error {
+	if p.tok != nil {
+		return partial.WriteSigned(w, f, p.tok.secret)
+	}
+	return partial.Write(w, f)
 }
 
 // file is the run's partial, as shard sh with clock c.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,8 @@ type shardFlags struct {
 	workers string
 	// sources are this machine's --source-addresses (sources.go).
 	sources string
+	// token is --token-file: the run's secret (token.go).
+	token tokenFlag
 }
 
 func (sf *shardFlags) register(fs *flag.FlagSet) {
@@ -42,6 +45,7 @@ func (sf *shardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&sf.workers, "workers", "", "run the plan as N shards in N child processes of this machine, this process their coordinator (and the embedded broker's host): one merged report; auto: as many as the plan's connections need under the open-file limit")
 	fs.StringVar(&sf.sources, "source-addresses", "", "with --shard, this machine's local IP addresses (A,B,...) that the shard's clients connect from, round-robin, in place of the plan's broker.source_addresses: each machine of a run has its own, and the plan stays the same on all")
 	fs.BoolVar(&sf.dial, "coordinator-dial", false, "with --shard 0/N, dial the coordinator rather than be it (what --workers gives its children)")
+	sf.token.register(fs, "with --shard, the file holding the run's token, the same on every shard: it authenticates every shard to the coordinator and signs the parts (without one, the coordinator listens on loopback only); with --partial, signs the part")
 }
 
 // parseShard reads I/N.
@@ -67,6 +71,8 @@ type shardRun struct {
 	part     *partialRun
 	assign   *plans.Assignment
 	hello    coord.Hello
+	// tok is the run's token, nil for none.
+	tok *token
 }
 
 // prepareShard loads the plan for shard I/N, refuses what a sharded run
@@ -86,6 +92,10 @@ func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile strin
 		if set {
 			return nil, invalid(fmt.Errorf("--shard with --%s: not supported yet", name))
 		}
+	}
+	tok, err := sf.token.load(e)
+	if err != nil {
+		return nil, err
 	}
 	if partialFile == "" {
 		// The default file is kept where it can be written: in a
@@ -129,7 +139,8 @@ func prepareShard(e *env, sf *shardFlags, pf *planFlags, path, partialFile strin
 		// hash is taken: the plan is the same for all).
 		partitionSources(prog, a.Mask(i), i, n)
 	}
-	return &shardRun{index: i, n: n, prog: prog, part: part, assign: a, hello: coord.Hello{
+	part.tok = tok
+	return &shardRun{index: i, n: n, prog: prog, part: part, assign: a, tok: tok, hello: coord.Hello{
 		Shard: i, N: n, RunID: sf.runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion(),
 		Broker: helloBroker(prog),
 	}}, nil
@@ -146,11 +157,12 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 
 	var served chan servedRun
 	if sr.index == 0 && !sf.dial {
-		co, err := coord.Listen(sf.coordinator, coord.Config{Hello: sr.hello, JoinTimeout: sf.timeout, Lost: func(i int, why error) {
-			fmt.Fprintf(e.stderr, "mqplan: shard %d/%d lost: %v: the run goes on without it, and is incomplete\n", i, sr.n, why)
-		}})
+		co, err := listenCoordinator(e, sf.coordinator, coord.Config{Hello: sr.hello, JoinTimeout: sf.timeout, Secret: secretOf(sr.tok),
+			Lost: func(i int, why error) {
+				fmt.Fprintf(e.stderr, "mqplan: shard %d/%d lost: %v: the run goes on without it, and is incomplete\n", i, sr.n, why)
+			}})
 		if err != nil {
-			return invalid(fmt.Errorf("--coordinator %s: %w", sf.coordinator, err))
+			return err
 		}
 		served = make(chan servedRun, 1)
 		go func() {
@@ -166,12 +178,15 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 		fmt.Fprintf(e.stderr, "mqplan: shard %d/%d: TEST HOOK: %s: its latencies are not to be trusted\n", sr.index, sr.n, tc)
 	}
 	joinCtx, cancelJoin := context.WithTimeout(sigCtx, sf.timeout)
-	sh, err := coord.JoinWith(joinCtx, sf.coordinator, sr.hello, sf.timeout, 0, tc)
+	sh, err := coord.JoinWith(joinCtx, sf.coordinator, sr.hello, secretOf(sr.tok), sf.timeout, 0, tc)
 	cancelJoin()
 	var refused *coord.RefusedError
+	var authErr *coord.AuthError
 	switch {
 	case errors.As(err, &refused):
 		return invalid(fmt.Errorf("shard %d/%d refused by the coordinator: %w", sr.index, sr.n, err))
+	case errors.As(err, &authErr):
+		return invalid(fmt.Errorf("shard %d/%d: %w", sr.index, sr.n, err))
 	case err != nil:
 		if served != nil {
 			if s := <-served; s.err != nil {
@@ -240,7 +255,7 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 		return incomplete(err)
 	} else {
 		var b bytes.Buffer
-		if err := partial.Write(&b, f); err != nil {
+		if err := sr.part.encode(&b, f); err != nil {
 			return incomplete(err)
 		}
 		kept := "no copy of it was kept"
@@ -266,6 +281,51 @@ func runShard(e *env, sf *shardFlags, sr *shardRun, outs *outputs, quiet bool) e
 		return coordinatorErr(s.err)
 	}
 	return judgeCollected(e, s.res, outs, nil)
+}
+
+// listenCoordinator listens for a sharded run's shards at addr
+// (--coordinator, or --workers' loopback address), telling of refused
+// peers and of connections that do not speak the protocol on stderr.
+// Without a token (cfg.Secret empty) it listens on loopback only, and says
+// so: bound beyond it, anyone who reaches the port could join the run.
+func listenCoordinator(e *env, addr string, cfg coord.Config) (*coord.Coordinator, error) {
+	tellRefusals(e, &cfg)
+	co, err := coord.Listen(addr, cfg)
+	if err != nil {
+		return nil, invalid(fmt.Errorf("--coordinator %s: %w", addr, err))
+	}
+	if len(cfg.Secret) == 0 {
+		if !loopbackAddr(co.Addr()) {
+			co.Close()
+			return nil, invalid(fmt.Errorf("--coordinator %s listens on %s, beyond loopback: %w", addr, co.Addr(), errNoToken))
+		}
+		fmt.Fprintf(e.stderr, "mqplan: note: no token (--token-file): the coordinator listens on loopback only (%s), its shards unauthenticated\n", co.Addr())
+	}
+	return co, nil
+}
+
+// tellRefusals makes the coordinator tell on stderr, in one line each, of
+// the peers it refused for failing authentication and of the connections
+// that did not speak its protocol.
+func tellRefusals(e *env, cfg *coord.Config) {
+	cfg.Refused = func(peer string, why error) {
+		fmt.Fprintf(e.stderr, "mqplan: refused a peer at %s: %v: the run is incomplete\n", peer, why)
+	}
+	cfg.Noise = func(peer string, why error) {
+		fmt.Fprintf(e.stderr, "mqplan: note: closed a connection from %s that does not speak the coordinator protocol (%v); it does not touch the run\n", peer, why)
+	}
+}
+
+// loopbackAddr reports whether a listener's address is a loopback one
+// (127.0.0.0/8, ::1); an unspecified one (0.0.0.0, ::) is every
+// interface's.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // servedRun is what Coordinator.Serve returned.
@@ -315,6 +375,16 @@ func judgeCollected(e *env, res *coord.Result, outs *outputs, embedded *stats.Br
 	merged, err := mergeParts(files, len(missing) > 0)
 	if err != nil {
 		return err
+	}
+	if len(res.Refused) > 0 {
+		// A peer that spoke the protocol and failed its authentication
+		// tried to take part: the run cannot be vouched for.
+		why := fmt.Sprintf("%d peers failed authentication: %s", len(res.Refused), strings.Join(res.Refused, "; "))
+		if merged.Stats.Incomplete != "" {
+			why = merged.Stats.Incomplete + "; " + why
+		}
+		merged.Stats.Incomplete = why
+		merged.Stats.Notices = append(merged.Stats.Notices, res.Refused...)
 	}
 	if embedded != nil {
 		merged.Stats.Broker, merged.Stats.BrokerApart = embedded, true

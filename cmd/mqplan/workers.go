@@ -35,6 +35,9 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 	if sf.shard != "" || sf.coordinator != "" {
 		return invalid(errors.New("--workers runs its own shards and coordinator: give neither --shard nor --coordinator"))
 	}
+	if sf.token.file != "" {
+		return invalid(errors.New("--workers with --token-file: the workers get a token of their own, made for the run, through their environment"))
+	}
 	if sf.sources != "" {
 		return invalid(errors.New("--workers with --source-addresses: the workers share out the plan's broker.source_addresses (j ≡ i mod N); --source-addresses is for one --shard a machine"))
 	}
@@ -96,7 +99,12 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 		return err
 	}
 	hello := coord.Hello{N: n, RunID: runID, PlanSHA256: part.plan.Hash(), AssignSHA256: a.Hash, Version: buildVersion(), Broker: helloBroker(prog)}
-	cfg := coord.Config{Hello: hello, JoinTimeout: sf.timeout}
+	// The workers authenticate as any shard, with a token made for this
+	// run and handed to them in their environment, never their arguments
+	// (which every user of the machine sees).
+	tok := newWorkerToken()
+	cfg := coord.Config{Hello: hello, JoinTimeout: sf.timeout, Secret: tok.secret}
+	tellRefusals(e, &cfg)
 	if !quiet {
 		cfg.Joined = func() { fmt.Fprintf(e.stderr, "mqplan: all %d workers joined: the run starts\n", n) }
 	}
@@ -141,7 +149,7 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 		}
 		cmd := exec.Command(exe, args...)
 		cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
-		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(each))
+		cmd.Env = append(withoutEnv(os.Environ(), envTokenFile, envToken), "GOMAXPROCS="+strconv.Itoa(each), envToken+"="+string(tok.secret))
 		if err := startOn(cmd, cpus); err != nil {
 			co.Close()
 			for _, c := range children {
@@ -194,6 +202,18 @@ func runWorkers(e *env, sf *shardFlags, pf *planFlags, path string, raw []string
 		bs = &s
 	}
 	return judgeCollected(e, res, outs, bs)
+}
+
+// withoutEnv returns env (NAME=VALUE entries) without the names given.
+func withoutEnv(env []string, names ...string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // workerExecutable is the program --workers runs as its children: this
