@@ -69,6 +69,7 @@ var commandExamples = map[string][]string{
 		"mqplan run --quiet --out junit=junit.xml --out md=summary.md plans/1to1-qos1.yaml   # CI test report and summary",
 		"mqplan run --metrics-listen :9464 --metrics-linger 30s plans/soak.yaml   # Prometheus scrapes http://127.0.0.1:9464/metrics while it runs, and 30 s after",
 		"mqplan run --partial mqplan-part-0-of-1.json plans/1to1-qos1.yaml   # also the raw counters and histograms, for mqplan merge",
+		"mqplan run --shard 1/4 --coordinator mqplan-0:7070 --run-id r1 --token-file token plans/1to1-qos1.yaml   # one shard of four; token: head -c 32 /dev/urandom | base64 > token",
 	},
 	"validate": {
 		"mqplan validate plans/*.yaml",
@@ -98,9 +99,10 @@ var commandExamples = map[string][]string{
 		"mqplan find-max --knob groups.sub.count --from 100 --trial-duration 20s plans/fanout-qos0.yaml",
 	},
 	"merge": {
-		"mqplan merge part-*.json                                          # the table and exit code one process would have given",
-		"mqplan merge --out json=merged.json --out junit=junit.xml mqplan-part-*-of-8.json",
-		"mqplan merge --allow-missing part-*.json                          # what the parts there measured, INCOMPLETE (exit 3)",
+		"mqplan merge --token-file token part-*.json                       # the table and exit code one process would have given; every part's signature checked",
+		"mqplan merge --token-file token --out json=merged.json --out junit=junit.xml mqplan-part-*-of-8.json",
+		"mqplan merge --token-file token --allow-missing part-*.json       # what the parts there measured, INCOMPLETE (exit 3)",
+		"mqplan merge --insecure-parts mqplan-part-0-of-1.json             # unsigned parts (a run without a token): merged, said to be unauthenticated",
 	},
 	"compare": {
 		"mqplan compare last-release.json now.json",
