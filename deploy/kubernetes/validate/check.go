@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/kustomize/api/types"
 )
 
 // ExampleJobUID stands for the uid the API server gives the Job, which a
@@ -29,7 +30,9 @@ type Shard struct {
 	Index, Count int
 	Coordinator  string
 	RunID        string
-	Plan         string
+	// TokenFile is --token-file: the run's token, from a Secret volume.
+	TokenFile string
+	Plan      string
 	// Flags are every --name value pair, in order.
 	Flags [][2]string
 }
@@ -66,6 +69,8 @@ func ParseShardArgv(argv []string) (*Shard, error) {
 			s.Coordinator = value
 		case "run-id":
 			s.RunID = value
+		case "token-file":
+			s.TokenFile = value
 		}
 	}
 	if len(rest) != 1 {
@@ -90,7 +95,14 @@ func Check(b *Bundle, entrypoint []string) []error {
 	for _, r := range b.Kustomization.Resources {
 		listed[filepath.Clean(r)] = true
 	}
+	var generated []types.GeneratorArgs
 	for _, g := range b.Kustomization.ConfigMapGenerator {
+		generated = append(generated, g.GeneratorArgs)
+	}
+	for _, g := range b.Kustomization.SecretGenerator {
+		generated = append(generated, g.GeneratorArgs)
+	}
+	for _, g := range generated {
 		for _, f := range g.FileSources {
 			_, file, ok := strings.Cut(f, "=")
 			if !ok {
@@ -196,6 +208,14 @@ func Check(b *Bundle, entrypoint []string) []error {
 		if _, ok := p.File(s.Plan); !ok {
 			bad("index %d: the plan %s is not a file of any mounted volume", i, s.Plan)
 		}
+		// The coordinator's port is reachable from the whole cluster:
+		// without the run's token, mqplan refuses to listen beyond
+		// loopback, and anyone could join the run.
+		if s.TokenFile == "" {
+			bad("index %d: no --token-file: the coordinator listens beyond loopback only with the run's token", i)
+		} else if !secretFile(b, pod, pod.Containers[0], s.TokenFile) {
+			bad("index %d: --token-file %s is not a file of a mounted Secret volume", i, s.TokenFile)
+		}
 		for _, a := range p.Argv {
 			if strings.Contains(a, "$(") {
 				bad("index %d: argument %q still has a $(VAR) that nothing defines", i, a)
@@ -233,6 +253,27 @@ func Check(b *Bundle, entrypoint []string) []error {
 		}
 	}
 	return errs
+}
+
+// secretFile: name is a file of a Secret volume the container mounts (a
+// token in a ConfigMap would be readable by whoever may read ConfigMaps).
+func secretFile(b *Bundle, pod corev1.PodSpec, c corev1.Container, name string) bool {
+	for _, m := range c.VolumeMounts {
+		rel, ok := strings.CutPrefix(name, strings.TrimSuffix(m.MountPath, "/")+"/")
+		if !ok {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name != m.Name || v.Secret == nil {
+				continue
+			}
+			files, err := projectSecret(b, v.Secret)
+			if _, has := files[rel]; err == nil && has {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func envValue(env []corev1.EnvVar, name string) (string, bool) {

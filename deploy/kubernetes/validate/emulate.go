@@ -60,8 +60,8 @@ type Pod struct {
 // JOB_COMPLETION_INDEX appended to each container's env unless already
 // there) and the kubelet (env resolved in order, each value expanded
 // with the variables before it; command and args expanded with all of
-// them; ConfigMap volumes projected as one file per key). What it does not
-// know (another volume type, envFrom, a Secret, a node's figures) is an
+// them; ConfigMap and Secret volumes projected as one file per key). What
+// it does not know (another volume type, envFrom, a node's figures) is an
 // error, never a guess. The variables the runtime adds (HOSTNAME, PATH,
 // the Services' *_SERVICE_HOST) are not in Env.
 func Emulate(b *Bundle, opts PodOptions) (*Pod, error) {
@@ -179,10 +179,16 @@ func Emulate(b *Bundle, opts PodOptions) (*Pod, error) {
 			return nil, fmt.Errorf("container %s: volumeMount %s: no such volume", c.Name, m.Name)
 		case m.SubPath != "" || m.SubPathExpr != "":
 			return nil, fmt.Errorf("container %s: volumeMount %s: subPath is not emulated", c.Name, m.Name)
-		case v.ConfigMap == nil:
-			return nil, fmt.Errorf("container %s: volume %s: only ConfigMap volumes are emulated", c.Name, m.Name)
+		case v.ConfigMap == nil && v.Secret == nil:
+			return nil, fmt.Errorf("container %s: volume %s: only ConfigMap and Secret volumes are emulated", c.Name, m.Name)
 		}
-		files, err := projectConfigMap(b, v.ConfigMap)
+		var files map[string][]byte
+		var err error
+		if v.Secret != nil {
+			files, err = projectSecret(b, v.Secret)
+		} else {
+			files, err = projectConfigMap(b, v.ConfigMap)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("container %s: volume %s: %w", c.Name, m.Name, err)
 		}
@@ -275,6 +281,38 @@ func projectConfigMap(b *Bundle, src *corev1.ConfigMapVolumeSource) (map[string]
 		v, ok := all[it.Key]
 		if !ok {
 			return nil, fmt.Errorf("ConfigMap %s has no key %q", src.Name, it.Key)
+		}
+		files[it.Path] = v
+	}
+	return files, nil
+}
+
+// projectSecret is the files a Secret volume shows: one per key, or the
+// listed items at their paths.
+func projectSecret(b *Bundle, src *corev1.SecretVolumeSource) (map[string][]byte, error) {
+	sec, ok := b.Secrets[src.SecretName]
+	if !ok {
+		if src.Optional != nil && *src.Optional {
+			return map[string][]byte{}, nil
+		}
+		// The kubelet leaves the pod in ContainerCreating.
+		return nil, fmt.Errorf("no Secret %s (rendered: %s)", src.SecretName, strings.Join(b.SecretNames(), ", "))
+	}
+	all := map[string][]byte{}
+	for k, v := range sec.Data {
+		all[k] = v
+	}
+	for k, v := range sec.StringData {
+		all[k] = []byte(v)
+	}
+	if len(src.Items) == 0 {
+		return all, nil
+	}
+	files := map[string][]byte{}
+	for _, it := range src.Items {
+		v, ok := all[it.Key]
+		if !ok {
+			return nil, fmt.Errorf("Secret %s has no key %q", src.SecretName, it.Key)
 		}
 		files[it.Path] = v
 	}

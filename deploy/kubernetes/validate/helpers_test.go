@@ -140,18 +140,29 @@ func runFlags(t *testing.T, bin string) map[string]bool {
 	return flags
 }
 
+// testToken is the run's token the tests give the deployment, made as
+// its comments tell a user to (head -c 32 /dev/urandom | base64 > token):
+// the repository holds none, and the kustomization needs one.
+const testToken = "dGVzdCB0b2tlbiBmb3IgdGhlIGpvYiwgMzIgYnl0ZXMhIQ==\n"
+
 // copyDeploy copies the deployment's files into a temporary directory,
 // applying edits (file name to old and new text, each old text required
-// to be there), so a test can break one thing.
+// to be there), so a test can break one thing; it holds the run's token
+// file (testToken) unless an edit names it.
 func copyDeploy(t *testing.T, edits map[string][2]string) string {
 	t.Helper()
 	dir := t.TempDir()
+	if _, ok := edits["token"]; !ok {
+		if err := os.WriteFile(filepath.Join(dir, "token"), []byte(testToken), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	entries, err := os.ReadDir(deployDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() || e.Name() == "token" { // a user's own token stays where it is
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(deployDir, e.Name()))
@@ -191,8 +202,13 @@ func entrypoint(t *testing.T) []string {
 	return ep
 }
 
+// render renders dir; the shipped deployment is rendered from a copy
+// holding the token a user would make (copyDeploy).
 func render(t *testing.T, dir string) *Bundle {
 	t.Helper()
+	if dir == deployDir {
+		dir = copyDeploy(t, nil)
+	}
 	b, err := Render(dir)
 	if err != nil {
 		t.Fatal(err)

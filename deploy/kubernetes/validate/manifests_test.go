@@ -60,6 +60,18 @@ func TestRenderIsStrict(t *testing.T) {
 	}
 }
 
+// Without the token file a user makes, the deployment does not render:
+// `kubectl apply -k` stops before it creates anything.
+func TestRenderNeedsTheToken(t *testing.T) {
+	dir := copyDeploy(t, nil)
+	if err := os.Remove(dir + "/token"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(dir); err == nil || !strings.Contains(err.Error(), "token") {
+		t.Fatalf("Render without the token file: %v, want an error naming it", err)
+	}
+}
+
 // Each break of an invariant is found, named, and found alone (the
 // shipped bundle has none, TestShippedDeployment).
 func TestCheckFindsEachBreak(t *testing.T) {
@@ -130,6 +142,15 @@ func TestCheckFindsEachBreak(t *testing.T) {
 			args := b.Job.Spec.Template.Spec.Containers[0].Args
 			args[len(args)-1] = "/etc/plan.yaml"
 		}, want: "the plan /etc/plan.yaml is not a file of any mounted volume"},
+		{name: "no token", edit: func(b *Bundle) {
+			c := &b.Job.Spec.Template.Spec.Containers[0]
+			i := slices.Index(c.Args, "--token-file")
+			c.Args = slices.Delete(c.Args, i, i+2)
+		}, want: "no --token-file: the coordinator listens beyond loopback only with the run's token"},
+		{name: "the token outside a Secret", edit: func(b *Bundle) {
+			args := b.Job.Spec.Template.Spec.Containers[0].Args
+			args[slices.Index(args, "/token/token")] = "/plan/plan.yaml"
+		}, want: "--token-file /plan/plan.yaml is not a file of a mounted Secret volume"},
 		{name: "no GOMAXPROCS", edit: func(b *Bundle) {
 			c := &b.Job.Spec.Template.Spec.Containers[0]
 			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMAXPROCS" })
@@ -196,7 +217,7 @@ func TestEmulateEveryIndex(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := []string{"/mqplan", "run", "--shard", strconv.Itoa(i) + "/" + strconv.Itoa(n),
-					"--coordinator", "mqplan-0.mqplan:7070", "--run-id", uid,
+					"--coordinator", "mqplan-0.mqplan:7070", "--run-id", uid, "--token-file", "/token/token",
 					"--broker", "mqtt://mosquitto:1883", "/plan/plan.yaml"}
 				if !reflect.DeepEqual(p.Argv, want) {
 					t.Errorf("index %d: argv\n%q, want\n%q", i, p.Argv, want)
@@ -210,6 +231,9 @@ func TestEmulateEveryIndex(t *testing.T) {
 				}
 				if got, ok := p.File("/plan/plan.yaml"); !ok || string(got) != string(plan) {
 					t.Errorf("index %d: /plan/plan.yaml is not deploy/kubernetes/plan.yaml (found %v)", i, ok)
+				}
+				if got, ok := p.File("/token/token"); !ok || string(got) != testToken {
+					t.Errorf("index %d: /token/token is not the token file the Secret was generated from (found %v)", i, ok)
 				}
 				dir := t.TempDir()
 				local, err := p.Materialise(dir)
@@ -281,13 +305,14 @@ func TestKubectlKustomizeAgrees(t *testing.T) {
 	if err != nil {
 		t.Skip("kubectl is not installed: the rendering is checked with kustomize's library only")
 	}
-	out, err := exec.Command(kubectl, "kustomize", deployDir).Output()
+	dir := copyDeploy(t, nil)
+	out, err := exec.Command(kubectl, "kustomize", dir).Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize: %v", err)
 	}
-	b := render(t, deployDir)
+	b := render(t, dir)
 	docs := strings.Split(string(out), "\n---\n")
-	if want := 2 + len(b.ConfigMaps); len(docs) != want {
+	if want := 2 + len(b.ConfigMaps) + len(b.Secrets); len(docs) != want {
 		t.Fatalf("kubectl kustomize gave %d objects, the library %d", len(docs), want)
 	}
 	for _, doc := range docs {
@@ -307,6 +332,12 @@ func TestKubectlKustomizeAgrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, want = cm, b.ConfigMaps[cm.Name]
+		case "Secret":
+			sec := new(corev1.Secret)
+			if err := yaml.UnmarshalStrict([]byte(doc), sec); err != nil {
+				t.Fatal(err)
+			}
+			got, want = sec, b.Secrets[sec.Name]
 		default:
 			t.Fatalf("kubectl kustomize gave a %s", meta.Kind)
 		}

@@ -112,7 +112,11 @@ func (h *netHosts) runNetJob(t *testing.T, bin string, b *Bundle, cfg jobConfig)
 		case !bytes.Equal(data, plan):
 			t.Fatalf("index %d mounts another plan than index 0", i)
 		}
-		args := append([]string{bin}, p.Argv[1:len(p.Argv)-1]...)
+		// Each argument naming a mounted file (the token) names its copy.
+		args := []string{bin}
+		for _, a := range p.Argv[1 : len(p.Argv)-1] {
+			args = append(args, local(a))
+		}
 		args = append(args, cfg.args...)
 		if cfg.indexArgs != nil {
 			args = append(args, cfg.indexArgs(i)...)

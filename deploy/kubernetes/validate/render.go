@@ -43,6 +43,9 @@ type Bundle struct {
 	// ConfigMaps are the rendered ConfigMaps by their rendered names
 	// (generated ones carry kustomize's content hash).
 	ConfigMaps map[string]*corev1.ConfigMap
+	// Secrets are the rendered Secrets by their rendered names (the
+	// run's token, generated with kustomize's content hash).
+	Secrets map[string]*corev1.Secret
 }
 
 // Render builds the kustomization in dir with kustomize's own library
@@ -54,7 +57,7 @@ func Render(dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Dir: dir, ConfigMaps: map[string]*corev1.ConfigMap{}}
+	b := &Bundle{Dir: dir, ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{}}
 	if err := yaml.UnmarshalStrict(raw, &b.Kustomization); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "kustomization.yaml"), err)
 	}
@@ -86,8 +89,12 @@ func Render(dir string) (*Bundle, error) {
 			cm := new(corev1.ConfigMap)
 			err = strict(y, cm)
 			b.ConfigMaps[cm.Name] = cm
+		case "Secret":
+			sec := new(corev1.Secret)
+			err = strict(y, sec)
+			b.Secrets[sec.Name] = sec
 		default:
-			err = fmt.Errorf("a kind this deployment does not consist of (Job, Service, ConfigMap)")
+			err = fmt.Errorf("a kind this deployment does not consist of (Job, Service, ConfigMap, Secret)")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
@@ -123,6 +130,16 @@ func strict(y []byte, into runtime.Object) error {
 		return fmt.Errorf("decoded a %v, not the %T expected", gvk, into)
 	}
 	return nil
+}
+
+// SecretNames are the rendered Secrets' names, sorted.
+func (b *Bundle) SecretNames() []string {
+	names := make([]string, 0, len(b.Secrets))
+	for n := range b.Secrets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // ConfigMapNames are the rendered ConfigMaps' names, sorted.
