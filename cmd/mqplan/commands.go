@@ -262,19 +262,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if sf.sources != "" {
 		return invalid(errors.New("--source-addresses: only with --shard (a run in one process binds the plan's broker.source_addresses)"))
 	}
-	if sf.token.file != "" && *partialFile == "" {
-		return invalid(errors.New("--token-file: only with --shard (it authenticates the run's shards) or --partial (it signs the part)"))
-	}
-	var prog *plans.Program
-	var part *partialRun
-	if *partialFile != "" {
-		prog, part, err = pf.loadForPartial(e, path, newRunID(), *partialFile)
-		if err == nil {
-			part.tok, err = sf.token.load(e)
-		}
-	} else {
-		prog, err = pf.load(e, path, newRunID())
-	}
+	prog, part, err := sf.loadOneProcess(e, &pf, path, *partialFile)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/mqplan/mqplan/plans"
 )
 
 // The run's shared secret (the token) authenticates a sharded run's
@@ -99,6 +101,27 @@ func newWorkerToken() *token {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24 and later)
 	return &token{secret: []byte(base64.StdEncoding.EncodeToString(b)), from: "--workers' own token"}
+}
+
+// loadOneProcess loads the plan of a run in one process: with --partial,
+// its part is signed with the run's token when one is given; without,
+// --token-file has nothing to do and is refused.
+func (sf *shardFlags) loadOneProcess(e *env, pf *planFlags, path, partialFile string) (*plans.Program, *partialRun, error) {
+	if partialFile == "" {
+		if sf.token.file != "" {
+			return nil, nil, invalid(errors.New("--token-file: only with --shard (it authenticates the run's shards) or --partial (it signs the part)"))
+		}
+		prog, err := pf.load(e, path, newRunID())
+		return prog, nil, err
+	}
+	prog, part, err := pf.loadForPartial(e, path, newRunID(), partialFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if part.tok, err = sf.token.load(e); err != nil {
+		return nil, nil, err
+	}
+	return prog, part, nil
 }
 
 // secretOf is a token's secret, nil for none.

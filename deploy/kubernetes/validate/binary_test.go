@@ -82,7 +82,7 @@ func TestDockerfile(t *testing.T) {
 // The sharded run's flags the Job passes (issue 11): left out where the
 // Job runs as one process without sharding
 // (TestJobRunsOneShardWithoutSharding), and required by TestJobRunsShards.
-var pendingFlags = []string{"shard", "coordinator", "run-id"}
+var pendingFlags = []string{"shard", "coordinator", "run-id", "token-file"}
 
 // Each index's argv, as the kubelet would start it, is a command line
 // today's mqplan accepts in every part it knows, and its plan (the

@@ -238,6 +238,44 @@ func TestJobInNamespaces(t *testing.T) {
 			},
 		},
 		{
+			// Another machine of the cluster runs shard 1's very command
+			// line, without the token: the plan, run id and build match,
+			// and it is refused at its hello all the same.
+			name: "an imposter without the token: refused, the run incomplete",
+			cfg: func(h *netHosts) jobConfig {
+				return jobConfig{args: netPlanArgs, fault: func(t *testing.T, pods []*netPod) {
+					var argv []string
+					for k := 0; k < len(pods[1].argv); k++ {
+						switch a := pods[1].argv[k]; a {
+						case "--token-file", "--partial", "--out":
+							k++ // and its value: the imposter keeps nothing
+						default:
+							argv = append(argv, a)
+						}
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					var out syncBuffer
+					cmd := h.command(ctx, h.broker.ns, "", pods[1].env, argv...)
+					cmd.Stdout, cmd.Stderr = &out, &out
+					err := cmd.Run()
+					if code := exitCode(cmd); code != 2 || !strings.Contains(out.String(), "authentication failed: the shard has no secret") {
+						t.Errorf("the imposter: exit %d (%v), want 2, refused for having no token\n%s", code, err, &out)
+					}
+				}}
+			},
+			check: func(t *testing.T, h *netHosts, m *mosquitto, j *netJob, _ counts, _ int) {
+				failed(t, j, ReasonPodFailurePolicy)
+				incomplete(t, j, "mqplan: refused a peer at "+h.broker.addr+":")
+				incomplete(t, j, "1 peers failed authentication")
+				for _, p := range j.pods[1:] {
+					if p.code != 0 {
+						t.Errorf("index %d: exit %d, want 0: the genuine shards were not troubled\n%s", p.index, p.code, p.stderr)
+					}
+				}
+			},
+		},
+		{
 			name: "a coordinator scheduled late: the shards wait for it",
 			cfg: func(h *netHosts) jobConfig {
 				return jobConfig{args: netPlanArgs, coordinatorLate: 2 * time.Second}

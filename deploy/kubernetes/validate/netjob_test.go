@@ -23,10 +23,12 @@ type netPod struct {
 	cmd            *exec.Cmd
 	stdout, stderr *syncBuffer
 	// dir is the pod's own volume: its partial result and JSON report.
-	dir    string
-	ended  chan struct{}
-	code   int32 // as the container runtime reports it: 128+N for signal N
-	killed bool  // stopped by the Job controller once the Job ended
+	dir string
+	// argv and env are the pod's process's, as started.
+	argv, env []string
+	ended     chan struct{}
+	code      int32 // as the container runtime reports it: 128+N for signal N
+	killed    bool  // stopped by the Job controller once the Job ended
 }
 
 func (p *netPod) partial() string { return filepath.Join(p.dir, "part.json") }
@@ -129,6 +131,7 @@ func (h *netHosts) runNetJob(t *testing.T, bin string, b *Bundle, cfg jobConfig)
 		for _, e := range p.Env {
 			env = append(env, e.Name+"="+e.Value)
 		}
+		pod.argv, pod.env = args, env
 		pod.cmd = h.command(ctx, h.shards[i].ns, p.Hostname, env, args...)
 		pod.cmd.Stdout, pod.cmd.Stderr = pod.stdout, pod.stderr
 		pods[i] = pod
