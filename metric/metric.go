@@ -51,6 +51,9 @@ const (
 	// LostBroker counts the lost deliveries of messages the broker
 	// acknowledged.
 	LostBroker Name = "lost_broker"
+	// LostLate counts the lost deliveries that were still on their way
+	// when drain ended: late, not dropped.
+	LostLate Name = "lost_late"
 	// LossRate is lost / expected.
 	LossRate Name = "loss_rate"
 	// Duplicates counts deliveries received again.
@@ -310,6 +313,7 @@ var catalogue = slices.Concat([]Metric{
 	{Name: LostUnsent, Kind: Count, Help: "lost because the message was never sent"},
 	{Name: LostUnacked, Kind: Count, Help: "lost with the message sent but never acknowledged (still in flight when drain ended, or its connection dropped)"},
 	{Name: LostBroker, Kind: Count, Help: "lost with the message acknowledged by the broker (at QoS 0: written to it) and never delivered"},
+	{Name: LostLate, Kind: Count, Help: "lost because drain ended first: missing above the highest message received on a stream still delivering in drain's last second"},
 	{Name: LossRate, Kind: Fraction, Help: "lost / expected"},
 	{Name: Duplicates, Kind: Count, Help: "deliveries of a (publisher, sequence) already received by the same subscriber or share group"},
 	{Name: DupRate, Kind: Fraction, Help: "duplicates / received"},

@@ -15,7 +15,7 @@ func TestMetricsCatalogue(t *testing.T) {
 		"connect.attempts", "connect.ok", "connect.failed", "connect.mean", "connect.p50", "connect.p99", "connect.max",
 		"subscribe.mean", "subscribe.p99", "subscribe.max", "errors", "disconnects", "reconnects", "churn.disconnects", "churn.reconnects", "churn.ambiguous", "churn.ambiguous_received",
 		"lag.p99", "lag.max", "late_rate",
-		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "clients.lost", "overlap_copies", "qos_downgrades", "unexpected",
+		"unsent", "lost_unsent", "lost_unacked", "lost_broker", "lost_late", "clients.lost", "overlap_copies", "qos_downgrades", "unexpected",
 		"broker.cpu.max", "broker.cpu.mean", "broker.rss.max", "self.cpu.max", "self.rss.max",
 		"broker.clients.max", "broker.publish.received", "broker.publish.sent", "broker.dropped", "broker.memory.max", "broker.subscriptions.max"}
 	want = append(want, "requests", "responses_expected", "responses", "responses_late", "responses_duplicates", "responses_sent", "rtt.timeouts")

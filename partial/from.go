@@ -49,6 +49,7 @@ func FromStats(st *stats.Stats, c *Collector, meta Meta) (*File, error) {
 		Interrupted: st.Interrupted, Incomplete: st.Incomplete, BrokerGone: st.BrokerGone,
 		Broker: st.Broker, BrokerApart: st.BrokerApart, CountersStart: countersOf(st.CountersStart), CountersEnd: countersOf(st.CountersEnd),
 		ErrorSamples: st.ErrorSamples, InFlightAtEnd: st.InFlightAtEnd, DrainQuietNS: int64(st.DrainQuiet),
+		DrainEndRate: st.DrainEndRate, DrainNS: int64(st.Drain),
 		Notices: st.Notices, Procs: st.Procs, Cross: st.Cross,
 	}
 	f.Clock.FromShards = fromShardsOf(st.Clock, meta.Shard.Count)

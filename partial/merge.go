@@ -241,6 +241,8 @@ func mergeStats(files []*File) (*stats.Stats, error) {
 		st.Notices = appendDistinct(st.Notices, f.Notices)
 		st.InFlightAtEnd += f.InFlightAtEnd
 		st.DrainQuiet = max(st.DrainQuiet, time.Duration(f.DrainQuietNS))
+		st.DrainEndRate += f.DrainEndRate
+		st.Drain = max(st.Drain, time.Duration(f.DrainNS))
 		st.Procs += f.Procs
 		switch {
 		case f.Cross == nil:

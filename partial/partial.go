@@ -80,8 +80,12 @@ type File struct {
 	ErrorSamples      []string      `json:"error_samples,omitempty"`
 	InFlightAtEnd     int64         `json:"in_flight_at_end,omitempty"`
 	DrainQuietNS      int64         `json:"drain_quiet_ns,omitempty"`
-	Notices           []string      `json:"notices,omitempty"`
-	Procs             int           `json:"procs,omitempty"`
+	// DrainEndRate and DrainNS are the shard's stats.Stats.DrainEndRate
+	// and Drain: the merge sums the rates and keeps the longest drain.
+	DrainEndRate int64    `json:"drain_end_rate,omitempty"`
+	DrainNS      int64    `json:"drain_ns,omitempty"`
+	Notices      []string `json:"notices,omitempty"`
+	Procs        int      `json:"procs,omitempty"`
 	// Cross is the shard's share of what the broker's counters are
 	// checked against (stats.Cross), summed by the merge so that the
 	// check runs once on the whole run; absent from an older mqplan's

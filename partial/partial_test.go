@@ -291,7 +291,7 @@ func TestEveryStatsFieldHandled(t *testing.T) {
 	handled := map[reflect.Type][]string{
 		reflect.TypeFor[stats.Stats](): {"Started", "Elapsed", "BrokerURL", "Phases", "Stages", "Groups", "Timeline", "Broker", "BrokerApart", "Clock",
 			"CountersStart", "CountersEnd", "CountersUnchanged", "Interrupted", "Incomplete", "BrokerGone", "ErrorSamples",
-			"InFlightAtEnd", "DrainQuiet", "Cross", "Notices", "Procs"},
+			"InFlightAtEnd", "DrainQuiet", "DrainEndRate", "Drain", "Cross", "Notices", "Procs"},
 		reflect.TypeFor[stats.Cross](): {"Resent", "ResentCounted", "Fences", "FencesBack", "Monitor", "MonitorMsgs", "MonitorBatch",
 			"Mosquitto", "StartRetained", "EndStale"},
 		reflect.TypeFor[stats.PhaseStats]():  {"Phase", "Start", "End", "Total", "Groups"},

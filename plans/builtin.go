@@ -25,7 +25,7 @@ var builtinChecks = [][]metric.Name{
 	{metric.Unsent},
 	{metric.ConnectFailed},
 	{metric.ClientsLost},
-	{metric.Lost, metric.LossRate, metric.LostUnsent, metric.LostUnacked, metric.LostBroker},
+	{metric.Lost, metric.LossRate, metric.LostUnsent, metric.LostUnacked, metric.LostBroker, metric.LostLate},
 	{metric.Duplicates, metric.DupRate},
 	{metric.Corrupted},
 	{metric.Unexpected},

@@ -38,6 +38,10 @@ type Program struct {
 	// Warmup, Ramp and Steady are the publishing phases' lengths (Steady is
 	// derived from publish counts when the plan has no duration).
 	Warmup, Ramp, Steady, Drain time.Duration
+	// DrainQuiet, from drain's mapping form, ends drain once no new
+	// delivery arrived for this long; Drain is then its max. 0 with the
+	// plain form: drain waits up to Drain for the expected deliveries.
+	DrainQuiet time.Duration
 	// MaxPayload is the largest payload any publisher sends.
 	MaxPayload int
 	// Stages parallels Plan.Stages: each stage's window and exact load
@@ -253,6 +257,7 @@ func Compile(p *Plan, opts CompileOptions) (*Program, error) {
 		Ramp:       p.Ramp,
 		Steady:     p.Duration,
 		Drain:      p.Drain,
+		DrainQuiet: p.DrainQuiet,
 	}
 
 	// Connect order: subscribing groups first (stage 0), then the rest.

@@ -140,6 +140,10 @@ type Plan struct {
 	Stages []Stage `json:"stages,omitempty"`
 	// Drain bounds the wait for deliveries after publishing stops.
 	Drain time.Duration `json:"drain"`
+	// DrainQuiet is drain's quiet in its mapping form ({max, quiet}),
+	// where Drain is its max: drain also ends once no new delivery has
+	// arrived for this long. 0 with the plain form.
+	DrainQuiet time.Duration `json:"drain_quiet,omitempty"`
 	// Thresholds are the pass conditions, each an expression.
 	Thresholds []ThresholdSource `json:"thresholds,omitempty"`
 	// Seed keys poisson arrivals (with each client's index) and the

@@ -240,14 +240,14 @@ func conform(kind metric.Kind, v any) (any, bool) {
 func (v view) value(name metric.Name) (any, bool) {
 	m, c := v.msg, v.conn
 	expected, received, lost := m.Expected, m.Received, m.Lost
-	lostUnsent, lostUnacked := m.LostUnsent, m.LostUnacked
+	lostUnsent, lostUnacked, lostLate := m.LostUnsent, m.LostUnacked, m.LostLate
 	if !v.subscriberView {
 		expected, received, lost = m.ExpectedOwn, m.ReceivedOwn, m.LostOwn
-		lostUnsent, lostUnacked = m.LostUnsentOwn, m.LostUnackedOwn
+		lostUnsent, lostUnacked, lostLate = m.LostUnsentOwn, m.LostUnackedOwn, m.LostLateOwn
 	}
-	// What was neither unsent nor unacknowledged, the broker had and did
-	// not deliver.
-	lostBroker := max(0, lost-lostUnsent-lostUnacked)
+	// What was neither unsent, unacknowledged nor late, the broker had and
+	// did not deliver.
+	lostBroker := max(0, lost-lostUnsent-lostUnacked-lostLate)
 	switch name {
 	case metric.Sent:
 		return m.Sent, true
@@ -259,6 +259,8 @@ func (v view) value(name metric.Name) (any, bool) {
 		return lostUnacked, true
 	case metric.LostBroker:
 		return lostBroker, true
+	case metric.LostLate:
+		return lostLate, true
 	case metric.Acked:
 		return m.Acked, true
 	case metric.Expected:

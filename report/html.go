@@ -497,7 +497,7 @@ func htmlTables(r *Result) []htmlTable {
 	del := htmlTable{Title: "Delivery (steady-phase messages, deliveries during drain included)",
 		Head: deliveryHead, Rows: deliveryCells(r),
 		Notes: []string{"A subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages.",
-			"lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered)."}}
+			"lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered) + late (still arriving when drain ended)."}}
 	if note := ambiguousNote(r); note != "" {
 		del.Notes = append(del.Notes, note+".")
 	}

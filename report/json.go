@@ -71,6 +71,9 @@ type jsonThreshold struct {
 	Pass    bool        `json:"pass"`
 	Values  []jsonValue `json:"values"`
 	Reason  string      `json:"reason,omitempty"`
+	// Late is, on a failed loss threshold, the lost_late of the scope it
+	// read (ThresholdOutcome.Late).
+	Late int `json:"late,omitempty"`
 }
 
 type jsonValue struct {
@@ -260,7 +263,7 @@ func (r *Result) doc() jsonDoc {
 	}
 	for _, t := range r.Thresholds {
 		jt := jsonThreshold{Expr: t.Expr, Builtin: t.Builtin, Line: t.Pos.Line, Column: t.Pos.Col, Pass: t.Pass,
-			Reason: t.Reason, Values: []jsonValue{}}
+			Reason: t.Reason, Late: t.Late, Values: []jsonValue{}}
 		for _, v := range t.Values {
 			jv := jsonValue{Metric: v.Ref.String(), Missing: v.Missing}
 			if !v.Missing {

@@ -95,6 +95,7 @@ type jsonPlan struct {
 	Duration    jsonDuration            `json:"duration"`
 	Stages      []jsonPlanStage         `json:"stages,omitempty"`
 	Drain       jsonDuration            `json:"drain"`
+	DrainQuiet  jsonDuration            `json:"drain_quiet,omitempty"`
 	Thresholds  []plans.ThresholdSource `json:"thresholds,omitempty"`
 	Seed        uint64                  `json:"seed,omitempty"`
 	Sharding    *plans.Sharding         `json:"sharding,omitempty"`
@@ -213,7 +214,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		},
 		Groups: make([]jsonPlanGroup, len(p.Groups)),
 		Warmup: jsonDuration(p.Warmup), Ramp: jsonDuration(p.Ramp),
-		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain),
+		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain), DrainQuiet: jsonDuration(p.DrainQuiet),
 		Thresholds: p.Thresholds, Seed: p.Seed, Sharding: p.Sharding,
 	}
 	jp.Stages = stagesJSON(p.Stages)

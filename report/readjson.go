@@ -423,7 +423,7 @@ func (d *jsonDoc) result() (*Result, error) {
 	r.Warnings = nonEmpty(ws)
 
 	for i, t := range d.Thresholds {
-		o := ThresholdOutcome{Expr: t.Expr, Builtin: t.Builtin, Pass: t.Pass, Reason: t.Reason}
+		o := ThresholdOutcome{Expr: t.Expr, Builtin: t.Builtin, Pass: t.Pass, Reason: t.Reason, Late: t.Late}
 		if t.Line > 0 && r.Plan != nil {
 			o.Pos = plans.Pos{File: r.Plan.File, Line: t.Line, Col: t.Column}
 		} else {
@@ -691,7 +691,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 			Metrics: jp.Broker.Metrics,
 		},
 		Warmup: time.Duration(jp.Warmup), Ramp: time.Duration(jp.Ramp),
-		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain),
+		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain), DrainQuiet: time.Duration(jp.DrainQuiet),
 		Thresholds: jp.Thresholds, Seed: jp.Seed, Sharding: jp.Sharding,
 	}
 	p.Stages = stagesOf(jp.Stages)

@@ -142,6 +142,7 @@ func (c *resultCheck) result(r *Result) {
 		p := "thresholds[" + strconv.Itoa(i) + "]"
 		c.count(p+".line", int64(t.Pos.Line))
 		c.count(p+".column", int64(t.Pos.Col))
+		c.count(p+".late", int64(t.Late))
 		for j, v := range t.Values {
 			if !v.Missing {
 				c.value(p+".values["+strconv.Itoa(j)+"].value", v.Ref.Metric, v.Value)
@@ -304,6 +305,7 @@ func (c *resultCheck) plan(r *Result) {
 	c.duration("plan.ramp", pl.Ramp)
 	c.duration("plan.duration", pl.Duration)
 	c.duration("plan.drain", pl.Drain)
+	c.duration("plan.drain_quiet", pl.DrainQuiet)
 	c.count("plan.seed", int64(pl.Seed))
 	for i, st := range pl.Stages {
 		p := "plan.stages[" + strconv.Itoa(i) + "]"

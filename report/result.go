@@ -183,6 +183,10 @@ type ThresholdOutcome struct {
 	Pass   bool
 	Values []threshold.Value
 	Reason string
+	// Late is, for a failed threshold on loss (lost, loss_rate,
+	// lost_late), the lost_late of the scope it read: that much of the
+	// loss was still arriving when drain ended, and Reason says so.
+	Late int
 }
 
 // Evaluate judges a run: it builds the metric environment from st, evaluates
@@ -254,10 +258,16 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 
 	for _, th := range ths {
 		res := th.Eval(env)
-		r.Thresholds = append(r.Thresholds, ThresholdOutcome{
+		out := ThresholdOutcome{
 			Expr: th.Source.Expr, Pos: th.Source.Pos, Builtin: th.Builtin,
 			Pass: res.Pass, Values: res.Values, Reason: res.Reason,
-		})
+		}
+		if !res.Pass && res.Reason == "false" {
+			if why, n := lateReason(env, res.Values); n > 0 {
+				out.Reason, out.Late = why, n
+			}
+		}
+		r.Thresholds = append(r.Thresholds, out)
 	}
 	r.Warnings = warnings(r, st)
 	if od := overdriveWarning(p, st); od != "" {
@@ -324,6 +334,9 @@ func warnings(r *Result, st *stats.Stats) []string {
 	}
 	if r.Unsent > 0 {
 		ws = append(ws, fmt.Sprintf("%d messages the schedule called for were never sent (connections down, the broker or the generator stalled, or publishing ended first): their deliveries count as lost (lost_unsent)", r.Unsent))
+	}
+	if w := lateWarning(st); w != "" {
+		ws = append(ws, w)
 	}
 	if r.InFlightAtEnd > 0 {
 		ws = append(ws, fmt.Sprintf("drain ended with %d publishes still awaiting their acknowledgement: drain was too short for what was in flight, or the broker stalled; deliveries of theirs that did not arrive count as lost_unacked", r.InFlightAtEnd))
@@ -393,7 +406,11 @@ func (r *Result) Verdict() string {
 func (r *Result) Summary() string {
 	failed, n, builtins := 0, 0, 0
 	var builtinFailed []string
+	late := ""
 	for _, t := range r.Thresholds {
+		if !t.Pass && t.Late > 0 && late == "" {
+			late = t.Reason
+		}
 		if t.Builtin {
 			builtins++
 			if !t.Pass {
@@ -420,6 +437,9 @@ func (r *Result) Summary() string {
 		}
 		if len(builtinFailed) > 0 {
 			parts = append(parts, pluralWord(len(builtinFailed), "built-in check", "built-in checks")+" failed: "+strings.Join(builtinFailed, ", "))
+		}
+		if late != "" {
+			parts = append(parts, late)
 		}
 		return VerdictFail + ": " + strings.Join(parts, "; ")
 	default:

@@ -66,14 +66,14 @@ func latencyCells(r *Result) [][]string {
 }
 
 // deliveryHead heads the delivery table.
-var deliveryHead = []string{"group", "expected", "received", "lost", "unsent", "unacked", "by broker", "dup", "out-of-order", "corrupted", "loss rate", "dup rate"}
+var deliveryHead = []string{"group", "expected", "received", "lost", "unsent", "unacked", "by broker", "late", "dup", "out-of-order", "corrupted", "loss rate", "dup rate"}
 
 // deliveryCells is one row per group and, last, the total.
 func deliveryCells(r *Result) [][]string {
 	row := func(name string, m metric.Set) []string {
 		return []string{name,
 			count(m, metric.Expected), count(m, metric.Received), count(m, metric.Lost),
-			count(m, metric.LostUnsent), count(m, metric.LostUnacked), count(m, metric.LostBroker),
+			count(m, metric.LostUnsent), count(m, metric.LostUnacked), count(m, metric.LostBroker), count(m, metric.LostLate),
 			count(m, metric.Duplicates), count(m, metric.OutOfOrder), count(m, metric.Corrupted),
 			percent(m, metric.LossRate), percent(m, metric.DupRate),
 		}

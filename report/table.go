@@ -160,7 +160,7 @@ func writeDelivery(b *bytes.Buffer, r *Result) error {
 	}
 	// Users ask why a publishing group "receives": say it once, here.
 	b.WriteString("a subscribing group counts deliveries to its clients; a publishing group, deliveries of its messages\n")
-	b.WriteString("lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered)\n")
+	b.WriteString("lost = unsent (never sent) + unacked (sent, never acknowledged) + by broker (acknowledged or written, never delivered) + late (still arriving when drain ended)\n")
 	if note := ambiguousNote(r); note != "" {
 		b.WriteString(note + "\n")
 	}

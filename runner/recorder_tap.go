@@ -39,6 +39,8 @@ const (
 	tapAnswer
 	tapClean
 	tapAmbiguousReceived
+	tapLostLate
+	tapStageLostLate
 )
 
 // tapEvent is one record* call: its method, its arguments (the fields
@@ -55,7 +57,7 @@ type tapEvent struct {
 	recv       recvRecord
 	ph         phase.Phase
 	group      int
-	other      int // the receiving group of tapLostUnacked, the stage of stage calls
+	other      int // the receiving group of tapLostUnacked and tapLostLate, the stage of stage calls
 	n, size    int64
 	expected   int64
 	expectedBy []int

@@ -197,6 +197,11 @@ type run struct {
 	// same names), written by the orchestrating goroutine.
 	inflightAtEnd int64
 	drainQuiet    time.Duration
+	// drainEndAt is when drain ended (since the epoch, 0 until it has),
+	// drainLen how long it lasted and drainEndRate the deliveries per
+	// second in its last second (late.go).
+	drainEndAt, drainLen time.Duration
+	drainEndRate         int64
 
 	timelineMu sync.Mutex
 	timeline   []stats.Second
@@ -370,6 +375,7 @@ func Run(ctx context.Context, prog *plans.Program, opts Options) (*stats.Stats, 
 	st.ErrorSamples = r.errorSamples()
 	st.InFlightAtEnd = r.inflightAtEnd
 	st.DrainQuiet = r.drainQuiet
+	st.DrainEndRate, st.Drain = r.drainEndRate, r.drainLen
 	st.Procs = runtime.GOMAXPROCS(0)
 	if broker != nil {
 		bs := broker.Stats()
@@ -1332,17 +1338,29 @@ const minQuiet = 20 * time.Millisecond
 // drain waits until every expected delivery and every acknowledgement has
 // arrived, then keeps listening for a quiet period (twice the run's p99
 // latency, at least minQuiet), so that a duplicate or a stray delivery
-// right behind the last expected one is counted too, all within limit. It
-// returns the quiet period it used (0 when the expected deliveries never
-// all arrived).
+// right behind the last expected one is counted too, all within limit.
+// With drain's mapping form (plans.Program.DrainQuiet) it also ends once
+// no new delivery has arrived for that long, counted from the start of
+// drain or the last delivery. It returns the quiet period it used (0 when
+// the expected deliveries never all arrived), and leaves when drain ended
+// and the delivery rate in its last second for settleLate and the report.
 //
 // An interruption during drain (Ctrl-C) cuts what is left of it to the
 // interrupt drain: the user asked for the report soon.
 func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
-	deadline := r.at() + limit
+	start := r.at()
+	deadline := start + limit
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var quiet, metAt time.Duration
+	var rate endRate
+	idleFor, lastGot, lastNew := r.prog.DrainQuiet, int64(-1), start
+	defer func() {
+		end := r.at()
+		_, got := r.rec.totals()
+		r.drainEndAt, r.drainLen = end, end-r.phaseStart[phase.Drain]
+		r.drainEndRate = rate.rate(end, got)
+	}()
 	interrupted := ctx.Err() != nil
 	for r.at() < deadline {
 		// With no connection left, and none coming back, nothing more
@@ -1355,14 +1373,22 @@ func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
 			deadline = min(deadline, r.at()+r.interruptDrain())
 		}
 		exp, got := r.rec.totals()
+		now := r.at()
+		rate.sample(now, got)
+		if got != lastGot {
+			lastGot, lastNew = got, now
+		}
 		exp = r.expectedHere(exp)
 		switch {
 		case got < exp || !r.allAcked() || !r.answersIn():
 			quiet = 0
+			if idleFor > 0 && now-lastNew >= idleFor {
+				return 0
+			}
 		case quiet == 0:
-			metAt = r.at()
+			metAt = now
 			quiet = max(minQuiet, 2*r.rec.latencyQuantile(99))
-		case r.at()-metAt >= quiet:
+		case now-metAt >= quiet:
 			return quiet
 		}
 		<-tick.C
@@ -1591,7 +1617,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 			// content is not checked.
 			d.phase, d.group, d.pubGroup = r.current(), pc.Group, pc.Group
 			d.inStage, d.from = 0, -1
-			d.kind = r.observe(c, h, d.phase, 0)
+			d.kind = r.observe(c, h, d.phase, 0, now)
 			d.scheduled = false
 			d.bytes = int64(len(payload))
 			d.latency = max(0, time.Duration(r.epochWall+now-h.intended))
@@ -1622,7 +1648,7 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 	d.latency = time.Duration(now - sent)
 	d.at = time.Duration(now)
 	d.scheduled = true
-	d.kind = r.observe(c, h, ph, d.inStage)
+	d.kind = r.observe(c, h, ph, d.inStage, now)
 	if d.kind == deliveryUnexpected {
 		r.rec.recordUnexpected(pc.Index, ph, pc.Group)
 		return
@@ -1639,8 +1665,9 @@ func (r *run) receiveProps(c *client, props, payload []byte, retained bool) {
 // connection, and members of a share group legitimately interleave). A
 // delivery the client's subscriptions do not imply is unexpected and
 // touches no stream: taken as received, it would stand in for a lost
-// delivery of another client of the same group.
-func (r *run) observe(c *client, h header, ph phase.Phase, inStage int) delivery {
+// delivery of another client of the same group. now (ns since the epoch)
+// is when the delivery arrived.
+func (r *run) observe(c *client, h header, ph phase.Phase, inStage int, now int64) delivery {
 	if sh := c.share; sh != nil {
 		expected, ok := c.expects[h.pub]
 		if !ok {
@@ -1652,7 +1679,9 @@ func (r *run) observe(c *client, h header, ph phase.Phase, inStage int) delivery
 			return deliveryUnexpected
 		}
 		sh.mu.Lock()
-		kind := streamFor(sh.streams, h.pub).observe(h.seq)
+		st := streamFor(sh.streams, h.pub)
+		st.lastAt = now
+		kind := st.observe(h.seq)
 		sh.mu.Unlock()
 		if kind == deliveryOutOfOrder {
 			kind = deliveryFirst
@@ -1676,6 +1705,7 @@ func (r *run) observe(c *client, h header, ph phase.Phase, inStage int) delivery
 	if c.lastStream.unexpected {
 		return deliveryUnexpected
 	}
+	c.lastStream.lastAt = now
 	return c.lastStream.classify(c.lastStream.observe(h.seq), ph, inStage)
 }
 
@@ -1777,10 +1807,6 @@ func (r *run) settle(readersDone bool) {
 	if !readersDone {
 		return
 	}
-	type holder struct {
-		st    *stream
-		group int
-	}
 	byPub := map[uint32][]holder{}
 	shareGroup := make([]int, len(r.shares))
 	for i := range shareGroup {
@@ -1825,6 +1851,10 @@ func (r *run) settle(readersDone bool) {
 			r.noteSilentShare(k)
 		}
 	}
+	// The late tail of each stream is counted once the unacknowledged
+	// messages are known, on every way out.
+	unackedOf := map[int][]mqttc.Token{}
+	defer func() { r.settleLate(byPub, unackedOf) }()
 	seen := make([]int64, len(r.prog.Groups))
 	var here [][]int // sharded: each publisher's deliveries to this shard's receivers, by group
 	for _, c := range r.clients {
@@ -1852,6 +1882,9 @@ func (r *run) settle(readersDone bool) {
 				}
 			}
 			want = here[c.plan.Index][:len(r.prog.Groups)]
+		}
+		if len(unacked) > 0 {
+			unackedOf[c.plan.Index] = unacked
 		}
 		holders := byPub[uint32(c.plan.Index)]
 		for _, tok := range unacked {

@@ -251,6 +251,10 @@ func (e *tapEvent) replay(r *recorder) {
 		r.recordStageUnsent(e.client, e.other, e.n, e.expected)
 	case tapStageLostUnacked:
 		r.recordStageLostUnacked(e.other, e.n)
+	case tapLostLate:
+		r.recordLostLate(e.ph, e.group, e.other, e.n)
+	case tapStageLostLate:
+		r.recordStageLostLate(e.other, e.n)
 	case tapStageMisjudgedCopies:
 		r.recordStageMisjudgedCopies(e.other, e.n, e.size)
 	case tapAnswerSent:

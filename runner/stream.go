@@ -11,10 +11,16 @@ const streamWindow = 256
 
 // stream is the delivery state of one publisher→subscriber stream (or
 // publisher→share group): the highest sequence seen and a bitmap of the
-// window below it. 40 bytes a stream, so per-stream state stays compact
-// however many publishers a wildcard subscriber hears.
+// window below it, and when it last delivered. A few dozen bytes a
+// stream, so per-stream state stays compact however many publishers a
+// wildcard subscriber hears.
 type stream struct {
 	highest uint32
+	// lastAt is when the stream's last delivery arrived (ns since the
+	// run's epoch): a stream that delivered in drain's last second was
+	// still delivering, and the messages above its highest were late
+	// (settleLate in late.go).
+	lastAt int64
 	// seen bit i set means sequence highest-1-i has been received.
 	seen [streamWindow / 64]uint64
 	// extra is how many copies of one message beyond the first the

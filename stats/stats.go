@@ -179,6 +179,16 @@ type Stats struct {
 	// DrainQuiet is how long drain kept listening after the last expected
 	// delivery, to catch duplicates that follow it.
 	DrainQuiet time.Duration
+	// DrainEndRate is the deliveries per second that arrived in drain's
+	// last second (over drain's whole length when it was shorter): non-zero
+	// means deliveries were still arriving when drain ended, and the
+	// missing ones on the streams still delivering were late, not dropped
+	// (Metrics.LostLate). A sharded run sums its shards'.
+	DrainEndRate int64
+	// Drain is how long drain lasted (the longest of a sharded run's):
+	// with DrainEndRate and LostLate, the report says what drain would
+	// likely have received them.
+	Drain time.Duration
 	// Cross is what the broker's counters are checked against beyond the
 	// phase counts (runner.CrossCheck); nil in results of an mqplan
 	// without it, which are not checked.

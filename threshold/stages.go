@@ -116,7 +116,7 @@ func (p *renamePatch) Visit(node *ast.Node) {
 // samples" after the run.
 var stageCounts = map[metric.Name]bool{
 	metric.Sent: true, metric.Unsent: true, metric.Expected: true, metric.Received: true,
-	metric.Lost: true, metric.LostUnsent: true, metric.LostUnacked: true, metric.LostBroker: true,
+	metric.Lost: true, metric.LostUnsent: true, metric.LostUnacked: true, metric.LostBroker: true, metric.LostLate: true,
 	metric.LossRate: true, metric.Duplicates: true, metric.DupRate: true, metric.OutOfOrder: true,
 	metric.OOORate: true, metric.OverlapCopies: true, metric.SendRate: true, metric.RecvRate: true,
 	metric.SentBytes: true, metric.ReceivedBytes: true, metric.LateRate: true,
