@@ -42,6 +42,7 @@ const (
 	fieldLifetime                        // lifetime: a duration or {min, max}
 	fieldStageClients                    // a stage's clients: {group name: count}
 	fieldShardStrategy                   // sharding.strategy: auto or stripe
+	fieldDrain                           // drain: a duration or {max, quiet}
 )
 
 // planField is one key of a mapping in a plan file.
@@ -228,6 +229,15 @@ var sizeRangeSection = &planSection{
 	},
 }
 
+var drainRangeSection = &planSection{
+	name: "drain_range",
+	doc:  "Drain that keeps listening while deliveries arrive: it ends once every expected delivery is in, once no new delivery has arrived for quiet, or at max.",
+	fields: []planField{
+		{name: "max", kind: fieldDuration, positive: true, required: true, doc: "The longest drain may last."},
+		{name: "quiet", kind: fieldDuration, positive: true, doc: "End drain once no new delivery has arrived for this long, counted from the start of drain or the last delivery (default 1s; at most max)."},
+	},
+}
+
 var lifetimeRangeSection = &planSection{
 	name: "lifetime_range",
 	doc:  "A session length drawn uniformly per session, from min to max (seeded by the plan's seed and the client).",
@@ -296,7 +306,7 @@ var planSectionTop = &planSection{
 		{name: "duration", kind: fieldDuration, positive: true, doc: "The measured steady phase; required unless every publishing group has a publish.count, or the plan has stages."},
 		{name: "stages", kind: fieldGroupList, sec: stageSection, doc: "The publish rate over time, k6-style: a list of {name, duration, rate or every}, each reached linearly from the previous; together the measured phase. The rate applies to every publishing group, which then gives no rate or every. Not with ramp or duration."},
 		{name: "seed", kind: fieldInt, min: 0, max: maxSeed, doc: "Seeds every random draw of the plan (default 1): poisson arrivals, payload templates and sizes, random lifetimes. The same seed gives the same schedule, payloads and timetable, so a run is repeatable, explain exact, and the receiver regenerates each payload to check it."},
-		{name: "drain", kind: fieldDuration, doc: "After publishing stops, wait at most this long for deliveries (default 5s)."},
+		{name: "drain", kind: fieldDrain, doc: drainDoc},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
 		{name: "sharding", kind: fieldSection, sec: shardingSection, doc: shardingSection.doc},
 	},
@@ -318,6 +328,7 @@ var (
 	burstKeys     = burstSection.keys()
 	sizeRangeKeys = sizeRangeSection.keys()
 	lifeRangeKeys = lifetimeRangeSection.keys()
+	drainKeys     = drainRangeSection.keys()
 	sizeKeys      = sizeChoiceSection.keys()
 	shardingKeys  = shardingSection.keys()
 )

@@ -491,7 +491,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	top.duration("warmup", &p.Warmup, durationOpts{})
 	top.duration("ramp", &p.Ramp, durationOpts{})
 	hasDuration := top.duration("duration", &p.Duration, durationOpts{positive: true})
-	top.duration("drain", &p.Drain, durationOpts{})
+	l.drain(top, p)
 	l.seed(top, p)
 	l.sharding(top, p)
 	if staged {

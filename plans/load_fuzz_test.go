@@ -53,6 +53,9 @@ func FuzzLoad(f *testing.F) {
 		"sharding={strategy: stripe}",
 		"sharding.strategy=auto\nsharding.shards=2",
 		"sharding=[auto]\nsharding.strategy=",
+		"drain={max: 30s, quiet: 1s}",
+		"drain.max=10s\ndrain.quiet=20s",
+		"drain={max: 1s, quiet: -1s, nope: 2}\ndrain=3s",
 	} {
 		f.Add(minimal, sets)
 	}

@@ -157,7 +157,12 @@ func (l *loader) applySet(root *yaml.Node, raw string) {
 		if st.Index < 0 {
 			created, err := e.Key(st.Key)
 			if err != nil {
-				fail("cannot set %s: %s is %s, not a mapping", st.Key, path, describe(e.Node()))
+				hint := ""
+				if path == "drain" {
+					// drain's two forms: a duration has no keys to set.
+					hint = ": give the mapping form whole, like drain={max: 30s, quiet: 1s}"
+				}
+				fail("cannot set %s: %s is %s, not a mapping%s", st.Key, path, describe(e.Node()), hint)
 				return
 			}
 			if created && st.Key == "groups" && i+1 < len(steps) {

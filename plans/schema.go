@@ -29,7 +29,7 @@ func Schema() []byte {
 	root["$schema"] = SchemaDialect
 	root["title"] = "mqplan plan"
 	defs := map[string]any{}
-	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, startDelaySection, sizeRangeSection, sizeChoiceSection, lifetimeRangeSection, shardingSection} {
+	for _, s := range []*planSection{brokerSection, brokerMetricsSection, tlsSection, groupSection, reconnectSection, willSection, subscriptionSection, publishSection, respondSection, stageSection, burstSection, startDelaySection, sizeRangeSection, sizeChoiceSection, lifetimeRangeSection, drainRangeSection, shardingSection} {
 		defs[s.name] = sectionSchema(s)
 	}
 	root["$defs"] = defs
@@ -236,6 +236,9 @@ func fieldSchema(f planField) map[string]any {
 	case fieldLifetime:
 		one := withoutDoc(fieldSchema(planField{kind: fieldDuration, positive: true}))
 		return map[string]any{"description": f.doc, "anyOf": []any{one, ref(lifetimeRangeSection)}}
+	case fieldDrain:
+		one := withoutDoc(fieldSchema(planField{kind: fieldDuration}))
+		return map[string]any{"description": f.doc, "anyOf": []any{one, ref(drainRangeSection)}}
 	case fieldURLList:
 		url := withoutDoc(fieldSchema(planField{kind: fieldBrokerURL}))
 		return map[string]any{"description": f.doc, "type": "array", "minItems": 1, "items": url}

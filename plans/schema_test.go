@@ -155,6 +155,7 @@ func TestSchemaKeysMatchLoader(t *testing.T) {
 		"size_range":     {sizeRangeKeys, false},
 		"size_choice":    {sizeKeys, false},
 		"lifetime_range": {lifeRangeKeys, false},
+		"drain_range":    {drainKeys, false},
 		"sharding":       {shardingKeys, false},
 	}
 	for _, name := range slices.Sorted(maps.Keys(mappings)) {

@@ -172,6 +172,10 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 			length = "as needed"
 		case phase.Drain:
 			length = "≤ " + fmtDuration(ph.Length)
+			if prog.DrainQuiet > 0 {
+				// The mapping form: it also ends once quiet.
+				length += ", quiet " + fmtDuration(prog.DrainQuiet)
+			}
 		}
 		connects := "-"
 		if ph.Connects > 0 {
