@@ -1341,7 +1341,8 @@ const minQuiet = 20 * time.Millisecond
 // right behind the last expected one is counted too, all within limit.
 // With drain's mapping form (plans.Program.DrainQuiet) it also ends once
 // no new delivery has arrived for that long, counted from the start of
-// drain or the last delivery. It returns the quiet period it used (0 when
+// drain or the last delivery, also while it listens past the last
+// expected one. It returns the quiet period it used (0 when
 // the expected deliveries never all arrived), and leaves when drain ended
 // and the delivery rate in its last second for settleLate and the report.
 //
@@ -1380,11 +1381,16 @@ func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
 		}
 		exp = r.expectedHere(exp)
 		switch {
+		case idleFor > 0 && now-lastNew >= idleFor:
+			// The mapping form's quiet: no new delivery for that long,
+			// whether or not every expected one is in (then what it
+			// listened past the last of them is the quiet it used).
+			if quiet > 0 {
+				return now - metAt
+			}
+			return 0
 		case got < exp || !r.allAcked() || !r.answersIn():
 			quiet = 0
-			if idleFor > 0 && now-lastNew >= idleFor {
-				return 0
-			}
 		case quiet == 0:
 			metAt = now
 			quiet = max(minQuiet, 2*r.rec.latencyQuantile(99))

@@ -538,8 +538,8 @@ func TestFaults(t *testing.T) {
 			if e := r.n("expected"); e != planned {
 				t.Errorf("expected %d, want %d (one delivery a message)", e, planned)
 			}
-			if l, sum := r.n("lost"), r.n("lost_unsent")+r.n("lost_unacked")+r.n("lost_broker"); l != sum {
-				t.Errorf("lost %d, but unsent %d + unacked %d + by broker %d = %d", l, r.n("lost_unsent"), r.n("lost_unacked"), r.n("lost_broker"), sum)
+			if l, sum := r.n("lost"), r.n("lost_unsent")+r.n("lost_unacked")+r.n("lost_broker")+r.n("lost_late"); l != sum {
+				t.Errorf("lost %d, but unsent %d + unacked %d + by broker %d + late %d = %d", l, r.n("lost_unsent"), r.n("lost_unacked"), r.n("lost_broker"), r.n("lost_late"), sum)
 			}
 			if r.n("lost_unsent") != r.n("unsent") {
 				t.Errorf("lost_unsent %d for %d unsent one-to-one messages", r.n("lost_unsent"), r.n("unsent"))
