@@ -87,7 +87,7 @@ func TestLateIsNotLostByBroker(t *testing.T) {
 		{name: "delayed 3s, QoS 1, drain 2s: late", faults: broker.Faults{Delay: 3 * time.Second}, qos: 1, drain: "2s", want: exitFail, check: checkLate(1)},
 		{name: "delayed 3s, QoS 0, drain {max, quiet}: every delivery", faults: broker.Faults{Delay: 3 * time.Second}, qos: 0, drain: mapping, want: exitPass, check: checkNoneLost},
 		{name: "delayed 3s, QoS 1, drain {max, quiet}: every delivery", faults: broker.Faults{Delay: 3 * time.Second}, qos: 1, drain: mapping, want: exitPass, check: checkNoneLost},
-		{name: "dropping 1 in 50, QoS 0, drain {max, quiet}: lost by broker", faults: broker.Faults{DropEvery: 50}, qos: 0, drain: mapping, want: exitFail, check: checkDropped},
+		{name: "dropping 1 in 50, QoS 0, drain {max, quiet}: lost by broker, drain ends quiet", faults: broker.Faults{DropEvery: 50}, qos: 0, drain: mapping, want: exitFail, check: checkDroppedQuiet},
 		{name: "dropping 1 in 50, QoS 0, drain 2s: lost by broker", faults: broker.Faults{DropEvery: 50}, qos: 0, drain: "2s", want: exitFail, check: checkDropped},
 	}
 	for _, tt := range tests {
@@ -159,6 +159,21 @@ func checkNoneLost(t *testing.T, _ string, r *faultReport, _ broker.FaultCounts)
 	}
 	if r.lateWarning() != nil {
 		t.Errorf("a late warning with nothing lost: %q", r.Warnings)
+	}
+}
+
+// checkDroppedQuiet is checkDropped for drain {max: 10s, quiet: 1s}:
+// the deliveries stop with steady, and drain ends a second later, not at
+// max (the whole run would then last 13 s and more).
+func checkDroppedQuiet(t *testing.T, url string, r *faultReport, fc broker.FaultCounts) {
+	t.Helper()
+	checkDropped(t, url, r, fc)
+	var s string
+	if err := json.Unmarshal(r.Elapsed, &s); err != nil {
+		t.Fatalf("elapsed %s: %v", r.Elapsed, err)
+	}
+	if d, err := time.ParseDuration(s); err != nil || d >= 10*time.Second {
+		t.Errorf("the run lasted %s: drain did not end once quiet", s)
 	}
 }
 
