@@ -245,8 +245,12 @@ func (v view) value(name metric.Name) (any, bool) {
 		expected, received, lost = m.ExpectedOwn, m.ReceivedOwn, m.LostOwn
 		lostUnsent, lostUnacked, lostLate = m.LostUnsentOwn, m.LostUnackedOwn, m.LostLateOwn
 	}
-	// What was neither unsent, unacknowledged nor late, the broker had and
-	// did not deliver.
+	// Late is what the broker had and was still delivering when drain
+	// ended: never more than the other causes leave of lost (the raw
+	// count may hold a message never sent or never acknowledged, which
+	// those count). What was neither unsent, unacknowledged nor late, the
+	// broker had and did not deliver.
+	lostLate = max(0, min(lostLate, lost-lostUnsent-lostUnacked))
 	lostBroker := max(0, lost-lostUnsent-lostUnacked-lostLate)
 	switch name {
 	case metric.Sent:

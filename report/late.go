@@ -69,7 +69,7 @@ func lateWarning(st *stats.Stats) string {
 	var maxLatency time.Duration
 	for i := range st.Phases {
 		t := &st.Phases[i].Total
-		late += t.LostLate
+		late += max(0, min(t.LostLate, t.Lost-t.LostUnsent-t.LostUnacked)) // as the metric (environment.go)
 		if t.Latency != nil && t.Latency.TotalCount() > 0 {
 			maxLatency = max(maxLatency, time.Duration(t.Latency.Max())*time.Microsecond)
 		}

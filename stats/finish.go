@@ -3,16 +3,15 @@ package stats
 // FinishPhases fixes the figures of a run that are derived from its raw
 // counters rather than counted: each cell's Lost (expected minus
 // first-time deliveries, at least 0), LostOwn and request/response
-// Timeouts, LostLate and LostLateOwn bounded by what the other causes
-// leave of Lost and LostOwn, each phase's Total (every group merged, counting each
+// Timeouts, each phase's Total (every group merged, counting each
 // delivery once: the subscriber view, so the publisher-side *Own fields
 // are zeroed there) and each stage's Lost. A single run calls it once its
 // recorder's stripes are summed, and a merge of partial results (package
 // partial) once the shards' raw counters are added, so that both judge
 // from the same arithmetic: a per-shard Lost is never summed, since a
 // shard whose publishers' subscribers live elsewhere expects deliveries
-// it never receives. Lost, LostOwn, Timeouts and Total are overwritten,
-// LostLate and LostLateOwn bounded; every other field is left as counted.
+// it never receives. Lost, LostOwn, Timeouts and Total are overwritten;
+// every other field is left as counted.
 func FinishPhases(phases []PhaseStats, stages []StageStats) {
 	for p := range phases {
 		ph := &phases[p]
@@ -34,10 +33,5 @@ func FinishPhases(phases []PhaseStats, stages []StageStats) {
 func finishCell(m *Metrics) {
 	m.Lost = max(0, m.Expected-(m.Received-m.Duplicates))
 	m.LostOwn = max(0, m.ExpectedOwn-m.ReceivedOwn)
-	// A late delivery is one the broker had: never more than what the
-	// other causes leave of Lost (a stream's missing tail may hold a
-	// message never sent or never acknowledged, counted there).
-	m.LostLate = max(0, min(m.LostLate, m.Lost-m.LostUnsent-m.LostUnacked))
-	m.LostLateOwn = max(0, min(m.LostLateOwn, m.LostOwn-m.LostUnsentOwn-m.LostUnackedOwn))
 	m.ReqResp.Timeouts = max(0, m.ReqResp.Expected-m.ReqResp.Responses)
 }

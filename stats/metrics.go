@@ -53,9 +53,11 @@ type Metrics struct {
 	// in drain's last second, the messages above the highest sequence it
 	// received (a broker delivers a publisher's messages in order on a
 	// subscription, so those were on their way; a hole below the highest
-	// was skipped, and stays the broker's). Counted when the run is over;
-	// FinishPhases bounds it by Lost less LostUnsent and LostUnacked, so
-	// that the four causes add up to Lost.
+	// was skipped, and stays the broker's). Counted when the run is over,
+	// by the receiver's shard. It is a raw count, summed as such by a
+	// merge: the report bounds it by Lost less LostUnsent and LostUnacked
+	// (a stream's missing tail may hold a message never sent or never
+	// acknowledged, counted there), so that the four causes add up to Lost.
 	LostLate int64
 	// Duplicates counts a (publisher, sequence) received again by the same
 	// subscriber or share group.

@@ -1,0 +1,141 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mqplan/mqplan/broker"
+	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/stats"
+)
+
+func TestEndRate(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name    string
+		samples [][2]int64 // at (ms), got
+		end     time.Duration
+		got     int64
+		want    int64
+	}{
+		{name: "no samples", end: s, got: 10, want: 0},
+		{name: "steady 200/s over 3 s", samples: ramp(0, 3000, 100, 200), end: 3 * s, got: 600, want: 200},
+		{name: "stopped 2 s before the end", samples: append(ramp(0, 1000, 100, 200), [2]int64{2000, 200}, [2]int64{2500, 200}), end: 3 * s, got: 200, want: 0},
+		{name: "shorter than a second: over what it covers", samples: [][2]int64{{0, 0}, {100, 10}, {200, 20}}, end: 500 * time.Millisecond, got: 50, want: 100},
+		{name: "samples closer than the step are skipped", samples: [][2]int64{{0, 0}, {10, 1}, {20, 2}, {1000, 100}}, end: 2 * s, got: 300, want: 200},
+		{name: "the ring keeps the last second", samples: ramp(0, 10000, 100, 50), end: 10 * s, got: 500, want: 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e endRate
+			for _, sm := range tc.samples {
+				e.sample(time.Duration(sm[0])*time.Millisecond, sm[1])
+			}
+			if got := e.rate(tc.end, tc.got); got != tc.want {
+				t.Fatalf("rate %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// ramp is samples every step ms from a to b ms of a count growing at
+// perSec.
+func ramp(a, b, step, perSec int64) [][2]int64 {
+	var out [][2]int64
+	for at := a; at < b; at += step {
+		out = append(out, [2]int64{at, at * perSec / 1000})
+	}
+	return out
+}
+
+// TestLateAccounting: against a broker that delays every delivery by
+// 1.5 s, a 1 s drain ends with half a second of messages on their way.
+// In one process and split among shards (striped, so that every
+// publisher's subscriber is on another shard) that loss is lost_late in
+// every scope (phase, subscribing group, publishing group's own view),
+// none of it the broker's, and the rate at drain's end is measured;
+// with drain {max: 5s, quiet: 500ms} every shard receives everything.
+func TestLateAccounting(t *testing.T) {
+	t.Parallel()
+	const delay = 1500 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		shards int
+		quiet  time.Duration
+	}{
+		{name: "one process", shards: 1},
+		{name: "three shards", shards: 3},
+		{name: "three shards, drain {max, quiet}", shards: 3, quiet: 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := e2ePlan(4, 0, 2*time.Second)
+			p.Drain = time.Second
+			if tc.quiet > 0 {
+				p.Drain, p.DrainQuiet = 5*time.Second, tc.quiet
+			}
+			p.Sharding = &plans.Sharding{Strategy: plans.ShardingStripe}
+			prog := compile(t, p)
+			b, err := broker.Start(broker.Options{Faults: broker.Faults{Delay: delay}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close(5 * time.Second)
+			var st *stats.Stats
+			if tc.shards == 1 {
+				st = runAgainst(t, prog, b.URL())
+			} else {
+				st, _ = runShards(t, prog, tc.shards, b.URL())
+			}
+			if st.Incomplete != "" {
+				t.Fatalf("incomplete: %s", st.Incomplete)
+			}
+			m := all(st)
+			t.Logf("lost %d late %d received %d of %d; rate %d/s, drain %v, quiet %v, phases %v", m.Lost, m.LostLate, m.Received, m.Expected, st.DrainEndRate, st.Drain, st.DrainQuiet, phaseSpans(st))
+			if tc.quiet > 0 {
+				if m.Lost != 0 || m.Received != m.Expected {
+					t.Fatalf("lost %d, received %d of %d: drain {max, quiet} should have waited for them", m.Lost, m.Received, m.Expected)
+				}
+				return
+			}
+			// 50 messages a second over 4 publishers: half a second is
+			// about 100 deliveries on their way.
+			if m.Lost < 50 || m.Lost > 200 || m.LostLate != m.Lost || m.LostUnsent != 0 || m.LostUnacked != 0 {
+				t.Errorf("lost %d: late %d, unsent %d, unacked %d; want about 100, all late", m.Lost, m.LostLate, m.LostUnsent, m.LostUnacked)
+			}
+			for _, ph := range st.Phases {
+				sub, pub := ph.Groups[0], ph.Groups[1]
+				if sub.LostLate != sub.Lost || pub.LostLateOwn != pub.LostOwn || ph.Total.LostLate != ph.Total.Lost {
+					t.Errorf("%s: sub lost %d late %d; pub lost %d late %d; total lost %d late %d", ph.Phase, sub.Lost, sub.LostLate, pub.LostOwn, pub.LostLateOwn, ph.Total.Lost, ph.Total.LostLate)
+				}
+			}
+			if st.DrainEndRate < 100 || st.DrainEndRate > 300 {
+				t.Errorf("rate at drain's end %d/s, want about 200/s", st.DrainEndRate)
+			}
+			if st.Drain < time.Second || st.Drain > 2*time.Second {
+				t.Errorf("drain lasted %v for a plan's 1s", st.Drain)
+			}
+		})
+	}
+}
+
+// runAgainst runs prog in one process against url.
+func runAgainst(t *testing.T, prog *plans.Program, url string) *stats.Stats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := Run(ctx, prog, Options{BrokerURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// phaseSpans lists st's phases with their spans, for a failure's log.
+func phaseSpans(st *stats.Stats) []string {
+	var out []string
+	for _, ph := range st.Phases {
+		out = append(out, fmt.Sprintf("%s %v–%v", ph.Phase, ph.Start.Round(time.Millisecond), ph.End.Round(time.Millisecond)))
+	}
+	return out
+}
