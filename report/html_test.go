@@ -243,7 +243,7 @@ func TestHTMLContent(t *testing.T) {
 	for _, want := range []string{
 		"<title>mqplan 1to1-qos1: FAIL</title>",
 		`<header class="verdict fail">`,
-		"<code>loss_rate == 0</code></td><td>line 31</td><td><code>loss_rate=0.007453</code></td><td>FAIL</td>",
+		"<code>loss_rate == 0</code></td><td>line 31</td><td><code>loss_rate=0.007453</code></td><td>FAIL: lost_late=5 of the loss: deliveries still arriving when drain ended, late rather than dropped by the broker</td>",
 		"<code>unsent == 0</code></td><td>built in</td>",
 		"bench/%i, QoS 1, 1000 B, 800 msg/s for the group",
 		"bench/%i (QoS 1)",

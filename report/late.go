@@ -46,7 +46,7 @@ func lateReason(m threshold.Measured, vs []threshold.Value) (string, int) {
 		if n := lateOf(m, v.Ref); n > 0 {
 			ref := v.Ref
 			ref.Metric = metric.LostLate
-			return fmt.Sprintf("%s=%d: deliveries still arriving when drain ended, late rather than dropped by the broker", ref.String(), n), n
+			return fmt.Sprintf("%s=%d of the loss: deliveries still arriving when drain ended, late rather than dropped by the broker", ref.String(), n), n
 		}
 	}
 	return "", 0
@@ -97,11 +97,15 @@ func roundUp(d, unit time.Duration) time.Duration {
 	return (d + unit - 1) / unit * unit
 }
 
-// fmtWhole writes a whole number of seconds as a plan would (6s, 1m30s).
+// fmtWhole writes a whole number of seconds as a plan would (6s, 1m30s,
+// 2h).
 func fmtWhole(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
-		return s[:len(s)-2]
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
 	}
 	return s
 }
