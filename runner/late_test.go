@@ -139,3 +139,48 @@ func phaseSpans(st *stats.Stats) []string {
 	}
 	return out
 }
+
+// TestLateStages: the late deliveries count in the stage their messages
+// were intended in. A broker delaying 1.5 s against a 1 s drain leaves the
+// last half second of the second stage on its way: stage "b" loses about
+// 100 deliveries, all late, stage "a" none.
+func TestLateStages(t *testing.T) {
+	t.Parallel()
+	const plan = `name: late-stages
+groups:
+  - name: sub
+    count: 4
+    subscribe: {topic: "late/%i", qos: 0}
+  - name: pub
+    count: 4
+    publish: {topic: "late/%i", qos: 0, size: 64}
+stages:
+  - {name: a, duration: 1s, every: 20ms}
+  - {name: b, duration: 1s, every: 20ms}
+drain: 1s
+`
+	p, err := plans.LoadBytes("late.yaml", []byte(plan), plans.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := compile(t, p)
+	b, err := broker.Start(broker.Options{Faults: broker.Faults{Delay: 1500 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(5 * time.Second)
+	st := runAgainst(t, prog, b.URL())
+	if len(st.Stages) != len(prog.Stages) {
+		t.Fatalf("%d stages measured, the plan has %d", len(st.Stages), len(prog.Stages))
+	}
+	for _, s := range st.Stages {
+		m := s.Metrics
+		t.Logf("stage %s: expected %d received %d lost %d late %d", s.Name, m.Expected, m.Received, m.Lost, m.LostLate)
+		if m.LostLate != m.Lost {
+			t.Errorf("stage %s: lost %d, late %d; want all late", s.Name, m.Lost, m.LostLate)
+		}
+		if s.Name == "b" && (m.Lost < 50 || m.Lost > 200) {
+			t.Errorf("stage b: lost %d, want about 100", m.Lost)
+		}
+	}
+}
