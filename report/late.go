@@ -63,7 +63,7 @@ func lateReason(m threshold.Measured, vs []threshold.Value) (string, int) {
 // least that. Twice the larger of the two, rounded up to a whole second,
 // leaves room for a rate that falls off; the mapping form's max is 4×
 // that estimate rounded up to ten seconds, at least 30s, since quiet ends
-// it as soon as the deliveries stop.
+// it as soon as the deliveries stop. Without a rate, the latency alone.
 func lateWarning(st *stats.Stats) string {
 	var late int64
 	var maxLatency time.Duration
@@ -74,19 +74,29 @@ func lateWarning(st *stats.Stats) string {
 			maxLatency = max(maxLatency, time.Duration(t.Latency.Max())*time.Microsecond)
 		}
 	}
-	if late <= 0 || st.DrainEndRate <= 0 {
+	if late <= 0 {
 		return ""
 	}
+	// Without a rate (drain: 0s, which has no last second to measure, or
+	// a part of the run written by an mqplan that did not measure it) the
+	// suggestion rests on the latency alone.
+	rate := ""
+	if st.DrainEndRate > 0 {
+		rate = fmt.Sprintf(" (%d/s in its last second)", st.DrainEndRate)
+	}
 	plain, most := suggestDrain(st.Drain, late, st.DrainEndRate, maxLatency)
-	return fmt.Sprintf("deliveries were still arriving when drain ended (%d/s in its last second): %d late %s counted lost (lost_late); drain: %s (or drain: {max: %s, quiet: 1s}) would likely have received them",
-		st.DrainEndRate, late, pluralWord(int(min(late, math.MaxInt32)), "delivery", "deliveries"), fmtWhole(plain), fmtWhole(most))
+	return fmt.Sprintf("deliveries were still arriving when drain ended%s: %d late %s counted lost (lost_late); drain: %s (or drain: {max: %s, quiet: 1s}) would likely have received them",
+		rate, late, pluralWord(int(min(late, math.MaxInt32)), "delivery", "deliveries"), fmtWhole(plain), fmtWhole(most))
 }
 
 // suggestDrain is lateWarning's arithmetic: the plain drain and the
 // mapping form's max it suggests.
 func suggestDrain(drain time.Duration, late, rate int64, maxLatency time.Duration) (plain, most time.Duration) {
-	need := drain + time.Duration(float64(late)/float64(rate)*float64(time.Second))
-	need = max(need, maxLatency)
+	need := max(drain, maxLatency)
+	if rate > 0 {
+		need = max(need, drain+time.Duration(float64(late)/float64(rate)*float64(time.Second)))
+	}
+	need = max(need, time.Second) // at least a second: the window drain's end is judged by
 	plain = roundUp(2*need, time.Second)
 	most = max(30*time.Second, roundUp(4*need, 10*time.Second))
 	return plain, most

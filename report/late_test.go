@@ -18,6 +18,8 @@ func TestSuggestDrain(t *testing.T) {
 		{name: "the rate decides", drain: 2 * s, late: 1000, rate: 100, latency: 500 * time.Millisecond, plain: 24 * s, max: 50 * s},
 		{name: "rounded up to a whole second", drain: 1 * s, late: 10, rate: 100, latency: 0, plain: 3 * s, max: 30 * s},
 		{name: "the latency decides", drain: 500 * time.Millisecond, late: 1, rate: 1000, latency: 15 * s, plain: 30 * s, max: 60 * s},
+		{name: "no rate: the latency alone", drain: 0, late: 50, rate: 0, latency: 2500 * time.Millisecond, plain: 5 * s, max: 30 * s},
+		{name: "no rate, no latency: a second", drain: 0, late: 50, rate: 0, latency: 0, plain: 2 * s, max: 30 * s},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plain, most := suggestDrain(tc.drain, tc.late, tc.rate, tc.latency)
