@@ -231,10 +231,10 @@ var sizeRangeSection = &planSection{
 
 var drainRangeSection = &planSection{
 	name: "drain_range",
-	doc:  "Drain that keeps listening while deliveries arrive: it ends once every expected delivery is in, once no new delivery has arrived for quiet, or at max.",
+	doc:  "Drain that keeps listening while deliveries arrive: it ends once every expected delivery is in, once no new delivery or acknowledgement has arrived for quiet, or at max.",
 	fields: []planField{
 		{name: "max", kind: fieldDuration, positive: true, required: true, doc: "The longest drain may last."},
-		{name: "quiet", kind: fieldDuration, positive: true, doc: "End drain once no new delivery has arrived for this long, counted from the start of drain or the last delivery (default 1s; at most max)."},
+		{name: "quiet", kind: fieldDuration, positive: true, doc: "End drain once no new delivery or acknowledgement has arrived for this long, counted from the start of drain or the last of them (default 1s; at most max)."},
 	},
 }
 

@@ -12,7 +12,7 @@ import (
 const defDrainQuiet = time.Second
 
 // drainDoc is the catalogue's text for drain.
-const drainDoc = "After publishing stops, wait at most this long for deliveries, ending early once every expected delivery is in (default 5s). {max: 30s, quiet: 1s} keeps listening while deliveries arrive: it ends once every expected delivery is in, once no new delivery has arrived for quiet (default 1s), or at max."
+const drainDoc = "After publishing stops, wait at most this long for deliveries, ending early once every expected delivery is in (default 5s). {max: 30s, quiet: 1s} keeps listening while deliveries arrive: it ends once every expected delivery is in, once no new delivery or acknowledgement has arrived for quiet (default 1s), or at max."
 
 // drain decodes drain: a duration (wait at most this long), or the
 // mapping {max, quiet} (wait at most max, and end once no new delivery

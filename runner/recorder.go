@@ -631,8 +631,9 @@ func mergeInto(dst **hdrhistogram.Histogram, h *hdrhistogram.Histogram) {
 // totals reads the counters needed to know whether every expected
 // delivery has arrived: expected deliveries of the messages sent (those of
 // unsent messages can never arrive) and first-time deliveries, over all
-// phases.
-func (r *recorder) totals() (expected, unique int64) {
+// phases; and the acknowledgements received, which with them show that
+// the broker is still at work (drain's quiet).
+func (r *recorder) totals() (expected, unique, acked int64) {
 	for i := range r.stripes {
 		st := &r.stripes[i]
 		st.mu.Lock()
@@ -640,10 +641,11 @@ func (r *recorder) totals() (expected, unique int64) {
 			c := &st.cells[j]
 			expected += c.Expected - c.LostUnsent
 			unique += c.Received - c.Duplicates
+			acked += c.Acked
 		}
 		st.mu.Unlock()
 	}
-	return expected, unique
+	return expected, unique, acked
 }
 
 // merge builds the per-phase statistics: every stripe's cells summed, and

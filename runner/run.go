@@ -1340,9 +1340,9 @@ const minQuiet = 20 * time.Millisecond
 // latency, at least minQuiet), so that a duplicate or a stray delivery
 // right behind the last expected one is counted too, all within limit.
 // With drain's mapping form (plans.Program.DrainQuiet) it also ends once
-// no new delivery has arrived for that long, counted from the start of
-// drain or the last delivery, also while it listens past the last
-// expected one. It returns the quiet period it used (0 when
+// no new delivery or acknowledgement has arrived for that long, counted
+// from the start of drain or the last of them, also while it listens past
+// the last expected delivery. It returns the quiet period it used (0 when
 // the expected deliveries never all arrived), and leaves when drain ended
 // and the delivery rate in its last second for settleLate and the report.
 //
@@ -1355,10 +1355,10 @@ func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
 	defer tick.Stop()
 	var quiet, metAt time.Duration
 	var rate endRate
-	idleFor, lastGot, lastNew := r.prog.DrainQuiet, int64(-1), start
+	idleFor, lastSeen, lastNew := r.prog.DrainQuiet, int64(-1), start
 	defer func() {
 		end := r.at()
-		_, got := r.rec.totals()
+		_, got, _ := r.rec.totals()
 		r.drainEndAt, r.drainLen = end, end-r.phaseStart[phase.Drain]
 		r.drainEndRate = rate.rate(end, got)
 	}()
@@ -1373,17 +1373,17 @@ func (r *run) drain(ctx context.Context, limit time.Duration) time.Duration {
 			interrupted = true
 			deadline = min(deadline, r.at()+r.interruptDrain())
 		}
-		exp, got := r.rec.totals()
+		exp, got, acked := r.rec.totals()
 		now := r.at()
 		rate.sample(now, got)
-		if got != lastGot {
-			lastGot, lastNew = got, now
+		if got+acked != lastSeen {
+			lastSeen, lastNew = got+acked, now
 		}
 		exp = r.expectedHere(exp)
 		switch {
 		case idleFor > 0 && now-lastNew >= idleFor:
-			// The mapping form's quiet: no new delivery for that long,
-			// whether or not every expected one is in (then what it
+			// The mapping form's quiet: no new delivery (or ack) for that
+			// long, whether or not every expected one is in (then what it
 			// listened past the last of them is the quiet it used).
 			if quiet > 0 {
 				return now - metAt

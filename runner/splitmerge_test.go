@@ -214,6 +214,7 @@ func replaySplit(t *testing.T, prog *plans.Program, run *stats.Stats, events []t
 	if lead {
 		st.Interrupted, st.Incomplete, st.ErrorSamples, st.Notices = run.Interrupted, run.Incomplete, run.ErrorSamples, run.Notices
 		st.InFlightAtEnd, st.DrainQuiet, st.Procs, st.Broker = run.InFlightAtEnd, run.DrainQuiet, run.Procs, run.Broker
+		st.DrainEndRate, st.Drain = run.DrainEndRate, run.Drain
 	}
 	return out
 }
