@@ -312,7 +312,7 @@ var catalogue = slices.Concat([]Metric{
 	{Name: Lost, Kind: Count, Help: "deliveries expected but never received (after drain)"},
 	{Name: LostUnsent, Kind: Count, Help: "lost because the message was never sent"},
 	{Name: LostUnacked, Kind: Count, Help: "lost with the message sent but never acknowledged (still in flight when drain ended, or its connection dropped)"},
-	{Name: LostBroker, Kind: Count, Help: "lost with the message acknowledged by the broker (at QoS 0: written to it) and never delivered"},
+	{Name: LostBroker, Kind: Count, Help: "lost with the message acknowledged by the broker (at QoS 0: written to it) and never delivered, not late (see lost_late)"},
 	{Name: LostLate, Kind: Count, Help: "lost because drain ended first: missing above the highest message received on a stream still delivering in drain's last second"},
 	{Name: LossRate, Kind: Fraction, Help: "lost / expected"},
 	{Name: Duplicates, Kind: Count, Help: "deliveries of a (publisher, sequence) already received by the same subscriber or share group"},

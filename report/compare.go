@@ -815,7 +815,7 @@ func planDifferences(a, b *plans.Plan) []string {
 	for _, f := range []struct {
 		name string
 		x, y jsonDuration
-	}{{"warmup", ja.Warmup, jb.Warmup}, {"ramp", ja.Ramp, jb.Ramp}, {"duration", ja.Duration, jb.Duration}, {"drain", ja.Drain, jb.Drain}} {
+	}{{"warmup", ja.Warmup, jb.Warmup}, {"ramp", ja.Ramp, jb.Ramp}, {"duration", ja.Duration, jb.Duration}, {"drain", ja.Drain, jb.Drain}, {"drain.quiet", ja.DrainQuiet, jb.DrainQuiet}} {
 		if f.x != f.y {
 			out = append(out, f.name)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mqplan/mqplan/internal/mqttc"
 	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/plans"
 )
 
 // lateWindow is how close to the end of drain a stream's last delivery
@@ -78,8 +79,9 @@ type holder struct {
 // left to lost_broker. Messages of the tail never acknowledged (unacked,
 // by publisher) are lost_unacked's, and messages never sent lost_unsent's:
 // a publisher on this shard is known to have sent up to its c.next, one on
-// another shard up to the cutoff, and stats.FinishPhases bounds what is
-// left so that the causes add up to lost.
+// another shard up to the cutoff, and the report bounds the count by what
+// the other causes leave of lost (stats.Metrics.LostLate), so that the
+// causes add up to it.
 //
 // It costs a few closed-form schedule counts per stream, plus a pass over
 // the unacknowledged tokens of each publisher whose stream qualifies;
@@ -98,7 +100,6 @@ func (r *run) settleLate(byPub map[uint32][]holder, unacked map[int][]mqttc.Toke
 		return
 	}
 	prog := r.prog
-	bounds := [...]time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
 	for pub, holders := range byPub {
 		if int(pub) >= len(prog.Clients) {
 			continue
@@ -114,47 +115,54 @@ func (r *run) settleLate(byPub map[uint32][]holder, unacked map[int][]mqttc.Toke
 			}
 		}
 		for _, h := range holders {
-			st := h.st
-			if st.lastAt < since || st.peer > 0 {
-				continue
+			if h.st.lastAt >= since && h.st.peer == 0 {
+				r.lateTail(pc, h, hi, unacked[pc.Index])
 			}
-			lo, ok := pc.Publish.Schedule.At(int(st.highest))
-			if !ok || lo >= hi {
-				continue
-			}
-			var byPhase [3]int64
-			for i := range byPhase {
-				a, b := max(lo, bounds[i]), min(hi, bounds[i+1])
-				if a < b {
-					byPhase[i] = int64(prog.Sends(pc, a, b))
-				}
-			}
-			stages := r.lateStages(pc.Index, lo, hi)
-			for _, tok := range unacked[pc.Index] {
-				if uint32(tok) <= st.highest {
-					continue
-				}
-				off, ok := pc.Publish.Schedule.At(int(tok) - 1)
-				if !ok || off < lo || off >= hi {
-					continue
-				}
-				if i := int(prog.PhaseOf(off)) - int(phase.Warmup); i >= 0 && i < len(byPhase) {
-					byPhase[i]--
-				}
-				if s := prog.StageOf(off); s >= 0 && s < len(stages) {
-					stages[s]--
-				}
-			}
-			for i, n := range byPhase {
-				if n > 0 {
-					r.rec.recordLostLate(phase.Warmup+phase.Phase(i), pc.Group, h.group, n)
-				}
-			}
-			for s, n := range stages {
-				if n > 0 {
-					r.rec.recordStageLostLate(s, n)
-				}
-			}
+		}
+	}
+}
+
+// lateTail counts the late tail of one stream still delivering: publisher
+// pc's messages above the stream's highest, intended before hi, less the
+// unacknowledged ones among them, per phase and stage.
+func (r *run) lateTail(pc *plans.Client, h holder, hi time.Duration, unacked []mqttc.Token) {
+	prog := r.prog
+	st := h.st
+	lo, ok := pc.Publish.Schedule.At(int(st.highest))
+	if !ok || lo >= hi {
+		return
+	}
+	bounds := [...]time.Duration{0, prog.Warmup, prog.Warmup + prog.Ramp, prog.Warmup + prog.Ramp + prog.Steady}
+	var byPhase [3]int64
+	for i := range byPhase {
+		if a, b := max(lo, bounds[i]), min(hi, bounds[i+1]); a < b {
+			byPhase[i] = int64(prog.Sends(pc, a, b))
+		}
+	}
+	stages := r.lateStages(pc.Index, lo, hi)
+	for _, tok := range unacked {
+		if uint32(tok) <= st.highest {
+			continue
+		}
+		off, ok := pc.Publish.Schedule.At(int(tok) - 1)
+		if !ok || off < lo || off >= hi {
+			continue
+		}
+		if i := int(prog.PhaseOf(off)) - int(phase.Warmup); i >= 0 && i < len(byPhase) {
+			byPhase[i]--
+		}
+		if s := prog.StageOf(off); s >= 0 && s < len(stages) {
+			stages[s]--
+		}
+	}
+	for i, n := range byPhase {
+		if n > 0 {
+			r.rec.recordLostLate(phase.Warmup+phase.Phase(i), pc.Group, h.group, n)
+		}
+	}
+	for s, n := range stages {
+		if n > 0 {
+			r.rec.recordStageLostLate(s, n)
 		}
 	}
 }
