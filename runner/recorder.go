@@ -631,8 +631,9 @@ func mergeInto(dst **hdrhistogram.Histogram, h *hdrhistogram.Histogram) {
 // totals reads the counters needed to know whether every expected
 // delivery has arrived: expected deliveries of the messages sent (those of
 // unsent messages can never arrive) and first-time deliveries, over all
-// phases; and the acknowledgements received, which with them show that
-// the broker is still at work (drain's quiet).
+// phases; and the acknowledgements and answers (request/response)
+// received, which with them show that the broker is still at work
+// (drain's quiet).
 func (r *recorder) totals() (expected, unique, acked int64) {
 	for i := range r.stripes {
 		st := &r.stripes[i]
@@ -641,7 +642,7 @@ func (r *recorder) totals() (expected, unique, acked int64) {
 			c := &st.cells[j]
 			expected += c.Expected - c.LostUnsent
 			unique += c.Received - c.Duplicates
-			acked += c.Acked
+			acked += c.Acked + c.ReqResp.Responses + c.ReqResp.Late + c.ReqResp.Duplicates
 		}
 		st.mu.Unlock()
 	}
