@@ -45,7 +45,7 @@ func roundTripCases(t *testing.T) []struct {
 	odd.Groups[1].Publish.Rate, odd.Groups[1].Publish.Every = 0, 5e6
 	odd.Warmup, odd.Ramp = 2e9, 3e9
 	odd.Sharding = &plans.Sharding{Strategy: plans.ShardingStripe} // echoed and read back
-	odd.Drain, odd.DrainQuiet = 30e9, 1e9 // drain: {max: 30s, quiet: 1s}, echoed and read back
+	odd.Drain, odd.DrainQuiet = 30e9, 1e9                          // drain: {max: 30s, quiet: 1s}, echoed and read back
 	// The run's groups and its timeline's are the plan's.
 	renamed := func() *stats.Stats {
 		st := fullStats(t)
