@@ -43,6 +43,7 @@ const (
 	fieldStageClients                    // a stage's clients: {group name: count}
 	fieldShardStrategy                   // sharding.strategy: auto or stripe
 	fieldDrain                           // drain: a duration or {max, quiet}
+	fieldDisturbance                     // disturbance: inconclusive or fail
 )
 
 // planField is one key of a mapping in a plan file.
@@ -309,6 +310,7 @@ var planSectionTop = &planSection{
 		{name: "drain", kind: fieldDrain, doc: drainDoc},
 		{name: "thresholds", kind: fieldExprList, doc: "Expressions that must all hold, else exit code 1, like p99 < 10ms."},
 		{name: "sharding", kind: fieldSection, sec: shardingSection, doc: shardingSection.doc},
+		{name: "disturbance", kind: fieldDisturbance, doc: "What a run whose only failures are latency thresholds that mqplan's own lack of CPU explains gets: inconclusive (the default: verdict INCONCLUSIVE, exit code 4) or fail (judged as any other failure, exit code 1)."},
 	},
 }
 

@@ -494,6 +494,7 @@ func (l *loader) plan(root *yaml.Node) *Plan {
 	l.drain(top, p)
 	l.seed(top, p)
 	l.sharding(top, p)
+	l.disturbance(top, p)
 	if staged {
 		l.decodeStages(top, p, stagesEntry)
 		hasDuration = true

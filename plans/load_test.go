@@ -545,6 +545,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad_burst", file: "bad_burst.yaml"},
 		{name: "bad_arrival", file: "bad_arrival.yaml"},
 		{name: "bad_sharding", file: "bad_sharding.yaml"},
+		{name: "bad_disturbance", file: "bad_disturbance.yaml"},
 		{name: "sharding_not_mapping", file: filepath.Join(validDir, "minimal.yaml"), sets: []string{"sharding=stripe"}},
 		{name: "poisson_too_much_work", file: filepath.Join(validDir, "poisson.yaml"), sets: []string{"groups.devices.count=50000"}},
 		{name: "stages_burst", file: "stages_burst.yaml"},

@@ -154,6 +154,11 @@ type Plan struct {
 	// Sharding, when the plan has a sharding: section, is how Assign
 	// divides the clients between shards; nil means the auto strategy.
 	Sharding *Sharding `json:"sharding,omitempty"`
+	// Disturbance is DisturbanceFail when latency failures that mqplan's
+	// own lack of CPU explains must fail the run; empty or
+	// DisturbanceInconclusive (the default) makes such a run
+	// INCONCLUSIVE.
+	Disturbance string `json:"disturbance,omitempty"`
 
 	// compiled are the thresholds as Load compiled them, which
 	// CompileThresholds hands out again rather than compiling twice.

@@ -184,6 +184,8 @@ func fieldSchema(f planField) map[string]any {
 		return map[string]any{"description": f.doc, "type": []any{"string", "boolean"}, "pattern": textPattern(`[A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*`)}
 	case fieldArrival:
 		return map[string]any{"description": f.doc, "type": "string", "pattern": textPattern(ArrivalUniform + "|" + ArrivalPoisson)}
+	case fieldDisturbance:
+		return map[string]any{"description": f.doc, "type": "string", "pattern": textPattern(DisturbanceInconclusive + "|" + DisturbanceFail)}
 	case fieldBrokerURL:
 		return map[string]any{"description": f.doc + " Schemes: " + brokerurl.Names() + ".", "type": "string", "pattern": textPattern(urlPattern())}
 	case fieldBool:

@@ -269,7 +269,7 @@ func TestSchemaInvalidFixtures(t *testing.T) {
 	// Problems the schema finds: unknown keys, wrong types, values out of
 	// range or not in their format, missing keys, keys set together.
 	caught := []string{
-		"bad_arrival", "bad_sharding", "bad_burst", "bad_stages", "stages_burst", "group_stages",
+		"bad_arrival", "bad_sharding", "bad_disturbance", "bad_burst", "bad_stages", "stages_burst", "group_stages",
 		"bad_broker", "bad_durations", "bad_filters", "bad_groups", "bad_names", "bad_payload",
 		"bad_churn", "bad_rates", "bad_requests", "bad_sizes", "closed_loop", "bad_subscription_options", "bad_thresholds",
 		"bad_topics", "bad_urls", "comments_only", "control_chars", "empty",
@@ -366,6 +366,9 @@ func TestSchemaFieldForms(t *testing.T) {
 		{"sharding null", pub + "sharding:\n", true},
 		{"sharding unknown strategy", pub + "sharding: {strategy: random}\n", false},
 		{"sharding a string", pub + "sharding: stripe\n", false},
+		{"disturbance fail", pub + "disturbance: fail\n", true},
+		{"disturbance inconclusive", pub + "disturbance: inconclusive\n", true},
+		{"disturbance unknown", pub + "disturbance: ignore\n", false},
 		{"protocol 3", "broker: {protocol: 3}\n" + pub, true},
 		{"protocol 6", "broker: {protocol: 6}\n" + pub, false},
 		{"protocol as text", "broker: {protocol: \"4\"}\n" + pub, true},

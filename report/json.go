@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/mqplan/mqplan/brokerstat"
+	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/stats"
 	"io"
 	"time"
@@ -60,6 +61,62 @@ type jsonDoc struct {
 	// in mqplan compare's JSON shape; null without a baseline (and
 	// absent from a document written before the key).
 	Baseline *jsonComparison `json:"baseline"`
+	// Disturbance is Result.Disturbance, how disturbed mqplan itself was
+	// over steady; absent where it was not measured.
+	Disturbance *jsonDisturbance `json:"disturbance,omitempty"`
+}
+
+// jsonDisturbance is Result.Disturbance in the JSON document.
+type jsonDisturbance struct {
+	Phase     string        `json:"phase"`
+	Seconds   int           `json:"seconds"`
+	Disturbed int           `json:"disturbed"`
+	Starved   int           `json:"starved"`
+	Saturated int           `json:"saturated"`
+	Share     float64       `json:"share"`
+	CPUWait   jsonDuration  `json:"cpu_wait"`
+	BusyMax   float64       `json:"busy_max"`
+	Pressure  *jsonDuration `json:"cpu_pressure,omitempty"`
+	LagP99    jsonDuration  `json:"lag_p99"`
+	LagMax    jsonDuration  `json:"lag_max"`
+	// Significant says the window was disturbed enough for its latency
+	// to be mqplan's.
+	Significant bool `json:"significant"`
+}
+
+// disturbanceJSON is d in the JSON document, nil when not measured.
+func disturbanceJSON(d *Disturbance) *jsonDisturbance {
+	if d == nil {
+		return nil
+	}
+	j := &jsonDisturbance{Phase: d.Phase.String(), Seconds: d.Seconds, Disturbed: d.Disturbed, Starved: d.Starved, Saturated: d.Saturated,
+		Share: d.Share(), CPUWait: jsonDuration(d.Wait), BusyMax: d.BusyMax, LagP99: jsonDuration(d.LagP99), LagMax: jsonDuration(d.LagMax),
+		Significant: d.Significant()}
+	if d.HasPressure {
+		j.Pressure = optDuration(&d.Pressure)
+	}
+	return j
+}
+
+// disturbance reads it back; figures no measurement gives are refused.
+func (j *jsonDisturbance) disturbance() (*Disturbance, error) {
+	if j == nil {
+		return nil, nil
+	}
+	ph, ok := phase.Parse(j.Phase)
+	if !ok {
+		return nil, fmt.Errorf("disturbance: unknown phase %q", j.Phase)
+	}
+	d := &Disturbance{Phase: ph, Seconds: j.Seconds, Disturbed: j.Disturbed, Starved: j.Starved, Saturated: j.Saturated,
+		Wait: j.CPUWait.duration(), BusyMax: j.BusyMax, LagP99: j.LagP99.duration(), LagMax: j.LagMax.duration()}
+	if j.Pressure != nil {
+		d.Pressure, d.HasPressure = j.Pressure.duration(), true
+	}
+	if d.Seconds < 0 || d.Disturbed < 0 || d.Disturbed > d.Seconds || d.Starved < 0 || d.Starved > d.Disturbed ||
+		d.Saturated < 0 || d.Saturated > d.Disturbed || d.Wait < 0 || d.BusyMax < 0 || d.Pressure < 0 || d.LagP99 < 0 || d.LagMax < 0 {
+		return nil, fmt.Errorf("disturbance: the counts and durations must be within 0 and its seconds, got %+v", *j)
+	}
+	return d, nil
 }
 
 type jsonThreshold struct {
@@ -74,6 +131,9 @@ type jsonThreshold struct {
 	// Late is, on a failed loss threshold, the lost_late of the scope it
 	// read (ThresholdOutcome.Late).
 	Late int `json:"late,omitempty"`
+	// NotJudged, on a failed threshold, is the evidence that mqplan's own
+	// disturbance explains its failure (ThresholdOutcome.NotJudged).
+	NotJudged string `json:"not_judged,omitempty"`
 }
 
 type jsonValue struct {
@@ -156,6 +216,9 @@ type jsonSecond struct {
 	// sampled (stats.ProcSample.Sampled false).
 	Broker *jsonProcSample `json:"broker,omitempty"`
 	Self   *jsonProcSample `json:"self,omitempty"`
+	// Gen is mqplan's own disturbance that second (stats.GenSecond),
+	// absent when it was not measured.
+	Gen *jsonGenSecond `json:"gen,omitempty"`
 	// Counters are the broker's own counters as last reported that
 	// second (broker.metrics sys or prometheus), by name; absent when none.
 	Counters jsonCounters `json:"counters,omitempty"`
@@ -204,6 +267,44 @@ func (j *jsonProcSample) sample() (stats.ProcSample, error) {
 		return stats.ProcSample{}, fmt.Errorf("cpu_percent %v and rss_bytes %d must not be negative", j.CPUPercent, j.RSSBytes)
 	}
 	return stats.ProcSample{Sampled: true, CPU: j.CPUPercent, RSS: j.RSSBytes}, nil
+}
+
+// jsonGenSecond is mqplan's own disturbance in one second
+// (stats.GenSecond, when sampled): its threads' wait for a CPU, its CPU
+// use as a share of the CPUs it was given, and the machine's CPU pressure
+// (absent when the kernel has none).
+type jsonGenSecond struct {
+	CPUWait  jsonDuration  `json:"cpu_wait"`
+	Delay    jsonDuration  `json:"cpu_delay"`
+	Busy     float64       `json:"busy"`
+	Pressure *jsonDuration `json:"cpu_pressure,omitempty"`
+}
+
+// genSample is g in the JSON document: nil when it was not sampled.
+func genSample(g stats.GenSecond) *jsonGenSecond {
+	if !g.Sampled {
+		return nil
+	}
+	j := &jsonGenSecond{CPUWait: jsonDuration(g.Wait), Delay: jsonDuration(g.Delay), Busy: g.Busy}
+	if g.HasPressure {
+		j.Pressure = optDuration(&g.Pressure)
+	}
+	return j
+}
+
+// sample reads a second's disturbance back; a negative figure is refused.
+func (j *jsonGenSecond) sample() (stats.GenSecond, error) {
+	if j == nil {
+		return stats.GenSecond{}, nil
+	}
+	g := stats.GenSecond{Sampled: true, Wait: j.CPUWait.duration(), Delay: j.Delay.duration(), Busy: j.Busy}
+	if j.Pressure != nil {
+		g.Pressure, g.HasPressure = j.Pressure.duration(), true
+	}
+	if g.Wait < 0 || g.Delay < 0 || g.Busy < 0 || g.Busy > 1e6 || g.Pressure < 0 {
+		return stats.GenSecond{}, fmt.Errorf("cpu_wait %v, busy %v and cpu_pressure %v must not be negative", g.Wait, g.Busy, g.Pressure)
+	}
+	return g, nil
 }
 
 // jsonGroupSecond is one group's share of a second (stats.GroupSecond).
@@ -258,12 +359,13 @@ func (r *Result) doc() jsonDoc {
 		DrainQuiet:    jsonDuration(r.DrainQuiet),
 		RateWindow:    jsonDuration(r.RateWindow),
 		Late:          &r.Late,
+		Disturbance:   disturbanceJSON(r.Disturbance),
 		Metrics: jsonMetrics{Top: metricSetJSON(r.Measured.Top), Groups: metricSetsJSON(r.Measured.Groups),
 			Phases: metricSetsJSON(r.Measured.Phases), Stages: stageSetsJSON(r.Measured.Stages)},
 	}
 	for _, t := range r.Thresholds {
 		jt := jsonThreshold{Expr: t.Expr, Builtin: t.Builtin, Line: t.Pos.Line, Column: t.Pos.Col, Pass: t.Pass,
-			Reason: t.Reason, Late: t.Late, Values: []jsonValue{}}
+			Reason: t.Reason, Late: t.Late, NotJudged: t.NotJudged, Values: []jsonValue{}}
 		for _, v := range t.Values {
 			jv := jsonValue{Metric: v.Ref.String(), Missing: v.Missing}
 			if !v.Missing {
@@ -312,6 +414,7 @@ func (r *Result) doc() jsonDoc {
 			js.Groups[i] = jg
 		}
 		js.Broker, js.Self = procSample(s.Broker), procSample(s.Self)
+		js.Gen = genSample(s.Gen)
 		js.Counters = countersJSON(s.Counters)
 		d.Timeline = append(d.Timeline, js)
 	}

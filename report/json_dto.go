@@ -99,6 +99,7 @@ type jsonPlan struct {
 	Thresholds  []plans.ThresholdSource `json:"thresholds,omitempty"`
 	Seed        uint64                  `json:"seed,omitempty"`
 	Sharding    *plans.Sharding         `json:"sharding,omitempty"`
+	Disturbance string                  `json:"disturbance,omitempty"`
 }
 
 type jsonPlanBroker struct {
@@ -215,7 +216,7 @@ func planJSON(p *plans.Plan) *jsonPlan {
 		Groups: make([]jsonPlanGroup, len(p.Groups)),
 		Warmup: jsonDuration(p.Warmup), Ramp: jsonDuration(p.Ramp),
 		Duration: jsonDuration(p.Duration), Drain: jsonDuration(p.Drain), DrainQuiet: jsonDuration(p.DrainQuiet),
-		Thresholds: p.Thresholds, Seed: p.Seed, Sharding: p.Sharding,
+		Thresholds: p.Thresholds, Seed: p.Seed, Sharding: p.Sharding, Disturbance: p.Disturbance,
 	}
 	jp.Stages = stagesJSON(p.Stages)
 	for i, u := range p.Broker.URLs {

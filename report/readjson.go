@@ -414,6 +414,11 @@ func (d *jsonDoc) result() (*Result, error) {
 		DrainQuiet:    time.Duration(d.DrainQuiet),
 		RateWindow:    time.Duration(d.RateWindow),
 	}
+	dist, err := d.Disturbance.disturbance()
+	if err != nil {
+		return nil, err
+	}
+	r.Disturbance = dist
 	// The plan's own warnings come first in the document; the Result
 	// holds the run's only (see headerWarnings).
 	ws := d.Warnings
@@ -423,7 +428,10 @@ func (d *jsonDoc) result() (*Result, error) {
 	r.Warnings = nonEmpty(ws)
 
 	for i, t := range d.Thresholds {
-		o := ThresholdOutcome{Expr: t.Expr, Builtin: t.Builtin, Pass: t.Pass, Reason: t.Reason, Late: t.Late}
+		o := ThresholdOutcome{Expr: t.Expr, Builtin: t.Builtin, Pass: t.Pass, Reason: t.Reason, Late: t.Late, NotJudged: t.NotJudged}
+		if t.NotJudged != "" && (t.Pass || t.Builtin) {
+			return nil, fmt.Errorf("thresholds[%d]: not_judged is only for a failed threshold of the plan's", i)
+		}
 		if t.Line > 0 && r.Plan != nil {
 			o.Pos = plans.Pos{File: r.Plan.File, Line: t.Line, Col: t.Column}
 		} else {
@@ -477,7 +485,6 @@ func (d *jsonDoc) result() (*Result, error) {
 		}
 		r.Distributions = append(r.Distributions, rd)
 	}
-	var err error
 	if r.Measured.Top, err = d.Metrics.Top.set(); err != nil {
 		return nil, fmt.Errorf("metrics.top: %w", err)
 	}
@@ -545,6 +552,9 @@ func (s *jsonSecond) second(intern func(string) string) (stats.Second, error) {
 	}
 	if sec.Self, err = s.Self.sample(); err != nil {
 		return stats.Second{}, fmt.Errorf(".self: %w", err)
+	}
+	if sec.Gen, err = s.Gen.sample(); err != nil {
+		return stats.Second{}, fmt.Errorf(".gen: %w", err)
 	}
 	if sec.Counters, err = s.Counters.counters(); err != nil {
 		return stats.Second{}, fmt.Errorf(".counters: %w", err)
@@ -692,7 +702,7 @@ func (jp *jsonPlan) plan() *plans.Plan {
 		},
 		Warmup: time.Duration(jp.Warmup), Ramp: time.Duration(jp.Ramp),
 		Duration: time.Duration(jp.Duration), Drain: time.Duration(jp.Drain), DrainQuiet: time.Duration(jp.DrainQuiet),
-		Thresholds: jp.Thresholds, Seed: jp.Seed, Sharding: jp.Sharding,
+		Thresholds: jp.Thresholds, Seed: jp.Seed, Sharding: jp.Sharding, Disturbance: jp.Disturbance,
 	}
 	p.Stages = stagesOf(jp.Stages)
 	for _, g := range jp.Groups {

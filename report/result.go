@@ -42,6 +42,10 @@ const (
 	// VerdictIncomplete: the run could not complete (exit 3); what was
 	// measured is still reported and judged, but no verdict on it stands.
 	VerdictIncomplete = "INCOMPLETE"
+	// VerdictInconclusive: the run completed and the only thresholds that
+	// failed are latency thresholds that mqplan's own lack of CPU explains
+	// (exit 4): they are not judged (see disturbance.go).
+	VerdictInconclusive = "INCONCLUSIVE"
 )
 
 // lateWarnRate is the share of late sends above which the report warns that
@@ -128,6 +132,10 @@ type Result struct {
 	// own: it is a result file already), so a result read back has a
 	// Comparison and no Baseline.
 	Baseline *Baseline
+	// Disturbance is how disturbed mqplan itself was over the steady
+	// phase (its threads' wait for a CPU, its CPU use); nil when it was
+	// not measured (not Linux, or a result without it).
+	Disturbance *Disturbance
 	// Comparison is this run compared with its baseline (Compare, the
 	// baseline as A and this run as B, with DefaultTolerance), which every
 	// format but the CSV shows; nil without a baseline.
@@ -187,6 +195,10 @@ type ThresholdOutcome struct {
 	// lost_late), the lost_late of the scope it read: that much of the
 	// loss was still arriving when drain ended, and Reason says so.
 	Late int
+	// NotJudged, on a failed threshold, says why its failure is not
+	// judged: mqplan's own disturbance explains it (the evidence). Such a
+	// failure makes the run INCONCLUSIVE, not FAIL.
+	NotJudged string
 }
 
 // Evaluate judges a run: it builds the metric environment from st, evaluates
@@ -269,6 +281,7 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 		}
 		r.Thresholds = append(r.Thresholds, out)
 	}
+	judgeDisturbance(r, ths, st)
 	r.Warnings = warnings(r, st)
 	if od := overdriveWarning(p, st); od != "" {
 		// First: the figures below it read differently once it is known.
@@ -384,17 +397,34 @@ func (r *Result) Passed() bool {
 // nothing made it give up.
 func (r *Result) Complete() bool { return !r.Interrupted && r.Incomplete == "" }
 
-// Verdict is VerdictIncomplete, VerdictFail or VerdictPass, in that order of
-// precedence: an incomplete run's thresholds judge only part of a run.
+// Verdict is VerdictIncomplete, VerdictFail, VerdictInconclusive or
+// VerdictPass, in that order of precedence: an incomplete run's
+// thresholds judge only part of a run, and a failure that mqplan's
+// disturbance cannot explain (a lost message, a latency beyond it) fails
+// the run whatever else it explains.
 func (r *Result) Verdict() string {
 	switch {
 	case !r.Complete():
 		return VerdictIncomplete
-	case !r.Passed():
+	case r.failedJudged() > 0:
 		return VerdictFail
+	case !r.Passed():
+		return VerdictInconclusive
 	default:
 		return VerdictPass
 	}
+}
+
+// failedJudged counts the failed thresholds that were judged (not
+// explained by the disturbance).
+func (r *Result) failedJudged() int {
+	n := 0
+	for _, t := range r.Thresholds {
+		if !t.Pass && t.NotJudged == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Summary is the one-line verdict that ends the table, for example
@@ -442,6 +472,8 @@ func (r *Result) Summary() string {
 			parts = append(parts, late)
 		}
 		return VerdictFail + ": " + strings.Join(parts, "; ")
+	case VerdictInconclusive:
+		return r.inconclusiveSummary()
 	default:
 		extra := ""
 		if builtins > 0 {

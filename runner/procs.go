@@ -3,6 +3,8 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/mqplan/mqplan/plans"
 	"github.com/mqplan/mqplan/procstat"
@@ -14,6 +16,9 @@ import (
 // goroutine: never on a client's.
 type procSamplers struct {
 	broker, self *procstat.Sampler
+	// wait reads mqplan's threads' run-queue wait and the machine's CPU
+	// pressure (nil where there is no schedstat).
+	wait *procstat.SelfWait
 	// brokerGone says when and why the broker process was found gone
 	// (Stats.BrokerGone), "" while it runs or when none is watched.
 	brokerGone string
@@ -28,6 +33,9 @@ func newProcSamplers(m *plans.BrokerMetrics) (procSamplers, error) {
 	var ps procSamplers
 	if self, err := procstat.New(0); err == nil {
 		ps.self = self
+	}
+	if w, err := procstat.NewSelfWait(); err == nil {
+		ps.wait = w
 	}
 	if !m.HasProcess() {
 		return ps, nil
@@ -79,4 +87,25 @@ func (r *run) sampleProcs(s *stats.Second) {
 	}
 	s.Broker = read(&r.procs.broker, "broker")
 	s.Self = read(&r.procs.self, "mqplan")
+	r.sampleGen(s)
+}
+
+// sampleGen reads how disturbed mqplan itself was during the second. It
+// is read only in a second with a CPU figure, so that the wait covers the
+// same window as the CPU (a short window's wait counts in the next).
+func (r *run) sampleGen(s *stats.Second) {
+	if r.procs.wait == nil || !s.Self.Sampled {
+		return
+	}
+	w, err := r.procs.wait.Sample()
+	if err != nil {
+		r.note(fmt.Sprintf("mqplan's CPU wait stopped being read at %s: %v", s.At.Round(1e9), err))
+		r.procs.wait = nil
+		return
+	}
+	procs := runtime.GOMAXPROCS(0)
+	s.Gen = stats.GenSecond{Sampled: true, Wait: w.Queue, Delay: w.Queue / time.Duration(max(1, w.Slices)), Pressure: w.Pressure, HasPressure: w.HasPressure}
+	if procs > 0 {
+		s.Gen.Busy = s.Self.CPU / 100 / float64(procs)
+	}
 }

@@ -57,6 +57,10 @@ type Second struct {
 	// broker.metrics names one) and mqplan's own CPU and memory, read from
 	// /proc at the end of the second (package procstat).
 	Broker, Self ProcSample
+	// Gen is how disturbed mqplan itself, the load generator, was during
+	// the second (its threads' wait for a CPU, the machine's CPU
+	// pressure); not Sampled where there is no /proc.
+	Gen GenSecond
 	// Counters are the broker's own counters as last reported when the
 	// second was taken ($SYS or Prometheus, when the plan's
 	// broker.metrics asks for them; package brokerstat): not Sampled()
@@ -76,6 +80,45 @@ type ProcSample struct {
 	CPU float64
 	// RSS is the resident memory at the end of the second, in bytes.
 	RSS int64
+}
+
+// GenSecond is the load generator's own disturbance over one second of
+// the timeline: what says whether mqplan, rather than the broker, was
+// short of CPU (package report judges it).
+type GenSecond struct {
+	// Sampled is false when it was not read that second (not Linux, a
+	// kernel without schedstat, the run's last partial second).
+	Sampled bool
+	// Wait is how long mqplan's threads, summed, waited in the run queue
+	// for a CPU during the second.
+	Wait time.Duration
+	// Delay is the mean of that wait each time one of its threads was
+	// given a CPU (the wait over the count of timeslices): how late,
+	// on average, a send or a receive ran once it was due.
+	Delay time.Duration
+	// Busy is mqplan's CPU use during the second as a share of the CPUs
+	// it was given (Stats.Procs): 1 is all of them busy.
+	Busy float64
+	// Pressure is how long some runnable task of the machine waited for a
+	// CPU during the second (/proc/pressure/cpu "some"), when HasPressure.
+	Pressure    time.Duration
+	HasPressure bool
+}
+
+// Merge makes g the worse of g and o, field by field: a sharded run's
+// second is disturbed when one of its shards was.
+func (g *GenSecond) Merge(o GenSecond) {
+	if !o.Sampled {
+		return
+	}
+	g.Sampled = true
+	g.Wait = max(g.Wait, o.Wait)
+	g.Delay = max(g.Delay, o.Delay)
+	g.Busy = max(g.Busy, o.Busy)
+	if o.HasPressure {
+		g.HasPressure = true
+		g.Pressure = max(g.Pressure, o.Pressure)
+	}
 }
 
 // GroupSecond is one plan group's share of a Second. Like Second it holds

@@ -219,7 +219,7 @@ func oneArg(fs *flag.FlagSet, args []string) (string, error) {
 }
 
 func cmdRun(e *env, args []string) (retErr error) {
-	fs := newFlags(e, "run", "[flags] PLAN", "Runs the plan, prints the report and exits 0 (pass), 1 (a threshold failed),\n2 (invalid plan) or 3 (the run could not complete).")
+	fs := newFlags(e, "run", "[flags] PLAN", "Runs the plan, prints the report and exits 0 (pass), 1 (a threshold failed),\n2 (invalid plan), 3 (the run could not complete) or 4 (inconclusive: only latency\nthresholds failed, and mqplan itself was short of CPU).")
 	var pf planFlags
 	pf.register(fs)
 	var outs outputs
@@ -474,13 +474,16 @@ func startCPUProfile(path string) (stop func() error, err error) {
 
 // verdict is a reported result as the command's error: errIncomplete
 // (exit 3) when the run did not complete, errFailed (exit 1) when a
-// threshold failed, else nil (exit 0).
+// threshold failed, errInconclusive (exit 4) when the only failures are
+// latency that mqplan's own disturbance explains, else nil (exit 0).
 func verdict(res *report.Result) error {
-	switch {
-	case !res.Complete():
+	switch res.Verdict() {
+	case report.VerdictIncomplete:
 		return errIncomplete
-	case !res.Passed():
+	case report.VerdictFail:
 		return errFailed
+	case report.VerdictInconclusive:
+		return errInconclusive
 	}
 	return nil
 }

@@ -43,6 +43,11 @@ const (
 	exitFail       = 1
 	exitInvalid    = 2
 	exitIncomplete = 3
+	// exitInconclusive: the only thresholds that failed are latency
+	// thresholds that mqplan's own lack of CPU explains; a CI may retry
+	// on it without reading the report, and a script that takes any
+	// non-zero code for a failure stays safe.
+	exitInconclusive = 4
 )
 
 // exitError carries the exit code chosen for an error; only exitCode reads
@@ -72,11 +77,16 @@ var errReported = errors.New("reported")
 var (
 	errFailed     = &exitError{code: exitFail, err: fmt.Errorf("a threshold failed: %w", errReported)}
 	errIncomplete = &exitError{code: exitIncomplete, err: fmt.Errorf("the run did not complete: %w", errReported)}
+	// errInconclusive: its latency failed as mqplan's own disturbance
+	// explains (report.VerdictInconclusive).
+	errInconclusive = &exitError{code: exitInconclusive, err: fmt.Errorf("the run was inconclusive: %w", errReported)}
 )
 
 // isVerdict reports whether err is a verdict (errFailed, errIncomplete)
 // rather than a failure of the command itself.
-func isVerdict(err error) bool { return err == errFailed || err == errIncomplete }
+func isVerdict(err error) bool {
+	return err == errFailed || err == errIncomplete || err == errInconclusive
+}
 
 // exitCode maps what a command returned to the process's exit code: nil
 // is 0, an error marked by invalid, incomplete or a verdict has its code,

@@ -24,7 +24,7 @@ import (
 // a missing part; 2 for parts of different runs or a plan that resolves
 // differently here).
 func cmdMerge(e *env, args []string) error {
-	fs := newFlags(e, "merge", "[flags] PART...", "Merges the partial results of one run (mqplan run --partial FILE, one per shard),\nprints the report and exits as the run would have: 0 (pass), 1 (a threshold failed),\n2 (parts of different runs) or 3 (incomplete, or a shard's part missing).")
+	fs := newFlags(e, "merge", "[flags] PART...", "Merges the partial results of one run (mqplan run --partial FILE, one per shard),\nprints the report and exits as the run would have: 0 (pass), 1 (a threshold failed),\n2 (parts of different runs), 3 (incomplete, or a shard's part missing) or 4 (inconclusive).")
 	var outs outputs
 	fs.Var(&outs, "out", "write the merged result as FORMAT to FILE (- for standard output); repeatable. Formats:\n"+report.FormatHelp())
 	fs.Var(jsonFlag{&outs}, "json", "write the merged result as JSON to this file (the same as --out json=FILE)")
