@@ -183,6 +183,12 @@ const (
 	SelfCPUMax Name = "self.cpu.max"
 	// SelfRSSMax is mqplan's own largest resident memory, bytes.
 	SelfRSSMax Name = "self.rss.max"
+	// SelfCPUWait is how long mqplan's threads, summed, waited for a CPU
+	// over the steady phase (Linux).
+	SelfCPUWait Name = "self.cpu_wait"
+	// SelfDisturbed is the share of the steady phase's seconds in which
+	// mqplan was starved of CPU or saturated its own (Linux).
+	SelfDisturbed Name = "self.disturbed"
 
 	// BrokerClientsMax is the most clients the broker said were connected
 	// (its own count: mqplan's clients, its $SYS monitor and any other),
@@ -393,6 +399,8 @@ var catalogue = slices.Concat([]Metric{
 	{Name: BrokerRSSMax, Kind: Count, Help: "the broker process's largest resident memory, bytes (broker.metrics)", Unit: Bytes, WholeRun: true},
 	{Name: SelfCPUMax, Kind: Rate, Help: "mqplan's own CPU in its busiest second, percent of one core", WholeRun: true},
 	{Name: SelfRSSMax, Kind: Count, Help: "mqplan's own largest resident memory, bytes", Unit: Bytes, WholeRun: true},
+	{Name: SelfCPUWait, Kind: Duration, Help: "how long mqplan's threads, summed, waited for a CPU over steady (Linux)", WholeRun: true},
+	{Name: SelfDisturbed, Kind: Fraction, Help: "the share of steady's seconds in which mqplan was starved of CPU or busy at the limit of its CPUs (Linux)", WholeRun: true},
 
 	{Name: BrokerClientsMax, Kind: Count, Help: "the most clients the broker said were connected (broker.metrics sys or prometheus)", WholeRun: true},
 	{Name: BrokerPublishReceived, Kind: Count, Help: "PUBLISH packets the broker said it received during the run (broker.metrics sys or prometheus)", WholeRun: true},

@@ -20,6 +20,7 @@ func TestMetricsCatalogue(t *testing.T) {
 		"broker.clients.max", "broker.publish.received", "broker.publish.sent", "broker.dropped", "broker.memory.max", "broker.subscriptions.max"}
 	want = append(want, "requests", "responses_expected", "responses", "responses_late", "responses_duplicates", "responses_sent", "rtt.timeouts")
 	want = append(want, "latency.cross_share", "clock.uncertainty", "clock.max_offset")
+	want = append(want, "self.cpu_wait", "self.disturbed")
 	for _, fam := range []string{"latency", "ack", "rtt", "latency_local", "latency_cross"} {
 		for _, s := range []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max", "stddev"} {
 			want = append(want, fam+"."+s)

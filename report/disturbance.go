@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"strings"
@@ -311,4 +312,44 @@ func (r *Result) inconclusiveSummary() string {
 		ev = r.Disturbance.Evidence()
 	}
 	return VerdictInconclusive + ": " + ev + "; latency thresholds are not judged (" + strings.Join(read, "; ") + ")"
+}
+
+// addDisturbance puts mqplan's own disturbance over steady into set
+// (self.cpu_wait, self.disturbed), absent where it was not measured.
+func addDisturbance(set metric.Set, timeline []stats.Second) {
+	d := MeasureDisturbance(timeline, phase.Steady, 0)
+	if d.Seconds == 0 {
+		return
+	}
+	set[metric.SelfCPUWait] = d.Wait
+	set[metric.SelfDisturbed] = d.Share()
+}
+
+// notJudgedMark is the result a table shows for a threshold whose failure
+// mqplan's disturbance explains.
+const notJudgedMark = "NOT JUDGED"
+
+// disturbanceLine is the outputs' one line on mqplan's own disturbance
+// over steady, "" when it was not measured.
+func disturbanceLine(r *Result) string {
+	d := r.Disturbance
+	if d == nil {
+		return ""
+	}
+	s := "Disturbance: " + d.Evidence()
+	switch {
+	case r.Verdict() == VerdictInconclusive:
+		s += ": the latency failures are mqplan's as much as the broker's, so they are not judged"
+	case d.Significant():
+		s += ": disturbed enough to explain latency failures"
+	}
+	return s
+}
+
+// writeDisturbance is the table's Disturbance line.
+func writeDisturbance(b *bytes.Buffer, r *Result) error {
+	if l := disturbanceLine(r); l != "" {
+		b.WriteString("\n" + l + "\n")
+	}
+	return nil
 }

@@ -98,6 +98,7 @@ func Environment(p *plans.Plan, st *stats.Stats) threshold.Measured {
 		Phases: make(map[string]metric.Set, phase.Count),
 	}
 	addProcesses(m.Top, st.Timeline)
+	addDisturbance(m.Top, st.Timeline)
 	addBrokerCounters(m.Top, st.Timeline, st.CountersStart, st.CountersEnd, st.CountersUnchanged)
 	addClock(m.Top, st.Clock)
 	for gi, g := range groups {

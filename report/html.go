@@ -75,6 +75,9 @@ func WriteHTML(w io.Writer, r *Result) error {
 // already formatted as the table formats them, and the chart data.
 type htmlView struct {
 	Title, Verdict, VerdictClass, Summary string
+	// Disturbance is mqplan's own disturbance over steady, "" when not
+	// measured.
+	Disturbance string
 	Description                           []string
 	BrokerURL, Started, Elapsed           string
 	Warnings                              []string
@@ -96,6 +99,9 @@ type htmlView struct {
 type htmlThreshold struct {
 	Expr, Where, Measured, Reason string
 	Pass                          bool
+	// NotJudged: a failure mqplan's own disturbance explains (Reason
+	// holds the evidence).
+	NotJudged bool
 }
 
 // htmlComparison is the comparison with the baseline (Result.Comparison)
@@ -376,6 +382,7 @@ func newHTMLView(r *Result) *htmlView {
 		Verdict:        r.Verdict(),
 		VerdictClass:   strings.ToLower(r.Verdict()),
 		Summary:        r.Summary(),
+		Disturbance:    disturbanceLine(r),
 		BrokerURL:      orDash(redactURL(r.BrokerURL)),
 		Elapsed:        fmtDuration(r.Elapsed),
 		Warnings:       r.headerWarnings(),
@@ -408,6 +415,9 @@ func newHTMLView(r *Result) *htmlView {
 		}
 		if !th.Pass && th.Reason != "false" {
 			ht.Reason = th.Reason
+		}
+		if th.NotJudged != "" {
+			ht.Reason, ht.NotJudged = th.NotJudged, true
 		}
 		v.Thresholds = append(v.Thresholds, ht)
 	}

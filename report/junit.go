@@ -80,6 +80,14 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Error     *junitProblem `xml:"error"`
 	Failure   *junitProblem `xml:"failure"`
+	// Skipped marks a threshold that was not judged: mqplan's own
+	// disturbance explains its failure (the message is the evidence).
+	Skipped *junitSkipped `xml:"skipped"`
+}
+
+// junitSkipped is a test case left unjudged, and why.
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 // junitProblem is a failure or an error: a one-line message for lists, a
@@ -173,7 +181,9 @@ func (r *Result) junit() junitSuites {
 			name += " [" + strconv.Itoa(n) + "]"
 		}
 		c := junitCase{Name: name, Classname: cls, Time: junitSeconds(0)}
-		if !th.Pass {
+		if th.NotJudged != "" {
+			c.Skipped = &junitSkipped{Message: th.Expr + ": " + thresholdResult(th) + ": " + th.NotJudged}
+		} else if !th.Pass {
 			c.Failure = &junitProblem{
 				Type:    "threshold",
 				Message: th.Expr + ": " + thresholdResult(th),
@@ -190,6 +200,9 @@ func (r *Result) junit() junitSuites {
 		}
 		if c.Error != nil {
 			suite.Errors++
+		}
+		if c.Skipped != nil {
+			suite.Skipped++
 		}
 	}
 

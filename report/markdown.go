@@ -65,6 +65,9 @@ func mdHeader(b *bytes.Buffer, r *Result) {
 	v := r.Verdict()
 	fmt.Fprintf(b, "## %s mqplan %s: %s\n\n", verdictMark(v), mdText(orDash(r.name())), v)
 	fmt.Fprintf(b, "**%s**\n\n", mdText(r.Summary()))
+	if d := disturbanceLine(r); d != "" {
+		fmt.Fprintf(b, "%s\n\n", mdText(d))
+	}
 	if r.Plan != nil {
 		if d := strings.Join(strings.Fields(r.Plan.Description), " "); d != "" {
 			fmt.Fprintf(b, "%s\n\n", mdText(d))
@@ -112,7 +115,9 @@ func mdThresholds(b *bytes.Buffer, r *Result) {
 	rows := make([][]string, 0, len(r.Thresholds))
 	for _, th := range r.Thresholds {
 		mark, res := "✅", "PASS"
-		if !th.Pass {
+		if th.NotJudged != "" {
+			mark, res = "⚠️", notJudgedMark+": "+mdText(th.NotJudged)
+		} else if !th.Pass {
 			mark, res = "❌", "FAIL"
 			if th.Reason != "" && th.Reason != "false" {
 				res += ": " + mdText(th.Reason)

@@ -38,6 +38,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		writeBroker,
 		writeCounters,
 		writeProcesses,
+		writeDisturbance,
 		writeErrors,
 		writeThresholds,
 		writeBaseline,
@@ -246,7 +247,9 @@ func writeThresholds(b *bytes.Buffer, r *Result) error {
 	var rows [][]string
 	for _, th := range r.Thresholds {
 		res := "PASS"
-		if !th.Pass {
+		if th.NotJudged != "" {
+			res = notJudgedMark
+		} else if !th.Pass {
 			res = "FAIL"
 			// "false" (the expression simply did not hold) says nothing
 			// the measured column does not; other reasons (no samples)
