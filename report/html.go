@@ -77,21 +77,21 @@ type htmlView struct {
 	Title, Verdict, VerdictClass, Summary string
 	// Disturbance is mqplan's own disturbance over steady, "" when not
 	// measured.
-	Disturbance string
-	Description                           []string
-	BrokerURL, Started, Elapsed           string
-	Warnings                              []string
-	Thresholds                            []htmlThreshold
-	Comparison                            *htmlComparison
-	PlanGroups                            []htmlPlanGroup
-	Phases                                []htmlPhase
-	Tables                                []htmlTable
-	ErrorSamples                          []string
-	ErrorsTitle                           string
-	Data                                  htmlData
-	UPlotJS, PageJS                       template.JS
-	UPlotCSS, PageCSS                     template.CSS
-	UPlotLicense                          string
+	Disturbance                 string
+	Description                 []string
+	BrokerURL, Started, Elapsed string
+	Warnings                    []string
+	Thresholds                  []htmlThreshold
+	Comparison                  *htmlComparison
+	PlanGroups                  []htmlPlanGroup
+	Phases                      []htmlPhase
+	Tables                      []htmlTable
+	ErrorSamples                []string
+	ErrorsTitle                 string
+	Data                        htmlData
+	UPlotJS, PageJS             template.JS
+	UPlotCSS, PageCSS           template.CSS
+	UPlotLicense                string
 	// MaxChartPoints is maxChartPoints, for the note over thinned charts.
 	MaxChartPoints int
 }
