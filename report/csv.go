@@ -33,7 +33,13 @@ func init() {
 		}
 		csvHeader = append(csvHeader, "broker_"+c.String())
 	}
+	csvGenCol = len(csvHeader)
+	csvHeader = append(csvHeader, "mqplan_cpu_wait_ms", "mqplan_busy", "cpu_pressure_ms")
 }
+
+// csvGenCol is the index of mqplan_cpu_wait_ms, the first of mqplan's
+// own disturbance's columns (set by init, after the broker's counters').
+var csvGenCol int
 
 // csvCounterCol is the index of broker_clients, the first of the broker's
 // own counters' columns (one per brokerstat.Counter, in its order; set
@@ -80,6 +86,12 @@ const csvTotal = "total"
 //     as the broker counts (the PUBLISH and dropped counts since the
 //     broker started, not per second); on the total row only, empty
 //     when the broker had not reported that figure. Added last, too.
+//   - mqplan_cpu_wait_ms, mqplan_busy, cpu_pressure_ms: how disturbed
+//     mqplan itself was in the second (Linux): how long its threads,
+//     summed, waited for a CPU, its CPU use as a share of the CPUs it was
+//     given (1 is all of them), and how long some task of the machine
+//     waited for a CPU (/proc/pressure/cpu, empty without it). On the
+//     total row only. Added after the broker's counters.
 //
 // A figure with no sample (no delivery, no send) is an empty cell, never
 // 0, so that a chart leaves a gap rather than plotting a false zero.
@@ -109,6 +121,12 @@ func WriteCSV(w io.Writer, r *Result) error {
 		for c := range brokerstat.NumCounters {
 			if v, ok := s.Counters.Get(c); ok {
 				row[csvCounterCol+int(c)] = csvInt(v)
+			}
+		}
+		if g := s.Gen; g.Sampled {
+			row[csvGenCol], row[csvGenCol+1] = csvMillis(g.Wait), strconv.FormatFloat(g.Busy, 'f', 3, 64)
+			if g.HasPressure {
+				row[csvGenCol+2] = csvMillis(g.Pressure)
 			}
 		}
 		if err := cw.Write(row); err != nil {

@@ -29,7 +29,7 @@ func TestCSVRows(t *testing.T) {
 		{
 			name:     "a second kept without groups has its total row only",
 			timeline: []stats.Second{{At: time.Second, Phase: phase.Connect, Connected: 2}},
-			want:     []string{"1.000,connect,total,0,0,0.0,0.0,,,,2,0,0,,,,,,,,,,,"},
+			want:     []string{"1.000,connect,total,0,0,0.0,0.0,,,,2,0,0,,,,,,,,,,,,,,"},
 		},
 		{
 			name: "groups follow the total, and the last, short second's rates are per second",
@@ -46,12 +46,12 @@ func TestCSVRows(t *testing.T) {
 					}},
 			},
 			want: []string{
-				"1.000,steady,total,100,100,100.0,100.0,1.000,2.000,3.000,2,0,0,0.250,,,,,,,,,,",
-				"1.000,steady,sub,0,100,0.0,100.0,1.000,2.000,3.000,1,0,0,,,,,,,,,,,",
-				"1.000,steady,pub,100,0,100.0,0.0,,,,1,0,0,0.250,,,,,,,,,,",
-				"1.250,drain,total,0,10,0.0,40.0,1.000,1.000,1.000,1,1,1,,,,,,,,,,,",
-				"1.250,drain,sub,0,10,0.0,40.0,1.000,1.000,1.000,1,0,0,,,,,,,,,,,",
-				"1.250,drain,pub,0,0,0.0,0.0,,,,0,1,1,,,,,,,,,,,",
+				"1.000,steady,total,100,100,100.0,100.0,1.000,2.000,3.000,2,0,0,0.250,,,,,,,,,,,,,",
+				"1.000,steady,sub,0,100,0.0,100.0,1.000,2.000,3.000,1,0,0,,,,,,,,,,,,,,",
+				"1.000,steady,pub,100,0,100.0,0.0,,,,1,0,0,0.250,,,,,,,,,,,,,",
+				"1.250,drain,total,0,10,0.0,40.0,1.000,1.000,1.000,1,1,1,,,,,,,,,,,,,,",
+				"1.250,drain,sub,0,10,0.0,40.0,1.000,1.000,1.000,1,0,0,,,,,,,,,,,,,,",
+				"1.250,drain,pub,0,0,0.0,0.0,,,,0,1,1,,,,,,,,,,,,,,",
 			},
 		},
 		{
@@ -59,8 +59,8 @@ func TestCSVRows(t *testing.T) {
 			timeline: []stats.Second{{At: time.Second, Phase: phase.Drain, Sent: 1, Received: 2,
 				Groups: []stats.GroupSecond{{Group: "g", Sent: 1, Received: 2}}}},
 			want: []string{
-				"1.000,drain,total,1,2,1.0,2.0,,,,0,0,0,0.000,,,,,,,,,,",
-				"1.000,drain,g,1,2,1.0,2.0,,,,0,0,0,0.000,,,,,,,,,,",
+				"1.000,drain,total,1,2,1.0,2.0,,,,0,0,0,0.000,,,,,,,,,,,,,",
+				"1.000,drain,g,1,2,1.0,2.0,,,,0,0,0,0.000,,,,,,,,,,,,,",
 			},
 		},
 		{
@@ -74,12 +74,12 @@ func TestCSVRows(t *testing.T) {
 				{At: 3 * time.Second, Phase: phase.Drain, Groups: []stats.GroupSecond{{Group: "g"}}},
 			},
 			want: []string{
-				"1.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,12.3,5242880,0.0,31457280,,,,,,",
-				"1.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				"2.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,150.0,32505856,,,,,,",
-				"2.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				"3.000,drain,total,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				"3.000,drain,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
+				"1.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,12.3,5242880,0.0,31457280,,,,,,,,,",
+				"1.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"2.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,150.0,32505856,,,,,,,,,",
+				"2.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"3.000,drain,total,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"3.000,drain,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
 			},
 		},
 		{
@@ -93,16 +93,29 @@ func TestCSVRows(t *testing.T) {
 					Groups: []stats.GroupSecond{{Group: "g"}}},
 			},
 			want: []string{
-				"1.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,,,3,10,20,0,1048576,2",
-				"1.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				"2.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,,,,,25,,,",
-				"2.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
+				"1.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,,,3,10,20,0,1048576,2,,,",
+				"1.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"2.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,,,,,25,,,,,,",
+				"2.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+			},
+		},
+		{
+			name: "mqplan's disturbance: on the total row, in a second it was measured",
+			timeline: []stats.Second{
+				{At: time.Second, Phase: phase.Steady, Gen: stats.GenSecond{Sampled: true, Wait: 250 * time.Millisecond, Busy: 0.5, Pressure: 400 * time.Millisecond, HasPressure: true},
+					Groups: []stats.GroupSecond{{Group: "g"}}},
+				{At: 2 * time.Second, Phase: phase.Steady, Gen: stats.GenSecond{Sampled: true, Wait: 1500 * time.Microsecond, Busy: 0.125}},
+			},
+			want: []string{
+				"1.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,250.000,0.500,400.000",
+				"1.000,steady,g,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"2.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,1.500,0.125,",
 			},
 		},
 		{
 			name:     "a second of no length has no rates",
 			timeline: []stats.Second{{At: 0, Phase: phase.Connect}},
-			want:     []string{"0.000,connect,total,0,0,,,,,,0,0,0,,,,,,,,,,,"},
+			want:     []string{"0.000,connect,total,0,0,,,,,,0,0,0,,,,,,,,,,,,,,"},
 		},
 		{
 			name: "names that a spreadsheet would take for a formula",
@@ -110,13 +123,13 @@ func TestCSVRows(t *testing.T) {
 				{Group: "-pub"}, {Group: "-2-3"}, {Group: "=HYPERLINK(\"http://x\")"}, {Group: "@SUM(A1)"}, {Group: "+1+1"}, {Group: "-cmd|' /C calc'!A0"},
 			}}},
 			want: []string{
-				"1.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				"1.000,steady,'-pub,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				"1.000,steady,'-2-3,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				`1.000,steady,"'=HYPERLINK(""http://x"")",0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,`,
-				"1.000,steady,'@SUM(A1),0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				"1.000,steady,'+1+1,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
-				"1.000,steady,'-cmd|' /C calc'!A0,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,",
+				"1.000,steady,total,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"1.000,steady,'-pub,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"1.000,steady,'-2-3,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				`1.000,steady,"'=HYPERLINK(""http://x"")",0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,`,
+				"1.000,steady,'@SUM(A1),0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"1.000,steady,'+1+1,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
+				"1.000,steady,'-cmd|' /C calc'!A0,0,0,0.0,0.0,,,,0,0,0,,,,,,,,,,,,,,",
 			},
 		},
 	}

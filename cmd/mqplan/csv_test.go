@@ -64,7 +64,7 @@ func TestCSVTimeline(t *testing.T) {
 		"p50_ms", "p99_ms", "max_ms", "connected", "errors", "disconnects", "lag_max_ms",
 		"broker_cpu_percent", "broker_rss_bytes", "mqplan_cpu_percent", "mqplan_rss_bytes",
 		"broker_clients", "broker_publish_received", "broker_publish_sent", "broker_dropped",
-		"broker_memory_bytes", "broker_subscriptions"}
+		"broker_memory_bytes", "broker_subscriptions", "mqplan_cpu_wait_ms", "mqplan_busy", "cpu_pressure_ms"}
 	if len(rows) == 0 || !slices.Equal(rows[0], header) {
 		t.Fatalf("header %v, want %v", rows[0], header)
 	}
