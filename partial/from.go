@@ -96,7 +96,7 @@ func FromStats(st *stats.Stats, c *Collector, meta Meta) (*File, error) {
 func secondOf(s *stats.Second, i int, c *Collector) Second {
 	out := Second{AtNS: int64(s.At), Phase: s.Phase.String(), Connected: s.Connected, Lost: s.Lost,
 		Sent: s.Sent, Received: s.Received, Errors: s.Errors, Disconnects: s.Disconnects, LagMaxNS: int64(s.LagMax),
-		Counters: countersOf(s.Counters), Broker: procOf(s.Broker), Self: procOf(s.Self)}
+		Counters: countersOf(s.Counters), Broker: procOf(s.Broker), Self: procOf(s.Self), Gen: genOf(s.Gen)}
 	for g, gs := range s.Groups {
 		out.Groups = append(out.Groups, GroupSecond{Connected: gs.Connected, Lost: gs.Lost, Sent: gs.Sent, Received: gs.Received,
 			Errors: gs.Errors, Disconnects: gs.Disconnects, Acked: gs.Acked, Duplicates: gs.Duplicates,

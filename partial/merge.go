@@ -404,6 +404,12 @@ func addSecond(s *stats.Second, fs *Second, have bool, acc []counts) error {
 		s.Self.CPU += fs.Self.CPU
 		s.Self.RSS += fs.Self.RSS
 	}
+	g, err := fs.Gen.second()
+	if err != nil {
+		return err
+	}
+	// The worst shard's: a second is disturbed when one shard was.
+	s.Gen.Merge(g)
 	if len(fs.Counters) > 0 && !s.Counters.Sampled() {
 		c, err := fs.Counters.counters()
 		if err != nil {

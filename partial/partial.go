@@ -195,6 +195,41 @@ type Second struct {
 	Broker      *Proc         `json:"broker,omitempty"`
 	Self        *Proc         `json:"self,omitempty"`
 	Counters    Counters      `json:"counters,omitempty"`
+	// Gen is this shard's own disturbance in the second
+	// (stats.GenSecond), when it was measured: each shard measures
+	// itself, and the merge keeps the worst shard's.
+	Gen *Gen `json:"gen,omitempty"`
+}
+
+// Gen is a shard's disturbance over a second: its threads' wait for a
+// CPU and the mean of it per timeslice, its CPU use as a share of the
+// CPUs it was given, and the machine's CPU pressure (when HasPressure).
+type Gen struct {
+	WaitNS      int64   `json:"wait_ns"`
+	DelayNS     int64   `json:"delay_ns"`
+	Busy        float64 `json:"busy"`
+	PressureNS  int64   `json:"pressure_ns,omitempty"`
+	HasPressure bool    `json:"has_pressure,omitempty"`
+}
+
+func genOf(g stats.GenSecond) *Gen {
+	if !g.Sampled {
+		return nil
+	}
+	return &Gen{WaitNS: int64(g.Wait), DelayNS: int64(g.Delay), Busy: g.Busy, PressureNS: int64(g.Pressure), HasPressure: g.HasPressure}
+}
+
+// second is g as a stats.GenSecond; figures no measurement gives are
+// refused.
+func (g *Gen) second() (stats.GenSecond, error) {
+	if g == nil {
+		return stats.GenSecond{}, nil
+	}
+	if g.WaitNS < 0 || g.DelayNS < 0 || g.PressureNS < 0 || !(g.Busy >= 0 && g.Busy <= 1e6) {
+		return stats.GenSecond{}, fmt.Errorf("gen: wait_ns, delay_ns, pressure_ns and busy must not be negative, got %+v", *g)
+	}
+	return stats.GenSecond{Sampled: true, Wait: time.Duration(g.WaitNS), Delay: time.Duration(g.DelayNS), Busy: g.Busy,
+		Pressure: time.Duration(g.PressureNS), HasPressure: g.HasPressure}, nil
 }
 
 // Proc is a process's CPU (percent of one core) and resident memory

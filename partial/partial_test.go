@@ -297,7 +297,7 @@ func TestEveryStatsFieldHandled(t *testing.T) {
 		reflect.TypeFor[stats.PhaseStats]():  {"Phase", "Start", "End", "Total", "Groups"},
 		reflect.TypeFor[stats.StageStats]():  {"Index", "Name", "Start", "End", "Metrics"},
 		reflect.TypeFor[stats.GroupInfo]():   {"Name", "Clients", "Connected", "ConnectedAtEnd", "Lost"},
-		reflect.TypeFor[stats.Second]():      {"At", "Phase", "Connected", "Lost", "Sent", "Received", "Errors", "Disconnects", "P50", "P99", "Max", "LagMax", "Groups", "Broker", "Self", "Counters"},
+		reflect.TypeFor[stats.Second]():      {"At", "Phase", "Connected", "Lost", "Sent", "Received", "Errors", "Disconnects", "P50", "P99", "Max", "LagMax", "Groups", "Broker", "Self", "Gen", "Counters"},
 		reflect.TypeFor[stats.GroupSecond](): {"Group", "Connected", "Lost", "Sent", "Received", "Errors", "Disconnects", "Acked", "Duplicates", "P50", "P99", "Max", "LagMax"},
 		reflect.TypeFor[stats.ProcSample]():  {"Sampled", "CPU", "RSS"},
 		reflect.TypeFor[stats.Broker]():      {"MessagesReceived", "MessagesSent", "MessagesDropped", "InflightDropped", "ClientsMaximum"},
