@@ -15,6 +15,12 @@
 // the short trial passed) is noted on the step and marks the knee
 // unstable, never silently.
 //
+// A trial whose generator was short of CPU (Outcome.Starved: mqplan's
+// verdict INCONCLUSIVE) is not the broker's limit either: it is run again,
+// up to StarvedRetries more times, and when every run of it was starved
+// the search stops, saying that the answer is bounded by the generator,
+// not the broker (Result.GeneratorBound).
+//
 // The search is pure: it reads no clock and touches no network. The trial
 // function says how long each trial took, and the budget is charged with
 // that, so that tests drive every path (bracketing, bisection, budget,
@@ -106,6 +112,11 @@ type Outcome struct {
 	// says nothing about the knob, so the search stops without counting
 	// it as a pass or a failure.
 	Unhealthy string
+	// Starved, when set, is the evidence that mqplan itself was short of
+	// CPU and that this explains the trial's failures (its verdict was
+	// INCONCLUSIVE): the trial is run again, and never counted as the
+	// broker's limit.
+	Starved string
 	// Elapsed is the wall time the trial took, charged to the budget.
 	Elapsed time.Duration
 }
@@ -173,7 +184,17 @@ type Result[T any] struct {
 	// Unhealthy: the search stopped at a trial whose run was not healthy
 	// (Outcome.Unhealthy); Reason says which and why.
 	Unhealthy bool
+	// GeneratorBound: the search stopped at a trial whose every run found
+	// mqplan itself short of CPU (Outcome.Starved): the answer is bounded
+	// by the generator, not the broker; Reason has the evidence.
+	GeneratorBound bool
 }
+
+// StarvedRetries is how many more times a trial whose generator was
+// starved is run before the search stops: twice gives a passing
+// disturbance (another build on the machine) three chances, and a
+// generator at its own limit costs two wasted trials.
+const StarvedRetries = 2
 
 // Search runs the search. trial runs one trial; ctx is passed through to
 // it (the trial function is what notices cancellation and reports
@@ -203,18 +224,36 @@ func (s *search[T]) try(v float64, confirm bool, reserveTrials int, reserve time
 	if confirm {
 		cost = s.c.ConfirmCost
 	}
-	if len(s.r.Steps)+1+reserveTrials > s.c.MaxTrials {
-		s.stop(fmt.Sprintf("--max-trials %d reached", s.c.MaxTrials))
-		return false, false
+	var out Outcome
+	var step Step[T]
+	for attempt := 0; ; attempt++ {
+		if len(s.r.Steps)+1+reserveTrials > s.c.MaxTrials {
+			s.stop(fmt.Sprintf("--max-trials %d reached", s.c.MaxTrials))
+			return false, false
+		}
+		if s.c.Budget > 0 && s.spent+cost+reserve > s.c.Budget {
+			s.stop(fmt.Sprintf("--budget %v would be exceeded (spent %v, the next trial needs about %v)", s.c.Budget, s.spent.Round(time.Second), (cost + reserve).Round(time.Second)))
+			return false, false
+		}
+		t := Trial{N: len(s.r.Steps) + 1, Value: v, Confirm: confirm}
+		var data T
+		out, data = s.trial(s.ctx, t)
+		s.spent += out.Elapsed
+		step = Step[T]{Trial: t, Outcome: out, Data: data}
+		if out.Starved == "" || out.Interrupted || out.Err != nil || out.Unhealthy != "" {
+			break
+		}
+		if attempt == StarvedRetries {
+			step.Note = "not a capacity signal: mqplan itself was short of CPU"
+			s.r.Steps = append(s.r.Steps, step)
+			s.r.GeneratorBound = true
+			s.stop(fmt.Sprintf("trial %d at %s: mqplan itself was short of CPU in %d runs in a row (%s): the answer is bounded by the generator, not the broker; give mqplan more CPUs (--procs) or spread the load over processes (--workers)", t.N, Format(v), attempt+1, out.Starved))
+			return false, false
+		}
+		step.Note = "not a capacity signal: mqplan itself was short of CPU; run again"
+		s.r.Steps = append(s.r.Steps, step)
 	}
-	if s.c.Budget > 0 && s.spent+cost+reserve > s.c.Budget {
-		s.stop(fmt.Sprintf("--budget %v would be exceeded (spent %v, the next trial needs about %v)", s.c.Budget, s.spent.Round(time.Second), (cost + reserve).Round(time.Second)))
-		return false, false
-	}
-	t := Trial{N: len(s.r.Steps) + 1, Value: v, Confirm: confirm}
-	out, data := s.trial(s.ctx, t)
-	s.spent += out.Elapsed
-	step := Step[T]{Trial: t, Outcome: out, Data: data}
+	t := step.Trial
 	switch {
 	case out.Interrupted:
 		s.r.Steps = append(s.r.Steps, step)
@@ -247,7 +286,7 @@ func (s *search[T]) try(v float64, confirm bool, reserveTrials int, reserve time
 func (s *search[T]) contradiction(t Trial, pass bool) string {
 	for i := len(s.r.Steps) - 1; i >= 0; i-- {
 		p := s.r.Steps[i]
-		if p.Interrupted || p.Err != nil || p.Unhealthy != "" {
+		if p.Interrupted || p.Err != nil || p.Unhealthy != "" || p.Starved != "" {
 			continue
 		}
 		switch {

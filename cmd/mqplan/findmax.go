@@ -325,6 +325,11 @@ of before the first trial: they do not scale with the knob.`)
 		if !res.Complete() && !res.Interrupted {
 			o.Err = errors.New(res.Incomplete)
 		}
+		if res.Verdict() == report.VerdictInconclusive && res.Disturbance != nil {
+			// Its latency failed as mqplan's own lack of CPU explains:
+			// not the broker's limit (findmax runs it again).
+			o.Starved = res.Disturbance.Evidence()
+		}
 		ft := report.FindMaxTrialOf(t.N, t.Value, t.Confirm, res, group, o.Elapsed)
 		if len(ft.Unhealthy) > 0 {
 			// A broker that crashed, stalled or shed connections
