@@ -39,6 +39,10 @@ const (
 	// Worse: beyond the tolerance toward worse, or measured in A and
 	// without samples in B.
 	Worse
+	// Disturbed: a latency beyond the tolerance toward worse in a run
+	// whose generator was short of CPU (compare_disturb.go): not a
+	// regression.
+	Disturbed
 )
 
 // String is the mark as the table shows it.
@@ -48,6 +52,8 @@ func (m Mark) String() string {
 		return "better"
 	case Worse:
 		return "WORSE"
+	case Disturbed:
+		return "disturbed"
 	}
 	return ""
 }
@@ -110,6 +116,11 @@ type Comparison struct {
 	// Notes say what makes the comparison less than like for like
 	// (different plans, an incomplete run, warnings).
 	Notes []string
+	// Disturbed, when B's generator was short of CPU over its steady
+	// phase, is the evidence: B's latency changes toward worse are marked
+	// Disturbed, not Worse, and --fail-on-regression does not fail on
+	// them.
+	Disturbed string
 }
 
 // ComparedRun names one side of a Comparison as its outputs show it.
@@ -183,6 +194,7 @@ func Compare(a, b *Result, labelA, labelB string, tolerance float64) *Comparison
 		}
 	}
 	c.Notes = compareNotes(c, a, b)
+	markDisturbed(c, b)
 	return c
 }
 
@@ -568,6 +580,8 @@ type jsonComparison struct {
 	OnlyB     []string          `json:"only_b"`
 	Worse     []string          `json:"worse"`
 	Summary   string            `json:"summary"`
+	// Disturbed is Comparison.Disturbed, absent when B was not disturbed.
+	Disturbed string `json:"disturbed,omitempty"`
 }
 
 type jsonCompared struct {
@@ -608,7 +622,7 @@ func (c *Comparison) doc() *jsonComparison {
 		Version: CompareJSONVersion, Tolerance: c.Tolerance,
 		A: c.A.json(), B: c.B.json(),
 		Notes: list(c.Notes), Sections: []jsonCompSection{}, OnlyA: list(c.OnlyA), OnlyB: list(c.OnlyB),
-		Worse: list(c.Worse()), Summary: c.Summary(),
+		Worse: list(c.Worse()), Summary: c.Summary(), Disturbed: c.Disturbed,
 	}
 	for _, s := range c.Sections {
 		js := jsonCompSection{Group: s.Group, Rows: []jsonCompRow{}}
@@ -701,7 +715,7 @@ func (d *jsonComparison) comparison() (*Comparison, error) {
 		return ComparedRun{Label: j.File, Plan: j.Plan, Started: j.Started, Elapsed: time.Duration(j.Elapsed), Verdict: j.Verdict}
 	}
 	c := &Comparison{A: run(d.A), B: run(d.B), Tolerance: d.Tolerance,
-		Notes: nonEmpty(d.Notes), OnlyA: nonEmpty(d.OnlyA), OnlyB: nonEmpty(d.OnlyB)}
+		Notes: nonEmpty(d.Notes), OnlyA: nonEmpty(d.OnlyA), OnlyB: nonEmpty(d.OnlyB), Disturbed: d.Disturbed}
 	rows := 0
 	groups := map[string]bool{}
 	for i, js := range d.Sections {
@@ -729,6 +743,7 @@ func (d *jsonComparison) comparison() (*Comparison, error) {
 		}
 		c.Sections = append(c.Sections, sec)
 	}
+	c.applyDisturbed()
 	return c, nil
 }
 
@@ -768,9 +783,9 @@ func (jr *jsonCompRow) row(tolerance float64) (CompareRow, error) {
 		}
 	}
 	switch jr.Mark {
-	case "", "better", "worse":
+	case "", "better", "worse", "disturbed":
 	default:
-		return CompareRow{}, fmt.Errorf(".mark: %s: mark %s, want \"\", \"better\" or \"worse\"", name, strconv.Quote(jr.Mark))
+		return CompareRow{}, fmt.Errorf(".mark: %s: mark %s, want \"\", \"better\", \"worse\" or \"disturbed\"", name, strconv.Quote(jr.Mark))
 	}
 	return m.row(a, b, tolerance), nil
 }

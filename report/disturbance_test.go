@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +191,69 @@ func TestInconclusiveOutputs(t *testing.T) {
 	}
 	if back.Disturbance == nil || *back.Disturbance != *r.Disturbance {
 		t.Fatalf("read back disturbance %+v, want %+v", back.Disturbance, r.Disturbance)
+	}
+}
+
+// TestCompareDisturbed: a latency that grew in a disturbed run is marked
+// disturbed, not WORSE, so that --fail-on-regression and a baseline's
+// summary do not count it; a loss that grew is still WORSE, and an
+// undisturbed run's latency growth is WORSE. A result judged against a
+// baseline reads back with the same marks.
+func TestCompareDisturbed(t *testing.T) {
+	p := testPlan("p99 < 10ms")
+	a := Evaluate(p, compile(t, p), fullStats(t))
+	slower := func(starved []int) *stats.Stats {
+		st := disturbedStats(t, 10, starved, nil)
+		ph := st.Phase(phase.Steady)
+		ph.Groups[0].Latency = hist(t, 1000, 7000, 9000, 993)
+		ph.Groups[1].Lost, ph.Groups[1].LostOwn = 50, 50
+		ph.Total = stats.Metrics{}
+		for g := range ph.Groups {
+			ph.Total.Merge(&ph.Groups[g])
+		}
+		return st
+	}
+	cases := []struct {
+		name      string
+		b         *stats.Stats
+		disturbed bool
+	}{
+		{"disturbed", slower([]int{1, 4, 7}), true},
+		{"undisturbed", slower(nil), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compare(a, Evaluate(p, compile(t, p), tc.b), "a.json", "b.json", DefaultTolerance)
+			worse := strings.Join(c.Worse(), "; ")
+			if !strings.Contains(worse, "lost") {
+				t.Errorf("worse %q lacks lost", worse)
+			}
+			if got := strings.Contains(worse, "latency.p99"); got == tc.disturbed {
+				t.Errorf("worse %q: latency.p99 listed %v, want %v", worse, got, !tc.disturbed)
+			}
+			if (c.Disturbed != "") != tc.disturbed {
+				t.Errorf("disturbed %q", c.Disturbed)
+			}
+			var js bytes.Buffer
+			if err := WriteComparisonJSON(&js, c); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(js.String(), `"mark": "disturbed"`); got != tc.disturbed {
+				t.Errorf("JSON has a disturbed mark: %v, want %v", got, tc.disturbed)
+			}
+			// Judged against a baseline, and read back.
+			b := EvaluateWithBaseline(p, compile(t, p), tc.b, &Baseline{File: "a.json", Result: a})
+			var doc bytes.Buffer
+			if err := WriteJSON(&doc, b); err != nil {
+				t.Fatal(err)
+			}
+			back, err := ReadJSON(&doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.Join(back.Comparison.Worse(), "; "), strings.Join(b.Comparison.Worse(), "; "); got != want {
+				t.Errorf("read back worse %q, want %q", got, want)
+			}
+		})
 	}
 }
