@@ -21,9 +21,9 @@ import (
 const ExampleJobUID = "0b0e1f7a-5c1d-4e0a-9f3b-2d6c8a4e1b00"
 
 // VerdictCodes are mqplan's exit codes that carry a verdict (threshold
-// failed, invalid plan, incomplete run): each must fail the Job at once,
-// never be retried.
-var VerdictCodes = []int32{1, 2, 3}
+// failed, invalid plan, incomplete run, inconclusive run): each must fail
+// the Job at once, never be retried.
+var VerdictCodes = []int32{1, 2, 3, 4}
 
 // Shard is one index's mqplan command line, read back from its argv.
 type Shard struct {

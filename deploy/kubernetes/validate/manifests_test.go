@@ -96,12 +96,15 @@ func TestCheckFindsEachBreak(t *testing.T) {
 		{name: "restarts", edit: func(b *Bundle) { b.Job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
 			want: "restartPolicy must be Never"},
 		{name: "exit 3 not in the FailJob rule", edit: func(b *Bundle) {
-			b.Job.Spec.PodFailurePolicy.Rules[0].OnExitCodes.Values = []int32{1, 2}
+			b.Job.Spec.PodFailurePolicy.Rules[0].OnExitCodes.Values = []int32{1, 2, 4}
 		}, want: "exit code 3 of container mqplan must fail the Job"},
+		{name: "exit 4 not in the FailJob rule", edit: func(b *Bundle) {
+			b.Job.Spec.PodFailurePolicy.Rules[0].OnExitCodes.Values = []int32{1, 2, 3}
+		}, want: "exit code 4 of container mqplan must fail the Job"},
 		{name: "an earlier rule ignores exit 1", edit: func(b *Bundle) {
 			p := b.Job.Spec.PodFailurePolicy
 			p.Rules = append([]batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{2, 3}}}}, p.Rules...)
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{2, 3, 4}}}}, p.Rules...)
 		}, want: `exit code 1 of container mqplan must fail the Job (podFailurePolicy FailJob), its first matching rule gives "Ignore"`},
 		{name: "the FailJob rule names another container", edit: func(b *Bundle) {
 			b.Job.Spec.PodFailurePolicy.Rules[0].OnExitCodes.ContainerName = str("sidecar")

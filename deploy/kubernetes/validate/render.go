@@ -1,7 +1,7 @@
 // Package validate checks mqplan's Kubernetes deployment offline: it
 // renders deploy/kubernetes with kustomize, decodes every object strictly
 // into the Kubernetes API types, checks the invariants a sharded run
-// depends on (index 0 is the coordinator, one N everywhere, exit codes 1-3
+// depends on (index 0 is the coordinator, one N everywhere, exit codes 1-4
 // fail the Job, the headless Service names the pods), emulates what the
 // Job controller and the kubelet make of the pod template for each
 // completion index and what the controller makes of the pods' exit codes
