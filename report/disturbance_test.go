@@ -257,3 +257,38 @@ func TestCompareDisturbed(t *testing.T) {
 		})
 	}
 }
+
+// TestReadJSONRefusesDisturbance: a saved INCONCLUSIVE result whose
+// disturbance figures no run gives, or whose not_judged marks a threshold
+// that passed, is refused, naming where.
+func TestReadJSONRefusesDisturbance(t *testing.T) {
+	p := testPlan("p99 < 1ms", "sent > 0")
+	r := Evaluate(p, compile(t, p), disturbedStats(t, 10, []int{1, 4, 7}, nil))
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	edit := func(old, new string) string {
+		t.Helper()
+		if !strings.Contains(doc, old) {
+			t.Fatalf("the document has no %q", old)
+		}
+		return strings.Replace(doc, old, new, 1)
+	}
+	cases := []struct{ name, doc, want string }{
+		{"more disturbed seconds than seconds", edit(`"disturbed": 3,`, `"disturbed": 11,`), "disturbance: the counts and durations must be within 0 and its seconds"},
+		{"negative wait", edit(`"cpu_wait": "500ms"`, `"cpu_wait": "-500ms"`), "timeline[1].gen: cpu_wait -500ms"},
+		{"not judged on a pass", edit(`"pass": true,`, `"pass": true, "not_judged": "x",`), "not_judged is only for a failed threshold"},
+		{"verdict edited", edit(`"verdict": "INCONCLUSIVE"`, `"verdict": "FAIL"`), `its verdict "FAIL" disagrees`},
+		{"unknown disturbance", edit(`"drain": "5s",`, `"drain": "5s", "disturbance": "ignore",`), `plan.disturbance: "ignore" is not a disturbance`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadJSON(strings.NewReader(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -307,6 +307,9 @@ func (c *resultCheck) plan(r *Result) {
 	c.duration("plan.drain", pl.Drain)
 	c.duration("plan.drain_quiet", pl.DrainQuiet)
 	c.count("plan.seed", int64(pl.Seed))
+	if d := pl.Disturbance; d != "" && d != plans.DisturbanceInconclusive && d != plans.DisturbanceFail {
+		c.fail("plan.disturbance", "%q is not a disturbance (inconclusive or fail)", d)
+	}
 	for i, st := range pl.Stages {
 		p := "plan.stages[" + strconv.Itoa(i) + "]"
 		c.duration(p+".duration", st.Duration)
