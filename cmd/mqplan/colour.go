@@ -31,8 +31,9 @@ func isTerminal(w io.Writer) bool {
 }
 
 // verdictWord finds the verdict words of a report as whole words: the
-// summary line's and the Thresholds table's PASS, FAIL and INCOMPLETE.
-var verdictWord = regexp.MustCompile(`\b(PASS|FAIL|INCOMPLETE)\b`)
+// summary line's and the Thresholds table's PASS, FAIL, INCOMPLETE,
+// INCONCLUSIVE and NOT JUDGED.
+var verdictWord = regexp.MustCompile(`\b(PASS|FAIL|INCOMPLETE|INCONCLUSIVE|NOT JUDGED)\b`)
 
 // ANSI SGR sequences: green, red, yellow (bold) and reset.
 const (

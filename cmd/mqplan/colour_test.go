@@ -49,6 +49,8 @@ func TestColourVerdicts(t *testing.T) {
 		{"summary line", "FAIL: 1 of 2", sgrRed + "FAIL" + sgrReset + ": 1 of 2"},
 		{"table cell", "| PASS   |", "| " + sgrGreen + "PASS" + sgrReset + "   |"},
 		{"incomplete", "INCOMPLETE: x", sgrYellow + "INCOMPLETE" + sgrReset + ": x"},
+		{"inconclusive", "INCONCLUSIVE: x", sgrYellow + "INCONCLUSIVE" + sgrReset + ": x"},
+		{"not judged", "| NOT JUDGED |", "| " + sgrYellow + "NOT JUDGED" + sgrReset + " |"},
 		{"inside a word: left alone", "PASSWORD FAILED", "PASSWORD FAILED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

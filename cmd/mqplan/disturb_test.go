@@ -42,6 +42,8 @@ thresholds:
 
 // disturbReport is what these tests read of the JSON result.
 type disturbReport struct {
+	// path is the JSON result's file.
+	path        string
 	Verdict     string `json:"verdict"`
 	Summary     string `json:"summary"`
 	Disturbance *struct {
@@ -95,6 +97,10 @@ func TestDisturbedGenerator(t *testing.T) {
 			if !strings.Contains(out, w) {
 				t.Errorf("the report lacks %q:\n%s", w, out)
 			}
+		}
+		// The saved result re-renders with its verdict and exit code.
+		if rep := runCmd(t, "report", r.path); rep.code != exitInconclusive || !strings.Contains(rep.stdout, "INCONCLUSIVE: mqplan waited ") {
+			t.Errorf("mqplan report: exit %d, want 4\n%s%s", rep.code, rep.stdout, rep.stderr)
 		}
 	})
 
@@ -189,5 +195,6 @@ func runPinned(t *testing.T, taskset, cpu, plan string) (int, disturbReport, str
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
+	r.path = js
 	return code, r, out.String()
 }
