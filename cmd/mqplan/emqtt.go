@@ -17,9 +17,10 @@ import (
 //
 // These commands are stopped with Ctrl-C, as emqtt-bench is, so unlike
 // `mqplan run` a first Ctrl-C is a normal end: the report follows and the
-// exit code is the thresholds' verdict (0 or 1). Exit 3 remains for a run
-// that could not test the broker (unreachable, no client of the group
-// connected) and for a second Ctrl-C, which exits at once.
+// exit code is the thresholds' verdict (0, 1, or 4 for INCONCLUSIVE).
+// Exit 3 remains for a run that could not test the broker (unreachable,
+// no client of the group connected) and for a second Ctrl-C, which exits
+// at once.
 func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	o, err := emqttbench.Parse(kind, args)
 	if err != nil {
