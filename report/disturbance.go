@@ -53,11 +53,17 @@ import (
 //     0.5, p90 0.9, ..., stddev as p99, max 1): its window's disturbed
 //     share is at least 1-q, so that the seconds the statistic is read
 //     from can all be disturbed ones (a median needs half the window
-//     disturbed, a maximum one second), and the generator's own lag is of
-//     the order of the value: its p99 send lag in that window (for a
-//     maximum, the largest lag of a disturbed second) is at least
-//     1/explainRatio of it. A broker that delays every message by 50 ms
-//     reads p99 = 50 ms with a lag of a few milliseconds: still a FAIL;
+//     disturbed, a maximum one second), and the generator's own lateness
+//     is of the order of the value: its p99 send lag in that window (for
+//     a maximum, the largest lag of a disturbed second) is at least
+//     1/explainRatio of it, or its threads waited at least the value for
+//     a CPU in one disturbed second. The send lag alone understates a
+//     generator starved on its receiving side: beside two busy loops,
+//     fanout-qos0 (50 deliveries per message) read p99 809 ms with a p99
+//     send lag of 330 ms, its threads waiting 2.2 s a second. A broker
+//     that delays every message by 50 ms on an undisturbed machine reads
+//     p99 = 50 ms with a lag of a few milliseconds and no disturbed
+//     second: still a FAIL;
 //   - it is a measure of the generator itself (lag.*, late_rate): its
 //     run was disturbed, which is what makes it fail.
 //
@@ -79,8 +85,9 @@ type Disturbance struct {
 	// Seconds counts the window's measured seconds; Starved and Saturated
 	// those of each kind, Disturbed those of either.
 	Seconds, Starved, Saturated, Disturbed int
-	// Wait is how long mqplan's threads waited for a CPU over the window.
-	Wait time.Duration
+	// Wait is how long mqplan's threads waited for a CPU over the window;
+	// WaitMax the most they waited in one disturbed second.
+	Wait, WaitMax time.Duration
 	// BusyMax is mqplan's busiest second, as a share of its CPUs.
 	BusyMax float64
 	// Pressure is how long the machine's runnable tasks waited for a CPU
@@ -134,6 +141,7 @@ func MeasureDisturbance(timeline []stats.Second, ph phase.Phase, lagP99 time.Dur
 		if starved || saturated {
 			d.Disturbed++
 			d.LagMax = max(d.LagMax, s.LagMax)
+			d.WaitMax = max(d.WaitMax, g.Wait)
 		}
 	}
 	return d
@@ -185,7 +193,7 @@ func (d *Disturbance) Explains(m metric.Name, v any) bool {
 	if member == "max" {
 		ref = d.LagMax
 	}
-	return ref*explainRatio >= dur
+	return ref*explainRatio >= dur || d.WaitMax >= dur
 }
 
 // judgeDisturbance marks the failed thresholds of r that the disturbance
@@ -223,7 +231,9 @@ func judgeDisturbance(r *Result, ths []*plans.Threshold, st *stats.Stats) {
 		if len(explained) == 0 || !ths[i].Eval(env).Pass {
 			continue
 		}
-		o.NotJudged = notJudged(&steady, explained)
+		// The evidence of the first explained value's window: the
+		// steady phase's, unless the threshold reads a phase.
+		o.NotJudged = notJudged(window(explained[0].Ref), explained)
 	}
 }
 

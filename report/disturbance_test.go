@@ -68,11 +68,12 @@ func TestDisturbanceVerdict(t *testing.T) {
 		{name: "min needs the whole window", n: 10, starved: []int{0, 1, 2, 3, 4, 5, 6, 7, 8}, thresholds: []string{"latency.min < 500us"}, want: VerdictFail},
 		{name: "max with one disturbed second of 20", n: 20, starved: []int{5}, thresholds: []string{"latency.max < 1ms"}, want: VerdictFail},
 		{name: "max by disturbed seconds", n: 10, starved: []int{5, 6}, thresholds: []string{"latency.max < 1ms"}, want: VerdictInconclusive, notJudged: []int{0}},
-		{name: "lag far below the latency: the broker's", n: 10, starved: three, thresholds: []string{"p99 < 1ms"}, want: VerdictFail,
-			edit: func(_ *plans.Plan, st *stats.Stats) {
-				ph := st.Phase(phase.Steady)
-				ph.Total.Lag, ph.Groups[1].Lag = hist(t, 10, 8000), hist(t, 10, 8000)
-			}},
+		{name: "lag and wait far below the latency: the broker's", n: 10, starved: three, thresholds: []string{"p99 < 1s"}, want: VerdictFail,
+			edit: func(_ *plans.Plan, st *stats.Stats) { slowBroker(t, st, 2*time.Second, 10*time.Microsecond) }},
+		{name: "lag below the latency, wait of its order", n: 10, starved: three, thresholds: []string{"p99 < 100ms"}, want: VerdictInconclusive, notJudged: []int{0},
+			edit: func(_ *plans.Plan, st *stats.Stats) { slowBroker(t, st, 400*time.Millisecond, 10*time.Microsecond) }},
+		{name: "lag of the latency's order", n: 10, starved: three, thresholds: []string{"p99 < 100ms"}, want: VerdictInconclusive, notJudged: []int{0},
+			edit: func(_ *plans.Plan, st *stats.Stats) { slowBroker(t, st, 2*time.Second, 1200*time.Millisecond) }},
 		{name: "loss still fails", n: 10, starved: three, thresholds: []string{"p99 < 1ms", "lost == 0"}, want: VerdictFail, notJudged: []int{0}},
 		{name: "compound with a count that fails", n: 10, starved: three, thresholds: []string{"p99 < 1ms and dup_rate == 0"}, want: VerdictFail},
 		{name: "compound with a count that holds", n: 10, starved: three, thresholds: []string{"p99 < 1ms and sent > 0"}, want: VerdictInconclusive, notJudged: []int{0}},
@@ -115,13 +116,25 @@ func TestDisturbanceVerdict(t *testing.T) {
 			}
 			if tc.want == VerdictInconclusive {
 				s := r.Summary()
-				for _, w := range []string{"INCONCLUSIVE: mqplan waited ", "for a CPU in", "seconds disturbed", "its p99 send lag was 1.2ms", "latency thresholds are not judged (" + tc.thresholds[0] + " read "} {
+				for _, w := range []string{"INCONCLUSIVE: mqplan waited ", "for a CPU in", "seconds disturbed", "its p99 send lag was ", "latency thresholds are not judged (" + tc.thresholds[0] + " read "} {
 					if !strings.Contains(s, w) {
 						t.Errorf("summary %q lacks %q", s, w)
 					}
 				}
 			}
 		})
+	}
+}
+
+// slowBroker gives st's steady phase an e2e latency of lat and a send
+// lag of lag for every message.
+func slowBroker(t *testing.T, st *stats.Stats, lat, lag time.Duration) {
+	ph := st.Phase(phase.Steady)
+	ph.Groups[0].Latency = hist(t, lat.Microseconds(), 8000)
+	ph.Groups[1].Lag = hist(t, lag.Microseconds(), 8000)
+	ph.Total = stats.Metrics{}
+	for g := range ph.Groups {
+		ph.Total.Merge(&ph.Groups[g])
 	}
 }
 
@@ -137,7 +150,7 @@ func TestMeasureDisturbance(t *testing.T) {
 	}
 	d := MeasureDisturbance(tl, phase.Steady, 3*time.Millisecond)
 	want := Disturbance{Phase: phase.Steady, Seconds: 3, Starved: 1, Saturated: 1, Disturbed: 2,
-		Wait: 3*starvedWait - 2, BusyMax: saturatedBusy, Pressure: time.Second, HasPressure: true,
+		Wait: 3*starvedWait - 2, WaitMax: starvedWait, BusyMax: saturatedBusy, Pressure: time.Second, HasPressure: true,
 		LagP99: 3 * time.Millisecond, LagMax: 9 * time.Millisecond}
 	if d != want {
 		t.Fatalf("got %+v\nwant %+v", d, want)

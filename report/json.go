@@ -75,6 +75,7 @@ type jsonDisturbance struct {
 	Saturated int           `json:"saturated"`
 	Share     float64       `json:"share"`
 	CPUWait   jsonDuration  `json:"cpu_wait"`
+	WaitMax   jsonDuration  `json:"cpu_wait_max"`
 	BusyMax   float64       `json:"busy_max"`
 	Pressure  *jsonDuration `json:"cpu_pressure,omitempty"`
 	LagP99    jsonDuration  `json:"lag_p99"`
@@ -90,7 +91,7 @@ func disturbanceJSON(d *Disturbance) *jsonDisturbance {
 		return nil
 	}
 	j := &jsonDisturbance{Phase: d.Phase.String(), Seconds: d.Seconds, Disturbed: d.Disturbed, Starved: d.Starved, Saturated: d.Saturated,
-		Share: d.Share(), CPUWait: jsonDuration(d.Wait), BusyMax: d.BusyMax, LagP99: jsonDuration(d.LagP99), LagMax: jsonDuration(d.LagMax),
+		Share: d.Share(), CPUWait: jsonDuration(d.Wait), WaitMax: jsonDuration(d.WaitMax), BusyMax: d.BusyMax, LagP99: jsonDuration(d.LagP99), LagMax: jsonDuration(d.LagMax),
 		Significant: d.Significant()}
 	if d.HasPressure {
 		j.Pressure = optDuration(&d.Pressure)
@@ -108,12 +109,12 @@ func (j *jsonDisturbance) disturbance() (*Disturbance, error) {
 		return nil, fmt.Errorf("disturbance: unknown phase %q", j.Phase)
 	}
 	d := &Disturbance{Phase: ph, Seconds: j.Seconds, Disturbed: j.Disturbed, Starved: j.Starved, Saturated: j.Saturated,
-		Wait: j.CPUWait.duration(), BusyMax: j.BusyMax, LagP99: j.LagP99.duration(), LagMax: j.LagMax.duration()}
+		Wait: j.CPUWait.duration(), WaitMax: j.WaitMax.duration(), BusyMax: j.BusyMax, LagP99: j.LagP99.duration(), LagMax: j.LagMax.duration()}
 	if j.Pressure != nil {
 		d.Pressure, d.HasPressure = j.Pressure.duration(), true
 	}
 	if d.Seconds < 0 || d.Disturbed < 0 || d.Disturbed > d.Seconds || d.Starved < 0 || d.Starved > d.Disturbed ||
-		d.Saturated < 0 || d.Saturated > d.Disturbed || d.Wait < 0 || d.BusyMax < 0 || d.Pressure < 0 || d.LagP99 < 0 || d.LagMax < 0 {
+		d.Saturated < 0 || d.Saturated > d.Disturbed || d.Wait < 0 || d.WaitMax < 0 || d.WaitMax > d.Wait || d.BusyMax < 0 || d.Pressure < 0 || d.LagP99 < 0 || d.LagMax < 0 {
 		return nil, fmt.Errorf("disturbance: the counts and durations must be within 0 and its seconds, got %+v", *j)
 	}
 	return d, nil
