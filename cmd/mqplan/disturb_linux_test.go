@@ -121,6 +121,11 @@ func TestDisturbedGenerator(t *testing.T) {
 	t.Run("a delaying broker fails an undisturbed run", func(t *testing.T) {
 		b := embedded(t, broker.Options{Faults: broker.Faults{Delay: 50 * time.Millisecond}})
 		code, r, out := runPinned(t, "", "", planFile(t, "broker: {url: \""+b.URL()+"\"}", "10ms", ""))
+		if code == exitInconclusive && r.Disturbance != nil && r.Disturbance.Significant {
+			// Other processes starved this run after all: its latency
+			// cannot be judged, which is the verdict's point.
+			t.Skipf("the machine was busy (%d of %d steady seconds disturbed): the claim is about an undisturbed run", r.Disturbance.Disturbed, r.Disturbance.Seconds)
+		}
 		if code != exitFail || r.Verdict != "FAIL" {
 			t.Fatalf("exit %d, verdict %s, want 1 and FAIL (the broker's 50 ms is not mqplan's)\n%s", code, r.Verdict, out)
 		}
