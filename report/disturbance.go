@@ -299,8 +299,8 @@ func (d *Disturbance) Evidence() string {
 	if len(kinds) > 0 {
 		detail = ": " + strings.Join(kinds, ", ")
 	}
-	s := fmt.Sprintf("mqplan waited %s for a CPU in %ds of %s (%d of %d seconds disturbed%s); its p99 send lag was %s",
-		fmtDuration(d.Wait), d.Seconds, d.Phase, d.Disturbed, d.Seconds, detail, fmtDuration(d.LagP99))
+	s := fmt.Sprintf("mqplan waited %s for a CPU in %ds of %s (%d of %d %s disturbed%s); its p99 send lag was %s",
+		fmtDuration(d.Wait), d.Seconds, d.Phase, d.Disturbed, d.Seconds, pluralWord(d.Seconds, "second", "seconds"), detail, fmtDuration(d.LagP99))
 	if d.HasPressure {
 		s += fmt.Sprintf("; the machine's tasks waited for a CPU %s of the time", fmtPercent(d.Pressure.Seconds()/float64(d.Seconds)))
 	}
