@@ -37,7 +37,7 @@ func (c *Comparison) applyDisturbed() int {
 		rows := c.Sections[s].Rows
 		for i := range rows {
 			fam, _, _ := rows[i].Metric.Split()
-			if rows[i].Mark == Worse && (fam == "latency" || fam == "ack") {
+			if rows[i].Mark == Worse && latencyFamily(fam) {
 				rows[i].Mark = Disturbed
 				n++
 			}

@@ -48,7 +48,8 @@ import (
 // judged, when every value that made it fail can be: substituting the
 // smallest value (zero) for each explained value makes it hold. A
 // value is explained when its run was disturbed and
-//   - it is a latency statistic (latency.*, ack.*, at the top level, per
+//   - it is a latency statistic (latency.*, ack.*, rtt.*, and a sharded
+//     run's latency_local.* and latency_cross.*, at the top level, per
 //     group, per stage or per phase) at quantile q (min 0, p50 and mean
 //     0.5, p90 0.9, ..., stddev as p99, max 1): its window's disturbed
 //     share is at least 1-q, so that the seconds the statistic is read
@@ -147,6 +148,18 @@ func MeasureDisturbance(timeline []stats.Second, ph phase.Phase, lagP99 time.Dur
 	return d
 }
 
+// latencyFamily reports whether a metric family times messages against
+// mqplan's own clock at both ends, so that a starved generator inflates
+// it: end-to-end (and its local and cross-shard parts), acknowledgement
+// and request round-trip latency.
+func latencyFamily(fam string) bool {
+	switch fam {
+	case "latency", "latency_local", "latency_cross", "ack", "rtt":
+		return true
+	}
+	return false
+}
+
 // quantileOf is the quantile a latency statistic reads, for the
 // explanation rule; ok is false for a member that is not one.
 func quantileOf(member string) (float64, bool) {
@@ -181,7 +194,7 @@ func (d *Disturbance) Explains(m metric.Name, v any) bool {
 		return true
 	}
 	fam, member, _ := m.Split()
-	if fam != "latency" && fam != "ack" {
+	if !latencyFamily(fam) {
 		return false
 	}
 	q, ok := quantileOf(member)
