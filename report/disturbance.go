@@ -28,14 +28,17 @@ import (
 // mqplan's threads together waited in the run queue for a CPU, and its
 // CPU use as a share of the CPUs it was given (GOMAXPROCS, --procs). A
 // second is
-//   - starved when its threads waited starvedWait or more in it: a
-//     quarter of a CPU-second denied to the generator. Measured on a
-//     2-core machine shared with other builds: a run of
-//     plans/1to1-qos1.yaml beside their ordinary load waited 50-233 ms a
-//     second and held p99 < 10 ms; beside two busy loops pinned on its
-//     CPUs it waited about 500 ms a second (10 s over a 20 s steady
-//     phase), and beside heavy builds 300-700 ms, with sends up to 360 ms
-//     late;
+//   - starved when its threads waited starvedWait or more in it (a
+//     quarter of a CPU-second denied to the generator) and, on average,
+//     starvedDelay or more each time one of them was given a CPU. The
+//     total alone also counts a generator that wakes very often and waits
+//     a little each time: fanout-qos0 (50 deliveries per message) on a
+//     quiet machine waited 200-340 ms a second, 0.12-0.21 ms a time, and
+//     held p99 < 5 ms. Measured on a 2-core machine shared with other
+//     builds: quiet runs of the shipped plans waited 0.02-0.21 ms a time;
+//     beside two busy loops pinned on their CPUs, 0.3-0.7 ms a time in
+//     the median second (up to 16 ms), about 500 ms a second in all for
+//     plans/1to1-qos1.yaml, with sends up to 360 ms late;
 //   - saturated when it used saturatedBusy or more of its CPUs: it was at
 //     its own ceiling, so its schedule slipped whatever the broker did
 //     (20,000 msg/s on one CPU ran at 90-92 % with sends 170 ms late).
@@ -73,6 +76,7 @@ import (
 // schedule whose lag would say how much of them is mqplan's.
 const (
 	starvedWait    = 250 * time.Millisecond
+	starvedDelay   = 250 * time.Microsecond
 	saturatedBusy  = 0.9
 	disturbedShare = 0.10
 	explainRatio   = 2
@@ -132,7 +136,7 @@ func MeasureDisturbance(timeline []stats.Second, ph phase.Phase, lagP99 time.Dur
 			d.Pressure += g.Pressure
 			d.HasPressure = true
 		}
-		starved, saturated := g.Wait >= starvedWait, g.Busy >= saturatedBusy
+		starved, saturated := g.Wait >= starvedWait && g.Delay >= starvedDelay, g.Busy >= saturatedBusy
 		if starved {
 			d.Starved++
 		}

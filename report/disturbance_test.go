@@ -29,9 +29,9 @@ func disturbedStats(t *testing.T, n int, starved, saturated []int) *stats.Stats 
 		return false
 	}
 	for s := range n {
-		g := stats.GenSecond{Sampled: true, Wait: 20 * time.Millisecond, Busy: 0.3}
+		g := stats.GenSecond{Sampled: true, Wait: 20 * time.Millisecond, Delay: 50 * time.Microsecond, Busy: 0.3}
 		if in(s, starved) {
-			g.Wait = 500 * time.Millisecond
+			g.Wait, g.Delay = 500*time.Millisecond, time.Millisecond
 		}
 		if in(s, saturated) {
 			g.Busy = 0.95
@@ -147,19 +147,20 @@ func slowBroker(t *testing.T, st *stats.Stats, lat, lag time.Duration) {
 func TestMeasureDisturbance(t *testing.T) {
 	tl := []stats.Second{
 		{Phase: phase.Warmup, Gen: stats.GenSecond{Sampled: true, Wait: time.Second}},
-		{Phase: phase.Steady, LagMax: 5 * time.Millisecond, Gen: stats.GenSecond{Sampled: true, Wait: starvedWait}},
-		{Phase: phase.Steady, LagMax: 9 * time.Millisecond, Gen: stats.GenSecond{Sampled: true, Wait: starvedWait - 1, Busy: saturatedBusy}},
+		{Phase: phase.Steady, LagMax: 5 * time.Millisecond, Gen: stats.GenSecond{Sampled: true, Wait: starvedWait, Delay: starvedDelay}},
+		{Phase: phase.Steady, LagMax: 7 * time.Millisecond, Gen: stats.GenSecond{Sampled: true, Wait: time.Second, Delay: starvedDelay - 1}},
+		{Phase: phase.Steady, LagMax: 9 * time.Millisecond, Gen: stats.GenSecond{Sampled: true, Wait: starvedWait - 1, Delay: time.Second, Busy: saturatedBusy}},
 		{Phase: phase.Steady, LagMax: 50 * time.Millisecond, Gen: stats.GenSecond{Sampled: true, Wait: starvedWait - 1, Busy: saturatedBusy - 0.01, Pressure: time.Second, HasPressure: true}},
 		{Phase: phase.Steady, Gen: stats.GenSecond{}},
 	}
 	d := MeasureDisturbance(tl, phase.Steady, 3*time.Millisecond)
-	want := Disturbance{Phase: phase.Steady, Seconds: 3, Starved: 1, Saturated: 1, Disturbed: 2,
-		Wait: 3*starvedWait - 2, WaitMax: starvedWait, BusyMax: saturatedBusy, Pressure: time.Second, HasPressure: true,
+	want := Disturbance{Phase: phase.Steady, Seconds: 4, Starved: 1, Saturated: 1, Disturbed: 2,
+		Wait: 3*starvedWait - 2 + time.Second, WaitMax: starvedWait, BusyMax: saturatedBusy, Pressure: time.Second, HasPressure: true,
 		LagP99: 3 * time.Millisecond, LagMax: 9 * time.Millisecond}
 	if d != want {
 		t.Fatalf("got %+v\nwant %+v", d, want)
 	}
-	if !d.Significant() || d.Share() != 2.0/3 {
+	if !d.Significant() || d.Share() != 0.5 {
 		t.Fatalf("share %v, significant %v", d.Share(), d.Significant())
 	}
 }
