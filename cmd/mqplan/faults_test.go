@@ -25,9 +25,11 @@ import (
 // its own subscriber, QoS 1, 20 messages a second each, over a 3 s steady
 // phase. Its own thresholds are the ones a user would write; the built-in
 // checks come on top. {{SUB}} and {{PUB}} take extra group lines
-// (reconnect, credentials).
+// (reconnect, credentials). disturbance: fail keeps a fault that shows as
+// latency (a paused or delaying broker) a FAIL on a busy machine too.
 const faultPlan = `name: faults
 broker: {connect_timeout: 2s}
+disturbance: fail
 groups:
   - name: sub
     count: 10
