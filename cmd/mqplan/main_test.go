@@ -619,6 +619,7 @@ func TestExitCode(t *testing.T) {
 		{"nil is a pass", nil, 0, ""},
 		{"a failed threshold, already reported", errFailed, 1, ""},
 		{"an incomplete run, already reported", errIncomplete, 3, ""},
+		{"an inconclusive run, already reported", errInconclusive, 4, ""},
 		{"an invalid plan or command line", invalid(plain), 2, "mqplan: boom\n"},
 		{"a flag error, reported with the usage", invalid(errReported), 2, ""},
 		{"a run that could not complete", incomplete(plain), 3, "mqplan: boom\n"},
