@@ -189,7 +189,7 @@ func replaySplit(t *testing.T, prog *plans.Program, run *stats.Stats, events []t
 			}
 		}
 		if lead {
-			s.Connected, s.Lost, s.Broker, s.Self, s.Counters = o.Connected, o.Lost, o.Broker, o.Self, o.Counters
+			s.Connected, s.Lost, s.Broker, s.Self, s.Gen, s.Counters = o.Connected, o.Lost, o.Broker, o.Self, o.Gen, o.Counters
 		}
 		out.seconds.Second(s)
 		out.stats.Timeline = append(out.stats.Timeline, s)
