@@ -110,11 +110,14 @@ func (h *deliveryTruth) OnQosComplete(cl *mqtt.Client, pk packets.Packet) {
 // a client whose session is being taken over.
 func (h *deliveryTruth) OnQosPublish(cl *mqtt.Client, pk packets.Packet, _ int64, _ int) {
 	k, ok := keyOf(pk.Payload)
-	if !ok {
-		return
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !ok {
+		// Not a measured message (a clean session's fence): its ack must
+		// not count for the message that used the id before it.
+		delete(h.ids[cl.ID], pk.PacketID)
+		return
+	}
 	if h.ids[cl.ID] == nil {
 		h.ids[cl.ID] = map[uint16]msgKey{}
 	}
