@@ -59,6 +59,9 @@ type disturbReport struct {
 	} `json:"thresholds"`
 }
 
+// busyLoopsEnv, set to 1, runs the tests that pin busy loops on a CPU.
+const busyLoopsEnv = "MQPLAN_TEST_BUSY_LOOPS"
+
 // TestDisturbedGenerator runs mqplan as a process pinned on one CPU with
 // --procs 1, with three busy loops pinned on the same CPU, so that its
 // threads get at most a quarter of it: the latency threshold it fails is
@@ -71,6 +74,12 @@ func TestDisturbedGenerator(t *testing.T) {
 	}
 	if testing.Short() {
 		t.Skip("runs mqplan three times for 10 s")
+	}
+	if os.Getenv(busyLoopsEnv) != "1" {
+		// Its busy loops take a CPU from every other package that go
+		// test runs at the same time: beside them runner's timing tests
+		// (a 6,000/s Poisson schedule, clean-session churn) fell behind.
+		t.Skipf("set %s=1 to run it: it pins busy loops on a CPU, which starves tests running beside it; .ci/run runs it alone", busyLoopsEnv)
 	}
 	if _, err := procstat.NewSelfWait(); err != nil {
 		t.Skipf("no schedstat here: %v", err)
