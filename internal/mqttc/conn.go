@@ -217,7 +217,9 @@ type Conn struct {
 	// shut is set when the connection is being closed (rawread.go).
 	shut atomic.Bool
 	// leaving is set by Leave: the reader stops at its next read that fails.
-	leaving  atomic.Bool
+	leaving atomic.Bool
+	// leaveBy is when Leave gives up waiting (set before leaving).
+	leaveBy  time.Time
 	closeErr error
 }
 
@@ -933,22 +935,29 @@ func (c *Conn) SetWriteDeadline(t time.Time) error { return c.nc.SetWriteDeadlin
 // Disconnect sends DISCONNECT (normal) and closes the connection;
 // Handlers.Closed then gets a nil error.
 func (c *Conn) Disconnect() {
+	c.writeDisconnect()
+	c.close(nil)
+}
+
+// writeDisconnect marks the connection closing and writes DISCONNECT
+// after a stalled write's tail; it reports whether DISCONNECT went out.
+func (c *Conn) writeDisconnect() bool {
 	c.closing.Store(true)
 	// The deadline comes before the lock: a writer stuck on a stalled
 	// broker holds the lock, and the deadline is what releases it.
 	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	c.wmu.Lock()
-	if c.werr == nil {
-		var err error
-		if len(c.pend) > 0 {
-			_, err = c.nc.Write(c.pend) // a stalled write's tail first
-		}
-		if err == nil {
-			_, _ = c.nc.Write(disconnectPacket[:])
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return false
+	}
+	if len(c.pend) > 0 {
+		if _, err := c.nc.Write(c.pend); err != nil { // a stalled write's tail first
+			return false
 		}
 	}
-	c.wmu.Unlock()
-	c.close(nil)
+	_, err := c.nc.Write(disconnectPacket[:])
+	return err == nil
 }
 
 // close ends the connection once and reports why.
