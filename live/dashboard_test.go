@@ -122,13 +122,14 @@ func TestDashboardNamesServedMetrics(t *testing.T) {
 
 // TestDocsNameServedMetrics: docs/plan-format.md's table of live metrics
 // has a row for every family the exporter serves, with its type, and no
-// other; README.md names every family too.
+// other; docs/outputs.md (the user's page on live metrics) names every
+// family too.
 func TestDocsNameServedMetrics(t *testing.T) {
 	docs, err := os.ReadFile("../docs/plan-format.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	outputs, err := os.ReadFile("../docs/outputs.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +143,8 @@ func TestDocsNameServedMetrics(t *testing.T) {
 			t.Errorf("docs/plan-format.md: %s's row says type %q, it is a %s", m.Name, rows[m.Name], m.Type)
 		}
 		delete(rows, m.Name)
-		if !strings.Contains(string(readme), "`"+m.Name) {
-			t.Errorf("README.md does not name %s", m.Name)
+		if !strings.Contains(string(outputs), "`"+m.Name) {
+			t.Errorf("docs/outputs.md does not name %s", m.Name)
 		}
 	}
 	for name := range rows {

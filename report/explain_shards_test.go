@@ -15,7 +15,7 @@ import (
 // shards (testdata/golden/report/shards-PLAN-N.txt; -update rewrites
 // them), among them: 1-to-1 pairs kept together (no delivery across
 // shards), a fan-out and a fan-in split, a share group whole, idle clients
-// striped; and the XMeter seed over 10 shards (the README's).
+// striped; and the XMeter seed over 10 shards (docs/scale-out.md's).
 func TestExplainShards(t *testing.T) {
 	files, err := fs.Glob(plans.Shipped, "*.yaml")
 	if err != nil || len(files) < 5 {

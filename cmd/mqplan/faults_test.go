@@ -268,7 +268,7 @@ func mosquittoReceived(t *testing.T, url string, want int64) int64 {
 // TestFaults runs the fault plan against a real broker while a fault
 // hits it, and checks the verdict, the exit code and the figures against
 // the ground truth: what the schedule called for, and the broker's own
-// counters where it survives to tell. Each case is a row of the README's
+// counters where it survives to tell. Each case is a row of docs/faults.md,
 // "Faults and what mqplan reports"; none may pass.
 func TestFaults(t *testing.T) {
 	planned := plannedSteady(t)
