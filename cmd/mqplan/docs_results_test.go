@@ -26,10 +26,14 @@ func TestResultReference(t *testing.T) {
 	dir := t.TempDir()
 	base, withBaseline := filepath.Join(dir, "base.json"), filepath.Join(dir, "now.json")
 	plan := "testdata/docs/results.yaml"
-	if r := runCmd(t, "run", "--quiet", "--json", base, "--set", "thresholds[2]=p99 < 10s", plan); r.code != 0 {
+	// The keys are under test, not the verdict: a run that completed
+	// writes the whole result whether it passed, failed (a busy machine
+	// may fall behind even this small plan) or was inconclusive.
+	completed := func(code int) bool { return code == 0 || code == 1 || code == 4 }
+	if r := runCmd(t, "run", "--quiet", "--json", base, "--set", "thresholds[2]=p99 < 10s", plan); !completed(r.code) {
 		t.Fatalf("the first run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := runCmd(t, "run", "--quiet", "--json", withBaseline, "--baseline", base, plan); r.code != 0 {
+	if r := runCmd(t, "run", "--quiet", "--json", withBaseline, "--baseline", base, plan); !completed(r.code) {
 		t.Fatalf("the run against its baseline: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	seen, metrics := map[string]bool{}, map[string]bool{}
