@@ -30,7 +30,7 @@ import (
 )
 
 // Metric is one metric family the exporter serves, as documented in
-// README and docs/plan-format.md and queried by the Grafana dashboard in
+// docs/outputs.md and docs/plan-format.md and queried by the Grafana dashboard in
 // deploy/grafana/: one list, so that a test can check the three agree.
 type Metric struct {
 	Name   string

@@ -19,7 +19,7 @@ type completionCommand struct {
 }
 
 // usageLine finds the commands of the top-level usage: "  mqplan NAME[|NAME] ... summary".
-var usageLine = regexp.MustCompile(`(?m)^  mqplan ([a-z|]+)(?: [^ ]+)*?\s{2,}(\S.*)$`)
+var usageLine = regexp.MustCompile(`(?m)^  mqplan ([a-z|-]+)(?: [^ ]+)*?\s{2,}(\S.*)$`)
 
 // flagLine finds a flag in a command's --help: Go's flag package writes
 // "  -name type", emqtt-bench's help "  -c, --count N" and "      --ws".

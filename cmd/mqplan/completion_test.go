@@ -49,7 +49,7 @@ func TestCompletionBash(t *testing.T) {
 		want  []string // all of these must be offered
 		not   []string // none of these may be
 	}{
-		{"commands", []string{"mqplan", ""}, []string{"run", "validate", "explain", "broker", "conn", "sub", "pub", "version", "completion"}, nil},
+		{"commands", []string{"mqplan", ""}, []string{"run", "validate", "explain", "broker", "conn", "sub", "pub", "version", "completion", "find-max", "merge", "report", "compare"}, nil},
 		{"a command's prefix", []string{"mqplan", "ex"}, []string{"explain"}, []string{"run"}},
 		{"run's flags", []string{"mqplan", "run", "--"}, []string{"--broker", "--out", "--json", "--quiet", "--set", "--procs", "--help"}, []string{"--listen"}},
 		{"a flag's prefix", []string{"mqplan", "run", "--qu"}, []string{"--quiet"}, []string{"--broker"}},
