@@ -4,7 +4,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/mqplan/mqplan/report"
 )
@@ -14,13 +13,7 @@ import (
 // what a run gets) and the ephemeral port range per source address.
 func systemLimits() report.Limits {
 	var l report.Limits
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil {
-		l.OpenFiles = int(rl.Max)
-		if rl.Max > 1<<30 {
-			l.OpenFiles = 1 << 30
-		}
-	}
+	l.OpenFiles = openFileLimit()
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		f := strings.Fields(string(b))
 		if len(f) == 2 {

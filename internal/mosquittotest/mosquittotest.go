@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -184,19 +183,24 @@ func (p *Process) Kill() {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused process dies too
+	if sigCont != nil {
+		_ = cmd.Process.Signal(sigCont) // a paused process dies too
+	}
 	_ = cmd.Process.Kill()
 	<-exited
 }
 
 // Pause stops Mosquitto (SIGSTOP): its sockets stay open, and nothing
 // is read, written or acknowledged until Resume.
-func (p *Process) Pause() { p.signal(syscall.SIGSTOP) }
+func (p *Process) Pause() { p.signal(sigStop) }
 
 // Resume lets a paused Mosquitto go on (SIGCONT).
-func (p *Process) Resume() { p.signal(syscall.SIGCONT) }
+func (p *Process) Resume() { p.signal(sigCont) }
 
 func (p *Process) signal(s os.Signal) {
+	if s == nil {
+		p.t.Fatalf("mosquitto cannot be paused or resumed on %s", runtime.GOOS)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.cmd.Process.Signal(s); err != nil {

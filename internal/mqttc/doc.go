@@ -47,9 +47,9 @@
 // # Which goroutine owns what
 //
 //   - The reader goroutine, started by Dial (or NewConn), is the only one
-//     that reads the socket (on plain TCP from inside one
+//     that reads the socket (on plain TCP on unix from inside one
 //     syscall.RawConn.Read callback, rawread.go, so that a delivery costs
-//     one read, not two). It owns the read buffers and the queue of
+//     one read, not two; on Windows through net.Conn). It owns the read buffers and the queue of
 //     acknowledgements it writes, and runs Handlers.Deliver and
 //     Handlers.Acked, one call at a time, so a caller's receive-side state
 //     touched only from those handlers needs no lock. It returns when the
@@ -70,8 +70,8 @@
 //     publisher and the reader under its own mutex; a full window makes
 //     Publish wait, which the caller sees as schedule lag, and makes
 //     TryPublishProps return ErrWindowFull for a caller that must not wait.
-//   - TryPublishProps's write does not wait on a plain TCP connection
-//     either (trywrite.go): a packet the socket took only in part leaves
+//   - TryPublishProps's write does not wait on a plain TCP connection on
+//     unix either (trywrite.go; on Windows it blocks, as on TLS): a packet the socket took only in part leaves
 //     its tail pending, written first by the next writer, and the answer
 //     is ErrStalled (sent); Flush writes the tail.
 package mqttc

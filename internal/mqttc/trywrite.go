@@ -1,19 +1,14 @@
 package mqttc
 
-import (
-	"errors"
-	"net"
-	"os"
-	"syscall"
-)
+import "errors"
 
 // This file is the write that never waits, for the runner's pacer, which
 // writes the messages of many publishers from one goroutine and must not
 // be held by one connection whose broker stopped reading it.
 //
 // On a plain TCP connection TryPublishProps makes one write system call
-// through the socket's syscall.RawConn, whose callback never asks to wait
-// for the socket. A packet the kernel took whole is sent. One it took in
+// through the socket's syscall.RawConn (trywrite_unix.go), whose callback
+// never asks to wait for the socket. A packet the kernel took whole is sent. One it took in
 // part, or not at all (EAGAIN: the socket's send buffer is full), is still
 // committed to the stream: its unwritten tail is kept in pend, and every
 // later writer on the connection (writeLocked, Disconnect) writes pend
@@ -25,7 +20,9 @@ import (
 // and is reused; the normal path (the whole packet taken) copies nothing.
 //
 // A connection without a RawConn (TLS, WebSocket: their bytes go through
-// their own layers, which keep state across writes) has no such write:
+// their own layers, which keep state across writes), and every connection
+// where a socket is not a file descriptor that syscall.Write takes
+// (Windows: trywrite_other.go), has no such write:
 // TryPublishProps writes there as PublishProps does, blocking, and the
 // runner's pacer does not write those connections (TryWrites).
 
@@ -35,44 +32,9 @@ import (
 // for the connection's next writer; Flush writes it.
 var ErrStalled = errors.New("mqttc: write stalled, tail pending")
 
-// initTryWrite prepares the write that never waits on a plain TCP
-// connection (nothing on any other).
-func (c *Conn) initTryWrite() {
-	tc, ok := c.nc.(*net.TCPConn)
-	if !ok {
-		return
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return
-	}
-	c.rc = rc
-	// Made once: a closure made per write would allocate.
-	c.tryFn = c.tryOnce
-}
-
 // TryWrites reports whether TryPublishProps can write without waiting on
 // this connection (a plain TCP one); on others it blocks as any write.
 func (c *Conn) TryWrites() bool { return c.rc != nil }
-
-// tryOnce is the RawConn.Write callback: one write of c.tryBuf, never a
-// wait (true after one attempt). wmu is held.
-func (c *Conn) tryOnce(fd uintptr) bool {
-	for {
-		n, err := syscall.Write(int(fd), c.tryBuf)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			c.tryN, c.tryErr = 0, nil
-		case err != nil:
-			c.tryN, c.tryErr = 0, os.NewSyscallError("write", err)
-		default:
-			c.tryN, c.tryErr = n, nil
-		}
-		return true
-	}
-}
 
 // tryWriteLocked writes packet p (in c.wbuf) with one write that never
 // waits, behind any pending tail; stalled when part of it is left in

@@ -23,7 +23,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // IsStdout reports whether path names standard output: "-", the
@@ -83,7 +82,7 @@ func Check(path string) error {
 		return err
 	}
 	if t.through {
-		if err := syscall.Access(t.path, 2 /* W_OK */); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := writable(t.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
