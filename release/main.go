@@ -219,7 +219,9 @@ func (c *config) target(t, work string) (string, error) {
 		exe += ".exe"
 	}
 	bin := filepath.Join(work, archiveBase(c.version, t), exe)
-	cmd := exec.Command("go", "build", "-trimpath",
+	// -buildvcs=auto beats a GOFLAGS=-buildvcs=false: the revision goes
+	// into `mqplan version` where the source is a git checkout.
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=auto",
 		"-ldflags=-s -w -X main.version="+c.version,
 		"-o", bin, "./cmd/mqplan")
 	cmd.Dir = c.root
