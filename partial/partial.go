@@ -43,7 +43,9 @@ const MaxSize = 256 << 20
 type File struct {
 	// Version is Version; the reader refuses any other.
 	Version int `json:"mqplan_partial"`
-	// MqplanVersion is the writer's build, for the reader of a refusal.
+	// MqplanVersion is the writer's build, for the reader of a refusal,
+	// as a result records it (report.Result.MqplanVersion: "v0.4.0
+	// (go1.26.0, rev 8be232e0a1b2)").
 	MqplanVersion string `json:"mqplan_version,omitempty"`
 	// RunID is the run's id, the same on every shard: it feeds client ids
 	// and topics, and a merge refuses parts of different runs.

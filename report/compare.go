@@ -131,6 +131,9 @@ type ComparedRun struct {
 	Started time.Time
 	Elapsed time.Duration
 	Verdict string
+	// MqplanVersion is the mqplan that made the run (Result.MqplanVersion),
+	// "" when not known.
+	MqplanVersion string
 }
 
 // thisRun labels the run itself in its comparison with its baseline.
@@ -138,7 +141,7 @@ const thisRun = "this run"
 
 // comparedRun is r's identity, labelled label.
 func comparedRun(r *Result, label string) ComparedRun {
-	return ComparedRun{Label: label, Plan: r.name(), Started: r.Started, Elapsed: r.Elapsed, Verdict: r.Verdict()}
+	return ComparedRun{Label: label, Plan: r.name(), Started: r.Started, Elapsed: r.Elapsed, Verdict: r.Verdict(), MqplanVersion: r.MqplanVersion}
 }
 
 // CompareSection is the rows of one scope: the total or one group.
@@ -457,8 +460,12 @@ func WriteComparison(w io.Writer, c *Comparison) error {
 		label string
 		run   ComparedRun
 	}{{"A", c.A}, {"B", c.B}} {
-		fmt.Fprintf(&b, "%s: %s | %s | %s | %s | %s\n", s.label, orDash(s.run.Label), orDash(s.run.Plan),
+		fmt.Fprintf(&b, "%s: %s | %s | %s | %s | %s", s.label, orDash(s.run.Label), orDash(s.run.Plan),
 			startedText(s.run.Started), fmtDuration(s.run.Elapsed), s.run.Verdict)
+		if s.run.MqplanVersion != "" {
+			fmt.Fprintf(&b, " | mqplan %s", s.run.MqplanVersion)
+		}
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "marked: %s\n", c.marked())
 	for _, n := range c.Notes {

@@ -46,11 +46,13 @@ type jsonCompared struct {
 	Started time.Time    `json:"started"`
 	Elapsed jsonDuration `json:"elapsed"`
 	Verdict string       `json:"verdict"`
+	// MqplanVersion is ComparedRun.MqplanVersion, absent when not known.
+	MqplanVersion string `json:"mqplan_version,omitempty"`
 }
 
 // json is the run's identity in the JSON comparison.
 func (c ComparedRun) json() jsonCompared {
-	return jsonCompared{File: c.Label, Plan: c.Plan, Started: c.Started, Elapsed: jsonDuration(c.Elapsed), Verdict: c.Verdict}
+	return jsonCompared{File: c.Label, Plan: c.Plan, Started: c.Started, Elapsed: jsonDuration(c.Elapsed), Verdict: c.Verdict, MqplanVersion: c.MqplanVersion}
 }
 
 type jsonCompSection struct {
@@ -168,7 +170,7 @@ func (d *jsonComparison) comparison() (*Comparison, error) {
 		return nil, fmt.Errorf(".tolerance: tolerance %v out of range (0 to %v)", d.Tolerance, MaxTolerance)
 	}
 	run := func(j jsonCompared) ComparedRun {
-		return ComparedRun{Label: j.File, Plan: j.Plan, Started: j.Started, Elapsed: time.Duration(j.Elapsed), Verdict: j.Verdict}
+		return ComparedRun{Label: j.File, Plan: j.Plan, Started: j.Started, Elapsed: time.Duration(j.Elapsed), Verdict: j.Verdict, MqplanVersion: j.MqplanVersion}
 	}
 	c := &Comparison{A: run(d.A), B: run(d.B), Tolerance: d.Tolerance,
 		Notes: nonEmpty(d.Notes), OnlyA: nonEmpty(d.OnlyA), OnlyB: nonEmpty(d.OnlyB), Disturbed: d.Disturbed}

@@ -26,6 +26,9 @@ type FindMax struct {
 	// BrokerURL is where the trials connected ("embedded" when each had
 	// its own in-process broker).
 	BrokerURL string
+	// MqplanVersion is the mqplan that searched, as Result.MqplanVersion;
+	// "" when not known, and then not shown.
+	MqplanVersion string
 	// Knob is the value searched (groups.pub.rate) and Unit what it counts.
 	Knob, Unit string
 	// From is the first value tried; Precision the relative width the
@@ -248,7 +251,11 @@ func (f *FindMax) knee() string {
 func WriteFindMaxTable(w io.Writer, f *FindMax) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "mqplan find-max %s: %s on %s\n", f.Plan, f.Knob, redactURL(f.BrokerURL))
-	fmt.Fprintf(&b, "trials of %s measured, confirmation %s, precision %s\n\n", fmtDuration(f.TrialDuration), fmtDuration(f.ConfirmDuration), fmtPercent(f.Precision))
+	fmt.Fprintf(&b, "trials of %s measured, confirmation %s, precision %s\n", fmtDuration(f.TrialDuration), fmtDuration(f.ConfirmDuration), fmtPercent(f.Precision))
+	if f.MqplanVersion != "" {
+		fmt.Fprintf(&b, "made by mqplan %s\n", f.MqplanVersion)
+	}
+	b.WriteByte('\n')
 	for _, w := range f.Warnings {
 		fmt.Fprintf(&b, "WARNING: %s\n", w)
 	}
@@ -279,6 +286,7 @@ func WriteFindMaxTable(w io.Writer, f *FindMax) error {
 // seconds, absent figures null.
 type findMaxJSON struct {
 	Plan           string             `json:"plan"`
+	MqplanVersion  string             `json:"mqplan_version,omitempty"`
 	File           string             `json:"file,omitempty"`
 	Broker         string             `json:"broker"`
 	Knob           string             `json:"knob"`
@@ -327,7 +335,7 @@ func secondsOf(d *time.Duration) *float64 {
 }
 
 func (f *FindMax) dto() findMaxJSON {
-	d := findMaxJSON{Plan: f.Plan, File: f.File, Broker: redactURL(f.BrokerURL), Knob: f.Knob, Unit: f.Unit, From: f.From, Max: f.Max,
+	d := findMaxJSON{Plan: f.Plan, MqplanVersion: f.MqplanVersion, File: f.File, Broker: redactURL(f.BrokerURL), Knob: f.Knob, Unit: f.Unit, From: f.From, Max: f.Max,
 		Precision: f.Precision, TrialSeconds: f.TrialDuration.Seconds(), ConfirmSeconds: f.ConfirmDuration.Seconds(),
 		ElapsedSeconds: f.Elapsed.Seconds(), Status: f.Status, Reason: f.Reason, Answer: f.Answer, AtMax: f.AtMax,
 		LastPass: f.LastPass, FirstFail: f.FirstFail, Unstable: f.Unstable, ConfirmFailed: f.ConfirmFailed, Warnings: f.Warnings,
@@ -381,6 +389,15 @@ type findMaxView struct {
 	UPlotLicense                            string
 }
 
+// madeBy is " · made by mqplan VERSION" for a page's meta line, "" when
+// the version is not known.
+func madeBy(version string) string {
+	if version == "" {
+		return ""
+	}
+	return " · made by mqplan " + version
+}
+
 // WriteFindMaxHTML writes the search as one self-contained page: the
 // answer, a chart of the trials (value against achieved send rate and
 // p99, passes and failures marked) and the table. Like WriteHTML it
@@ -390,7 +407,7 @@ type findMaxView struct {
 func WriteFindMaxHTML(w io.Writer, f *FindMax) error {
 	v := findMaxView{Title: f.Plan + " · " + f.Knob, Summary: f.Summary(), Knee: f.knee(), StatusClass: "fail",
 		Meta: fmt.Sprintf("broker %s · trials of %s, confirmation %s, precision %s · %s", redactURL(f.BrokerURL),
-			fmtDuration(f.TrialDuration), fmtDuration(f.ConfirmDuration), fmtPercent(f.Precision), fmtDuration(f.Elapsed)),
+			fmtDuration(f.TrialDuration), fmtDuration(f.ConfirmDuration), fmtPercent(f.Precision), fmtDuration(f.Elapsed)) + madeBy(f.MqplanVersion),
 		Head: []string{"trial", f.Knob + " (" + f.Unit + ")", "sent/s", "p50", "p99", "loss", "verdict", "failed"},
 		Data: f.dto(), UPlotJS: template.JS(uplotJS), PageJS: template.JS(findMaxJS),
 		UPlotCSS: template.CSS(uplotCSS), PageCSS: template.CSS(pageCSS), UPlotLicense: uplotLicense}

@@ -32,7 +32,7 @@ func findMaxCases() map[string]*FindMax {
 			P99: dptr(p99), LossRate: fptr(loss), Failed: failed, Elapsed: 12 * time.Second}
 	}
 	base := func() *FindMax {
-		return &FindMax{Plan: "1to1-qos1", File: "plans/1to1-qos1.yaml", BrokerURL: "mqtt://user:secret@127.0.0.1:1883", Knob: "groups.pub.rate",
+		return &FindMax{Plan: "1to1-qos1", File: "plans/1to1-qos1.yaml", BrokerURL: "mqtt://user:secret@127.0.0.1:1883", MqplanVersion: testMqplanVersion, Knob: "groups.pub.rate",
 			Unit: "msg/s", From: 200, Max: 204800, Precision: 0.05, TrialDuration: 10 * time.Second, ConfirmDuration: time.Minute,
 			Started: time.Date(2026, 11, 30, 20, 0, 0, 0, time.UTC), Elapsed: 3 * time.Minute}
 	}

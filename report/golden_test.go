@@ -53,13 +53,14 @@ func goldenCases(t *testing.T) []struct {
 	// one, saved (last-release.json): the same p99 and rates hold, its
 	// losses fail a "no worse than the baseline" threshold.
 	pass := Evaluate(passing, withBuiltins(t, passing), clean)
+	pass.SetMqplanVersion(testMqplanVersion)
 	gated := testPlan(
 		"p99 <= baseline.p99 * 1.10",
 		"groups.sub.recv_rate >= baseline.groups.sub.recv_rate * 0.95",
 		"loss_rate <= baseline.loss_rate",
 	)
 	against := EvaluateWithBaseline(gated, withBuiltins(t, gated), fullStats(t), &Baseline{File: "last-release.json", Result: pass})
-	return []struct {
+	cases := []struct {
 		name string
 		r    *Result
 	}{
@@ -73,7 +74,16 @@ func goldenCases(t *testing.T) []struct {
 		// A staged plan: a table, block and JSON set per stage.
 		{"stages", stagedCase(t)},
 	}
+	// The mqplan that made them: a fixed value, not this test binary's
+	// version, so that the files do not change with every commit.
+	for _, tc := range cases {
+		tc.r.SetMqplanVersion(testMqplanVersion)
+	}
+	return cases
 }
+
+// testMqplanVersion is the golden results' Result.MqplanVersion.
+const testMqplanVersion = "v0.0.0-test (go1.26.0, rev 0123456789ab)"
 
 // TestGoldenFormats pins every file format on the fixture runs: the
 // summary table, the JSON, JUnit, Markdown and CSV, each in its golden

@@ -80,18 +80,20 @@ type htmlView struct {
 	Disturbance                 string
 	Description                 []string
 	BrokerURL, Started, Elapsed string
-	Warnings                    []string
-	Thresholds                  []htmlThreshold
-	Comparison                  *htmlComparison
-	PlanGroups                  []htmlPlanGroup
-	Phases                      []htmlPhase
-	Tables                      []htmlTable
-	ErrorSamples                []string
-	ErrorsTitle                 string
-	Data                        htmlData
-	UPlotJS, PageJS             template.JS
-	UPlotCSS, PageCSS           template.CSS
-	UPlotLicense                string
+	// MqplanVersion is Result.MqplanVersion, "" when not known.
+	MqplanVersion     string
+	Warnings          []string
+	Thresholds        []htmlThreshold
+	Comparison        *htmlComparison
+	PlanGroups        []htmlPlanGroup
+	Phases            []htmlPhase
+	Tables            []htmlTable
+	ErrorSamples      []string
+	ErrorsTitle       string
+	Data              htmlData
+	UPlotJS, PageJS   template.JS
+	UPlotCSS, PageCSS template.CSS
+	UPlotLicense      string
 	// MaxChartPoints is maxChartPoints, for the note over thinned charts.
 	MaxChartPoints int
 }
@@ -384,6 +386,7 @@ func newHTMLView(r *Result) *htmlView {
 		Summary:        r.Summary(),
 		Disturbance:    disturbanceLine(r),
 		BrokerURL:      orDash(redactURL(r.BrokerURL)),
+		MqplanVersion:  r.MqplanVersion,
 		Elapsed:        fmtDuration(r.Elapsed),
 		Warnings:       r.headerWarnings(),
 		ErrorSamples:   r.ErrorSamples,

@@ -21,7 +21,7 @@ import (
 //	<testsuites name="mqplan" tests failures errors time>
 //	  <testsuite name="mqplan PLAN" tests failures errors skipped time timestamp>
 //	    <properties> plan, plan_file, broker, timestamp, verdict, summary,
-//	                 and with a baseline: baseline, baseline_plan,
+//	                 mqplan_version (when known), and with a baseline: baseline, baseline_plan,
 //	                 baseline_started, baseline_comparison </properties>
 //	    <testcase classname="mqplan.PLAN.run" name="run completed" time>
 //	      <error type="incomplete" message="..."/>        only when INCOMPLETE
@@ -149,6 +149,9 @@ func (r *Result) junit() junitSuites {
 		{"timestamp", r.startedRFC3339()},
 		{"verdict", r.Verdict()},
 		{"summary", r.Summary()},
+	}
+	if r.MqplanVersion != "" {
+		suite.Properties = append(suite.Properties, junitProperty{"mqplan_version", r.MqplanVersion})
 	}
 	if c := r.Comparison; c != nil {
 		suite.Properties = append(suite.Properties,

@@ -77,6 +77,9 @@ func mdHeader(b *bytes.Buffer, r *Result) {
 		}
 	}
 	fmt.Fprintf(b, "- broker: %s\n", mdCode(orDash(redactURL(r.BrokerURL))))
+	if r.MqplanVersion != "" {
+		fmt.Fprintf(b, "- made by: %s\n", mdCode("mqplan "+r.MqplanVersion))
+	}
 	if !r.Started.IsZero() {
 		fmt.Fprintf(b, "- started: %s, ran %s\n", r.Started.UTC().Format("2006-01-02 15:04:05 UTC"), fmtDuration(r.Elapsed))
 	} else {

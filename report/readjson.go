@@ -403,6 +403,7 @@ func (d *jsonDuration) duration() time.Duration {
 func (d *jsonDoc) result() (*Result, error) {
 	r := &Result{
 		Plan:          d.Plan.plan(),
+		MqplanVersion: d.MqplanVersion,
 		BrokerURL:     d.BrokerURL,
 		Started:       d.Started,
 		Elapsed:       time.Duration(d.Elapsed),

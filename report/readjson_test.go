@@ -473,6 +473,50 @@ func TestReadJSONNewKeys(t *testing.T) {
 	}
 }
 
+// TestReadJSONMqplanVersion: the mqplan that wrote a result is read back
+// with it, and a result written before the key reads as unknown, which
+// no output then shows.
+func TestReadJSONMqplanVersion(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, goldenCases(t)[1].r); err != nil {
+		t.Fatal(err)
+	}
+	key := `  "mqplan_version": "` + testMqplanVersion + `",` + "\n"
+	if !strings.Contains(b.String(), key) {
+		t.Fatalf("the JSON has no %q", key)
+	}
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"with the key", b.String(), testMqplanVersion},
+		{"without the key (an older result)", strings.Replace(b.String(), key, "", 1), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ReadJSON(strings.NewReader(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.MqplanVersion != tt.want {
+				t.Errorf("MqplanVersion %q, want %q", r.MqplanVersion, tt.want)
+			}
+			for _, f := range formats {
+				var out bytes.Buffer
+				if err := f.Write(&out, r); err != nil {
+					t.Fatal(err)
+				}
+				if f.Name == "csv" {
+					continue // the timeline's data alone
+				}
+				shown := strings.Contains(out.String(), testMqplanVersion)
+				if shown != (tt.want != "") {
+					t.Errorf("%s shows the version: %v, want %v", f.Name, shown, tt.want != "")
+				}
+			}
+		})
+	}
+}
+
 func TestParseRef(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -61,6 +61,13 @@ type Result struct {
 	// Plan is the plan as run. Its secrets (plans.Secret) are masked in
 	// every output this package writes.
 	Plan *plans.Plan
+	// MqplanVersion is the mqplan that made the result: its version, Go
+	// release and VCS revision as `mqplan version` prints them, less the
+	// leading "mqplan" ("v0.4.0 (go1.26.0, rev 8be232e0a1b2)"). The
+	// caller sets it (Evaluate does not know the binary); "" in a result
+	// read back from a document written without it, and outputs then
+	// leave it out.
+	MqplanVersion string
 	// BrokerURL is where the clients connected (the embedded broker's real
 	// address included).
 	BrokerURL string
@@ -199,6 +206,16 @@ type ThresholdOutcome struct {
 	// judged: mqplan's own disturbance explains it (the evidence). Such a
 	// failure makes the run INCONCLUSIVE, not FAIL.
 	NotJudged string
+}
+
+// SetMqplanVersion records v as the mqplan that made the result
+// (MqplanVersion), in its comparison with a baseline too, where this run
+// is B.
+func (r *Result) SetMqplanVersion(v string) {
+	r.MqplanVersion = v
+	if r.Comparison != nil {
+		r.Comparison.B.MqplanVersion = v
+	}
 }
 
 // Evaluate judges a run: it builds the metric environment from st, evaluates

@@ -76,6 +76,9 @@ func writeHeader(b *bytes.Buffer, r *Result) error {
 			}
 		}
 	}
+	if r.MqplanVersion != "" {
+		fmt.Fprintf(b, "made by mqplan %s\n", r.MqplanVersion)
+	}
 	var phases []string
 	for _, ph := range r.Phases {
 		if ph.Duration() > 0 {

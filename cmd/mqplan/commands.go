@@ -376,6 +376,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 		partErr = part.write(st)
 	}
 	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
+	res.SetMqplanVersion(resultVersion())
 	if err := outs.report(e, res); err != nil {
 		return err
 	}

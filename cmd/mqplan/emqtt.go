@@ -68,6 +68,7 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 		fmt.Fprintln(e.stdout, "publish complete")
 	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
+	res.SetMqplanVersion(resultVersion())
 	if res.Interrupted && stopped.Load() && res.Incomplete == "" {
 		// Ctrl-C is how an emqtt-bench run ends: what ran is the run, and
 		// its verdict is the thresholds'.

@@ -273,7 +273,7 @@ of before the first trial: they do not scale with the knob.`)
 	}
 	ctx, stopSigs := onSignals(e, "interrupted: stopping the search and reporting the best bracket so far", nil)
 	defer stopSigs()
-	out := &report.FindMax{Plan: plan.Name, File: path, BrokerURL: strings.Join(plan.Broker.URLs, ","), Knob: knob.String(), Unit: knob.Unit(),
+	out := &report.FindMax{Plan: plan.Name, File: path, BrokerURL: strings.Join(plan.Broker.URLs, ","), MqplanVersion: resultVersion(), Knob: knob.String(), Unit: knob.Unit(),
 		From: cfg.From, Max: cfg.Max, Precision: cfg.Precision, TrialDuration: *trialDur, ConfirmDuration: *confirmDur, Started: time.Now(),
 		Warnings: warnings}
 	group := plan.Groups[knob.Index].Name

@@ -262,7 +262,7 @@ func (p *partialRun) encode(w io.Writer, f *partial.File) error {
 // file is the run's partial, as shard sh with clock c.
 func (p *partialRun) file(st *stats.Stats, sh partial.Shard, c partial.Clock) (*partial.File, error) {
 	f, err := partial.FromStats(st, p.seconds, partial.Meta{
-		MqplanVersion: buildVersion(), RunID: p.runID, Plan: p.plan, Shard: sh, Clock: c,
+		MqplanVersion: resultVersion(), RunID: p.runID, Plan: p.plan, Shard: sh, Clock: c,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--partial %s: %w", p.path, err)

@@ -57,6 +57,11 @@ func versionLine(info *debug.BuildInfo, ok bool, stamped string) string {
 	return line
 }
 
+// resultVersion is what this binary's results record as the mqplan that
+// made them (report.Result.MqplanVersion): buildVersion less its leading
+// "mqplan ".
+func resultVersion() string { return strings.TrimPrefix(buildVersion(), "mqplan ") }
+
 // buildVersion is versionLine for this binary.
 func buildVersion() string {
 	info, ok := debug.ReadBuildInfo()
