@@ -23,9 +23,15 @@ ARG VERSION=unknown
 RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=${VERSION}" -o /out/mqplan ./cmd/mqplan
 
 FROM scratch
+ARG VERSION=unknown
+LABEL org.opencontainers.image.title="mqplan" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 # For mqtts:// and wss:// brokers whose certificates chain to a public CA.
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/mqplan /mqplan
+# The licence travels with the binary, as in the release archives.
+COPY LICENSE NOTICE /licenses/
 # 65532: the conventional "nonroot" of distroless images, and the
 # runAsUser of deploy/kubernetes/job.yaml.
 USER 65532:65532

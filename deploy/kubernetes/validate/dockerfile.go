@@ -11,8 +11,8 @@ import (
 // Dockerfile is what the checks need of a Dockerfile: its stages and
 // instructions, with ARG defaults. It reads the plain subset the
 // repository's Dockerfile is written in (FROM, ARG, WORKDIR, COPY, RUN,
-// USER, ENTRYPOINT, comments, backslash continuations) and refuses the
-// rest, so that a change the checks cannot follow is an error.
+// USER, ENTRYPOINT, LABEL, comments, backslash continuations) and refuses
+// the rest, so that a change the checks cannot follow is an error.
 type Dockerfile struct {
 	// Args are the global ARG defaults (before the first FROM), as the
 	// build sees them without --build-arg: FROM lines read them.
@@ -103,7 +103,7 @@ func (d *Dockerfile) add(line string) error {
 			}
 		}
 		args[name] = def
-	case "WORKDIR", "COPY", "RUN", "USER", "ENTRYPOINT":
+	case "WORKDIR", "COPY", "RUN", "USER", "ENTRYPOINT", "LABEL":
 	default:
 		return fmt.Errorf("%s: an instruction these checks do not read", kw)
 	}
