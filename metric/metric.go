@@ -423,6 +423,25 @@ var aliases = []struct {
 	{"p999", LatencyP999},
 }
 
+// familyAliases are the other names of a family: "e2e" is latency, because
+// the report's latency table calls end-to-end latency e2e, and a threshold
+// copied from a row of that table (e2e.p99) must mean what the row shows.
+// Every other row of that table (ack, connect, subscribe, rtt) is already a
+// family's name.
+var familyAliases = map[string]string{"e2e": "latency"}
+
+// Family returns the canonical family a family name or family alias
+// stands for (e2e → latency, ack → ack), and false when name is neither.
+func Family(name string) (string, bool) {
+	if fam, ok := familyAliases[name]; ok {
+		return fam, true
+	}
+	if Members(name) != nil {
+		return name, true
+	}
+	return "", false
+}
+
 // index finds a catalogue entry by canonical name.
 var index = func() map[Name]int {
 	idx := make(map[Name]int, len(catalogue))
@@ -436,13 +455,19 @@ var index = func() map[Name]int {
 // own: the catalogue itself cannot be edited.
 func All() []Metric { return slices.Clone(catalogue) }
 
-// Lookup finds a metric by its canonical name or an alias ("p99"). The
-// returned Metric always carries the canonical name.
+// Lookup finds a metric by its canonical name, an alias ("p99") or a
+// family alias ("e2e.p99"). The returned Metric always carries the
+// canonical name.
 func Lookup(name string) (Metric, bool) {
 	for _, a := range aliases {
 		if a.alias == name {
 			name = string(a.name)
 			break
+		}
+	}
+	if fam, member, ok := strings.Cut(name, "."); ok {
+		if canon, ok := familyAliases[fam]; ok {
+			name = canon + "." + member
 		}
 	}
 	i, ok := index[Name(name)]
@@ -474,8 +499,12 @@ func Alias(n Name) (string, bool) {
 }
 
 // Members lists the members of a family in catalogue order ("latency" →
-// min, mean, p50, ...), or nil when family is not one.
+// min, mean, p50, ...; a family alias lists its family's), or nil when
+// family is not one.
 func Members(family string) []string {
+	if canon, ok := familyAliases[family]; ok {
+		family = canon
+	}
 	var out []string
 	for _, m := range catalogue {
 		if fam, member, ok := m.Name.Split(); ok && fam == family {

@@ -36,6 +36,8 @@ type checker struct {
 	// bounds are the comparisons of a bare metric with a number
 	// (Threshold.Bounds).
 	bounds []Bound
+	// aliased are the family aliases written (e2e.p99), for aliasPatch.
+	aliased []aliasedAt
 }
 
 // scaledAt is one duration × fraction: where, and which side is the
@@ -64,6 +66,9 @@ type typ struct {
 	// size is the literal as written when the sub-expression is a size
 	// literal (2GiB), for messages.
 	size string
+	// percent is the percentage as written (0.1%) when the
+	// sub-expression is one, for percentCompare.
+	percent string
 	// literal says a size literal takes part in the sub-expression. One
 	// that has none is typed as before size literals existed, when a
 	// byte metric was a count: received_bytes >= received * 1000 ran
@@ -121,7 +126,8 @@ func (c *checker) walk(n ast.Node) typ {
 		}
 		return typ{kind: kindInt}
 	case *ast.FloatNode:
-		return typ{kind: kindFloat}
+		pct, _ := c.percentAt(n.Location().From)
+		return typ{kind: kindFloat, percent: pct}
 	case *ast.BoolNode:
 		return typ{kind: kindBool}
 	case *ast.NilNode:
@@ -179,6 +185,9 @@ func (c *checker) walk(n ast.Node) typ {
 		}
 		return typ{kind: kindDuration}
 	case *ast.CallNode:
+		if alias, arg, ok := k6Call(n); ok {
+			return c.fail(n.Location().From, "%s", k6Message(alias, arg, "", ""))
+		}
 		if id, ok := n.Callee.(*ast.IdentifierNode); ok {
 			return c.fail(n.Location().From, "unknown function %s", id.Value)
 		}
@@ -236,10 +245,20 @@ func (c *checker) binary(n *ast.BinaryNode) typ {
 	if !binaryOps[n.Operator] {
 		return c.fail(n.Location().From, "operator %s is not supported in thresholds", n.Operator)
 	}
+	if _, ok := flipped[n.Operator]; ok {
+		if t, k6 := c.k6Compare(n); k6 {
+			return t
+		}
+	}
 	l := c.walk(n.Left)
 	r := c.walk(n.Right)
 	if c.err != nil {
 		return typ{}
+	}
+	if _, ok := flipped[n.Operator]; ok {
+		if t, bad := c.percentCompare(n, l, r); bad {
+			return t
+		}
 	}
 	t := c.binaryType(n, l, r)
 	if c.err == nil {
@@ -546,7 +565,7 @@ func (c *checker) metric(n ast.Node) typ {
 func (c *checker) chain(n ast.Node) ([]part, bool) {
 	switch n := n.(type) {
 	case *ast.IdentifierNode:
-		return []part{{name: n.Value, at: n.Location().From}}, true
+		return []part{{name: n.Value, at: n.Location().From, loc: n.Location()}}, true
 	case *ast.MemberNode:
 		if n.Optional {
 			c.fail(n.Location().From, "?. is not supported: a metric name either exists or is an error")
@@ -584,10 +603,11 @@ func (c *checker) resolve(parts []part, scoped bool) (metric.Metric, bool) {
 		names[i] = p.name
 	}
 	full := strings.Join(names, ".")
+	first := parts[0]
 	if md, ok := metric.Lookup(full); ok {
+		c.noteFamily(first)
 		return md, true
 	}
-	first := parts[0]
 	if members := metric.Members(first.name); members != nil {
 		if len(parts) == 1 {
 			c.fail(first.at, "%s is a family of metrics; name one of %s.{%s}", first.name, first.name, strings.Join(members, ","))
@@ -638,6 +658,8 @@ func (c *checker) resolve(parts []part, scoped bool) (metric.Metric, bool) {
 	}
 	if s := suggestName(full, cands); s != "" {
 		c.fail(first.at, "unknown metric %q; did you mean %q?", full, s)
+	} else if hint := unknownHint(parts); hint != "" {
+		c.fail(first.at, "%s", hint)
 	} else if scoped {
 		c.fail(first.at, "unknown metric %q (metrics: %s)", full, topList)
 	} else {

@@ -155,12 +155,18 @@ func (e *Env) Compile(src string) (*Threshold, *Error) {
 			}
 			continue
 		}
+		if s.percent {
+			continue
+		}
 		if _, err := time.ParseDuration(lit); err != nil {
 			return nil, c.errAt(s.srcRune, "duration %s is out of range", lit)
 		}
 	}
 	tree, err := parser.Parse(c.rw.out)
 	if err != nil {
+		if at, msg, ok := p999Hint(src); ok {
+			return nil, c.errAt(at, "%s", msg)
+		}
 		return nil, c.exprError(err)
 	}
 	if t := c.walk(tree.Node); c.err == nil && t.kind != kindBool {
@@ -188,7 +194,7 @@ func (e *Env) Compile(src string) (*Threshold, *Error) {
 	prog, err := expr.Compile(c.rw.out, expr.Env(e.narrowed(c.reads)), expr.AsBool(),
 		expr.Function(finiteFunc, finite, new(func(float64, int) float64)),
 		expr.Function(scaleFunc, scale, new(func(time.Duration, float64) time.Duration)),
-		expr.Patch(&scalePatch{c.scaled}), expr.Patch(&renamePatch{c.renamed}), expr.Patch(fin))
+		expr.Patch(&scalePatch{c.scaled}), expr.Patch(&renamePatch{c.renamed}), expr.Patch(&aliasPatch{c.aliased}), expr.Patch(fin))
 	if err != nil {
 		return nil, c.exprError(err)
 	}

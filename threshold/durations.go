@@ -42,12 +42,15 @@ type segment struct {
 	size    bool
 	bytes   int64
 	sizeErr error
+	// percent marks a percentage (0.1%), rewritten to its value as a
+	// float (0.001); see matchPercent.
+	percent bool
 }
 
 // prefix is the number of runes the rewrite puts before the literal's
 // own text: duration(" for a duration, none for a size.
 func (s segment) prefix() int {
-	if s.size {
+	if s.size || s.percent {
 		return 0
 	}
 	return len(durPrefix)
@@ -150,10 +153,14 @@ func rewriteDurations(src string) rewrite {
 			adv()
 		case c >= '0' && c <= '9' || c == '.' && next >= '0' && next <= '9':
 			endB, endR, ok := matchDuration(src, i, r)
-			isSize := false
+			isSize, isPercent := false, false
 			if !ok {
 				endB, ok = matchSize(src, i)
 				endR, isSize = r+(endB-i), ok // a size is ASCII
+			}
+			if !ok {
+				endB, ok = matchPercent(src, i)
+				endR, isPercent = r+(endB-i), ok // so is a percentage
 			}
 			if !ok {
 				skipNumber(src, &i, &r)
@@ -162,7 +169,12 @@ func rewriteDurations(src string) rewrite {
 			out.WriteString(src[copied:i])
 			outRunes += r - cr
 			seg := segment{srcByte: i, srcByteEnd: endB, srcRune: r, srcRuneEnd: endR, outRune: outRunes}
-			if isSize {
+			if isPercent {
+				seg.percent = true
+				v := shiftPercent(src[i : endB-1])
+				out.WriteString(v)
+				outRunes += len(v)
+			} else if isSize {
 				seg.size = true
 				seg.bytes, seg.sizeErr = bytesize.Parse(src[i:endB])
 				if seg.sizeErr != nil {
