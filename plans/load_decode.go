@@ -79,6 +79,9 @@ type keySection struct {
 	path   string
 	node   *yaml.Node
 	fields map[string]keyEntry
+	// meant maps a known key to the unknown key that was suggested as
+	// it, for missingAt.
+	meant map[string]*yaml.Node
 }
 
 // section checks mapping n against its known keys. A null n (a key with
@@ -104,7 +107,11 @@ func (l *loader) section(path string, n *yaml.Node, known []string, extensions b
 			continue
 		}
 		if !slices.Contains(known, name) {
-			if hint := suggestKey(name, known); hint != "" {
+			if h, ok := habitOf(path, name); ok {
+				l.errorf(k, path, "unknown key %s: %s", quoteValue(name), h.hint)
+				s.note(h.meant, k)
+			} else if hint := suggestKey(name, known); hint != "" {
+				s.note(hint, k)
 				l.errorf(k, path, "unknown key %s (did you mean %q?)", quoteValue(name), hint)
 			} else {
 				l.errorf(k, path, "unknown key %s (known keys: %s)", quoteValue(name), strings.Join(known, ", "))
@@ -125,6 +132,16 @@ func (l *loader) section(path string, n *yaml.Node, known []string, extensions b
 		s.fields[name] = keyEntry{key: k, val: v, path: l.at(planChildPath(path, name), v)}
 	}
 	return s
+}
+
+// note records that the unknown key k was taken for meant.
+func (s *keySection) note(meant string, k *yaml.Node) {
+	if s.meant == nil {
+		s.meant = map[string]*yaml.Node{}
+	}
+	if _, ok := s.meant[meant]; !ok && meant != "" {
+		s.meant[meant] = k
+	}
 }
 
 // get returns the entry for key. Callers treat a null value as absent
@@ -867,7 +884,7 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 
 	ne, ok := s.get("name")
 	if !ok {
-		l.errorf(n, path, "missing \"name\": every group needs one, for reports and thresholds (groups.<name>)")
+		l.errorf(s.missingAt(n, "name"), path, "missing \"name\": every group needs one, for reports and thresholds (groups.<name>)")
 	} else if v, ok := l.value(ne, "a group name"); ok {
 		if loadGroupNameRE.MatchString(v) {
 			g.Name = v
@@ -1029,7 +1046,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 		r.kind = "topic"
 		topic, hasTopic = r, true
 	} else if _, present := s.get("topic"); !present {
-		l.errorf(e.val, e.path, "missing \"topic\": say which topic to publish to")
+		l.errorf(s.missingAt(e.val, "topic"), e.path, "missing \"topic\": say which topic to publish to")
 	}
 	s.qos("qos", &pub.QoS)
 	l.payloadUse = l.publishPayload(s, pub)
@@ -1076,7 +1093,7 @@ func (l *loader) publish(e keyEntry) (pub *Publish, topic templateUse, hasTopic,
 			s.rate("rate", &pub.Rate, false)
 		}
 	default:
-		l.errorf(e.val, e.path, "missing \"every\" or \"rate\": say how often to publish, like every: 100ms (per client) or rate: 500/s (the whole group) (or burst: {every: 10s, messages: 500})")
+		l.errorf(s.missingAt(e.val, "every", "rate", "burst"), e.path, "missing \"every\" or \"rate\": say how often to publish, like every: 100ms (per client) or rate: 500/s (the whole group) (or burst: {every: 10s, messages: 500})")
 	}
 	s.boolean("retain", &pub.Retain)
 	s.integer("count", &pub.Count, 0, math.MaxInt32)

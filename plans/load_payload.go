@@ -32,7 +32,10 @@ func (l *loader) publishPayload(s *keySection, pub *Publish) payloadUse {
 	var u payloadUse
 	if e, ok := s.get("payload"); ok {
 		u.payload, u.hasPayload = e, true
-		if v, _, ok := l.text(e, "a template string"); ok {
+		if e.val.Kind == yaml.MappingNode || e.val.Kind == yaml.SequenceNode {
+			// {"id": "%i"} unquoted is a YAML flow mapping, not text.
+			l.errorf(e.val, e.path, "is a YAML %s, not text: quote the payload template, e.g. payload: '{\"device\": \"%%c\", \"seq\": %%s}'", map[yaml.Kind]string{yaml.MappingNode: "mapping", yaml.SequenceNode: "list"}[e.val.Kind])
+		} else if v, _, ok := l.text(e, "a template string"); ok {
 			if i := strings.IndexFunc(v, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' }); i >= 0 {
 				c, _ := utf8.DecodeRuneInString(v[i:])
 				l.errorf(e.val, e.path, "holds the control character %U at byte %d: a payload template is text (newline and tab allowed)", c, i)

@@ -47,7 +47,7 @@ func (l *loader) parse() *yaml.Node {
 // the character at fault (see yamlnode.Locate).
 func (l *loader) syntaxError(err error) *Error {
 	se := yamlnode.Locate(l.data, err)
-	return &Error{Pos: Pos{File: l.file, Line: se.Line, Col: se.Col}, Msg: "invalid YAML: " + se.Msg}
+	return &Error{Pos: Pos{File: l.file, Line: se.Line, Col: se.Col}, Msg: "invalid YAML: " + se.Msg + payloadHint(l.data, se.Line, se.Col)}
 }
 
 // describeNode names what n is, for "expected X, got Y" messages; a
