@@ -2,6 +2,7 @@ package plans
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -91,3 +92,8 @@ func payloadHint(data []byte, line, col int) string {
 
 // keyLineRE matches a line that starts a key: (- )key:
 var keyLineRE = regexp.MustCompile(`^\s*(-\s+)?[A-Za-z_][A-Za-z0-9_-]*:`)
+
+// PlanKeys lists the keys of a plan's top level, in the order the docs
+// list them, for the command line's hints (--duration 10s is --set
+// duration=10s).
+func PlanKeys() []string { return slices.Clone(planKeys) }

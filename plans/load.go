@@ -33,6 +33,10 @@ type LoadOptions struct {
 	// a plan from it; nil means os.Stdin. It is read up to the size bound,
 	// as a file is.
 	Stdin io.Reader
+	// Login is the user name and password of the command line and the
+	// environment, for every group that sets none of its own; before the
+	// broker URL's (see login.go).
+	Login Login
 }
 
 // setPosFile is the Pos.File of problems that come from --set overrides
@@ -101,7 +105,7 @@ func tooLarge(file string) *Error {
 // Every problem is returned as Errors and the plan is nil; LoadBytes never
 // panics, whatever data holds.
 func LoadBytes(file string, data []byte, opts LoadOptions) (*Plan, error) {
-	l := &loader{file: file, data: data, lookup: opts.LookupEnv, origin: map[*yaml.Node]string{}, checkFiles: opts.CheckFiles}
+	l := &loader{file: file, data: data, lookup: opts.LookupEnv, origin: map[*yaml.Node]string{}, checkFiles: opts.CheckFiles, login: opts.Login}
 	if l.lookup == nil {
 		l.lookup = os.LookupEnv
 	}
@@ -150,6 +154,11 @@ type loader struct {
 	// payloadUse is where the last publish: section wrote its payload
 	// fields, for checkPayload.
 	payloadUse payloadUse
+	// login is LoadOptions.Login; urlCreds the broker URLs' (urlSeen:
+	// one was given), for applyLogin.
+	login    Login
+	urlCreds Login
+	urlSeen  bool
 }
 
 func (l *loader) load(sets []string) *Plan {

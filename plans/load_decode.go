@@ -571,6 +571,8 @@ func (l *loader) broker(top *keySection) Broker {
 		l.errorf(w.key, w.path, "set either url or urls, not both")
 	case hasURL:
 		if v, ok := l.value(ue, "a broker URL"); ok {
+			v, login := SplitLogin(v)
+			l.urlLogin(ue, login)
 			if u, err := normalizeBrokerURL(v); err != nil {
 				l.errorf(ue.val, ue.path, "%v", err)
 			} else {
@@ -680,6 +682,8 @@ func (l *loader) brokerURLs(e keyEntry) ([]string, bool) {
 			ok = false
 			continue
 		}
+		v, login := SplitLogin(v)
+		l.urlLogin(ie, login)
 		u, err := normalizeBrokerURL(v)
 		if err != nil {
 			l.errorf(item, ie.path, "%v", err)
@@ -725,9 +729,6 @@ func normalizeBrokerURL(raw string) (string, error) {
 	sc, ok := brokerurl.Lookup(u.Scheme)
 	if !ok {
 		return "", fmt.Errorf("%s has the unknown scheme %q: use %s", quoteValue(raw), u.Scheme, brokerurl.Names())
-	}
-	if u.User != nil {
-		return "", fmt.Errorf("%s holds credentials: give them as the groups' username and password instead", quoteValue(raw))
 	}
 	host := u.Hostname()
 	if host == "" {
@@ -909,6 +910,9 @@ func (l *loader) group(path string, n *yaml.Node, b Broker) (Group, keyEntry, bo
 		userUse = r
 	}
 	s.secret("password", &g.Password)
+	_, hasUser := s.get("username")
+	_, hasPass := s.get("password")
+	l.applyLogin(&g, hasUser, hasPass)
 	s.duration("keepalive", &g.Keepalive, durationOpts{max: maxKeepalive, seconds: true})
 	s.boolean("clean_start", &g.CleanStart)
 	s.duration("session_expiry", &g.SessionExpiry, durationOpts{max: maxSessionExpiry, seconds: true})

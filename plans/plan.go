@@ -237,6 +237,11 @@ type Group struct {
 	Username Template `json:"username,omitempty"`
 	// Password is sent in CONNECT and never printed.
 	Password Secret `json:"password,omitempty"`
+	// LoginUser: Username is not the group's own but the run's (the
+	// command line's, the environment's or the broker URL's; see
+	// login.go), which a result does not record: a URL's lone user name
+	// may be an access token.
+	LoginUser bool `json:"-"`
 	// Keepalive is the MQTT keepalive interval.
 	Keepalive time.Duration `json:"keepalive"`
 	// CleanStart asks the broker for a new session.

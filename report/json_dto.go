@@ -238,6 +238,10 @@ func planJSON(p *plans.Plan) *jsonPlan {
 			SessionExpiry: jsonDuration(g.SessionExpiry), ConnectRate: g.ConnectRate,
 			Will: g.Will, Protocol: g.Protocol, Subscribe: g.Subscribe,
 		}
+		if g.LoginUser {
+			// The run's login, not the plan's: see plans.Group.
+			jg.Username = plans.Template{}
+		}
 		if rc := g.Reconnect; rc != nil {
 			jg.Reconnect = &jsonPlanReconnect{After: jsonDuration(rc.After), Max: rc.Max}
 		}

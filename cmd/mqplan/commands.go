@@ -118,13 +118,25 @@ var commandExamples = map[string][]string{
 // alone stops at the first non-flag and would take --quiet for a file. A
 // "--" ends the flags: what follows is files, even if it starts with -.
 // args are the non-flag arguments, in order.
+//
+// A flag error is one line naming the flag, with a suggestion where one
+// is likely (--duration 10s → --set duration=10s), and a pointer to the
+// command's --help (see cmdLineError): the flag package would print the
+// whole usage, scrolling the error off the screen.
 func parseFlags(fs *flag.FlagSet, in []string) (args []string, done bool, err error) {
 	flags, args := splitFlags(fs, in)
-	if err := fs.Parse(flags); err != nil {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err = fs.Parse(flags)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
 			return nil, true, nil
 		}
-		return nil, true, invalid(errReported)
+		return nil, true, cmdLineError(fs.Name(), flagError(fs, in, err))
 	}
 	return args, false, nil
 }
@@ -168,20 +180,42 @@ func isBoolFlag(f *flag.Flag) bool {
 type planFlags struct {
 	broker string
 	sets   stringList
+	login  loginFlags
 }
 
 func (p *planFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.broker, "broker", "", "broker URL replacing the plan's, e.g. mqtt://127.0.0.1:1883 (or \"embedded\")")
+	fs.StringVar(&p.broker, "broker", "", "broker URL replacing the plan's, e.g. mqtt://127.0.0.1:1883 (or \"embedded\"); mqtt://USER:PASSWORD@HOST gives the login of every group that sets none")
 	fs.Var(&p.sets, "set", "override a plan value, e.g. --set duration=10s --set groups.pub.count=50 (repeatable)")
+	p.login.register(fs)
+}
+
+// options are the plan's load options: --set, then --broker as
+// broker.url (without its user information, which joins the login of
+// --username, --password-file and the environment; see login.go).
+func (p *planFlags) options(e *env) (plans.LoadOptions, error) {
+	sets := append([]string(nil), p.sets...)
+	var fromURL plans.Login
+	if p.broker != "" {
+		var u string
+		u, fromURL = plans.SplitLogin(p.broker)
+		sets = append(sets, "broker.url="+u)
+	}
+	opts := e.loadOptions(sets)
+	login, err := p.login.login(e, fromURL)
+	if err != nil {
+		return opts, err
+	}
+	opts.Login = login
+	return opts, nil
 }
 
 // load reads and compiles the plan; every error is exit 2.
 func (p *planFlags) load(e *env, path, runID string) (*plans.Program, error) {
-	sets := append([]string(nil), p.sets...)
-	if p.broker != "" {
-		sets = append(sets, "broker.url="+p.broker)
+	opts, err := p.options(e)
+	if err != nil {
+		return nil, err
 	}
-	plan, err := plans.Load(path, e.loadOptions(sets))
+	plan, err := plans.Load(path, opts)
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -196,7 +230,7 @@ func (p *planFlags) load(e *env, path, runID string) (*plans.Program, error) {
 // they name are checked, and "-" and ${VAR} read this process's standard
 // input and environment.
 func (e *env) loadOptions(sets []string) plans.LoadOptions {
-	return plans.LoadOptions{Sets: sets, CheckFiles: true, Stdin: e.stdin, LookupEnv: e.lookupEnv}
+	return plans.LoadOptions{Sets: sets, CheckFiles: true, Stdin: e.stdin, LookupEnv: e.lookupEnv, Login: envLogin(e)}
 }
 
 // chooseProcs sets the CPUs a run may use (see generatorProcs): --procs
@@ -209,11 +243,10 @@ func (e *env) chooseProcs(flag int, b plans.Broker) {
 // oneArg insists on exactly one plan argument.
 func oneArg(fs *flag.FlagSet, args []string) (string, error) {
 	if len(args) != 1 {
-		fs.Usage()
 		if len(args) == 0 {
-			return "", invalid(errors.New("expected one plan file, got none"))
+			return "", cmdLineError(fs.Name(), errors.New("expected one plan file, got none"))
 		}
-		return "", invalid(fmt.Errorf("expected one plan file, got %d arguments: %s", len(args), strings.Join(args, " ")))
+		return "", cmdLineError(fs.Name(), fmt.Errorf("expected one plan file, got %d arguments: %s", len(args), strings.Join(args, " ")))
 	}
 	return args[0], nil
 }
@@ -574,8 +607,7 @@ func cmdValidate(e *env, args []string) error {
 		return err
 	}
 	if len(args) == 0 {
-		fs.Usage()
-		return invalid(errors.New("expected at least one plan file"))
+		return cmdLineError(fs.Name(), errors.New("expected at least one plan file"))
 	}
 	bad := 0
 	for _, path := range args {
@@ -648,7 +680,7 @@ func cmdBroker(e *env, args []string) error {
 		return err
 	}
 	if len(args) != 0 {
-		return invalid(fmt.Errorf("unexpected arguments: %s", strings.Join(args, " ")))
+		return cmdLineError(fs.Name(), fmt.Errorf("unexpected arguments: %s", strings.Join(args, " ")))
 	}
 	if *dropEvery < 0 || *dupEvery < 0 || *delay < 0 {
 		return invalid(errors.New("fault options must not be negative"))

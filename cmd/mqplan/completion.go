@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,12 +75,11 @@ func cmdCompletion(e *env, args []string) error {
 		return nil
 	}
 	if len(args) != 1 {
-		fmt.Fprint(e.stderr, completionHelp)
-		return invalid(errReported)
+		return cmdLineError("completion", errors.New("name one shell: bash, zsh or fish"))
 	}
 	t, ok := completionScripts[args[0]]
 	if !ok {
-		return invalid(fmt.Errorf("completion: unknown shell %q: want bash, zsh or fish", args[0]))
+		return cmdLineError("completion", fmt.Errorf("unknown shell %q: want bash, zsh or fish", args[0]))
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, completionCommands()); err != nil {

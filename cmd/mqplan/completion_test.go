@@ -134,7 +134,7 @@ func TestCompletionRefusals(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{"no shell", []string{"completion"}, "Usage: mqplan completion bash|zsh|fish"},
+		{"no shell", []string{"completion"}, "name one shell: bash, zsh or fish"},
 		{"unknown shell", []string{"completion", "tcsh"}, `unknown shell "tcsh": want bash, zsh or fish`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"github.com/mqplan/mqplan/cmd/mqplan/internal/emqttbench"
@@ -24,6 +25,10 @@ import (
 func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	o, err := emqttbench.Parse(kind, args)
 	if err != nil {
+		if !strings.Contains(err.Error(), "--help") {
+			// One line and where the options are, as for every command.
+			err = fmt.Errorf("%w\n%s", err, helpPointer(string(kind)))
+		}
 		return invalid(err)
 	}
 	if o.Help() {

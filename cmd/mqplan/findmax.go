@@ -180,11 +180,12 @@ of before the first trial: they do not scale with the knob.`)
 			return invalid(fmt.Errorf("--set %s: find-max sets each trial's duration; use --trial-duration and --confirm-duration", strings.TrimSpace(s)))
 		}
 	}
-	sets := append([]string(nil), pf.sets...)
-	if pf.broker != "" {
-		sets = append(sets, "broker.url="+pf.broker)
+	opts, err := pf.options(e)
+	if err != nil {
+		return err
 	}
-	plan, err := plans.LoadBytes(path, data, e.loadOptions(sets))
+	sets := opts.Sets
+	plan, err := plans.LoadBytes(path, data, opts)
 	if err != nil {
 		return invalid(err)
 	}
@@ -215,7 +216,9 @@ of before the first trial: they do not scale with the knob.`)
 	// beyond the plan's limits must not stop the search halfway.
 	compile := func(v float64, d time.Duration, runID string) (*plans.Program, error) {
 		trialSets := append(append(append([]string(nil), sets...), knob.Sets(plan, v)...), "duration="+d.String())
-		p, err := plans.LoadBytes(path, data, e.loadOptions(trialSets))
+		trialOpts := opts
+		trialOpts.Sets = trialSets
+		p, err := plans.LoadBytes(path, data, trialOpts)
 		if err != nil {
 			return nil, err
 		}

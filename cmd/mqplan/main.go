@@ -223,6 +223,5 @@ func dispatch(e *env, args []string) error {
 		fmt.Fprint(e.stdout, usage)
 		return nil
 	}
-	fmt.Fprint(e.stderr, usage)
-	return invalid(fmt.Errorf("unknown command %q", args[0]))
+	return unknownCommand(args[0])
 }

@@ -110,7 +110,7 @@ func TestExitCodes(t *testing.T) {
 			name:   "unknown flag: 2",
 			args:   []string{"run", "--bogus", "testdata/cli/pass.yaml"},
 			code:   2,
-			stderr: []string{"flag provided but not defined: -bogus"},
+			stderr: []string{"mqplan: run: unknown flag --bogus"},
 		},
 		{
 			name:   "unknown command: 2",

@@ -37,8 +37,7 @@ func cmdMerge(e *env, args []string) error {
 		return err
 	}
 	if len(args) == 0 {
-		fs.Usage()
-		return invalid(errors.New("expected the partial result files of a run, got none"))
+		return cmdLineError(fs.Name(), errors.New("expected the partial result files of a run, got none"))
 	}
 	ins := make([]input, len(args))
 	for i, a := range args {
@@ -204,11 +203,12 @@ func (pf *planFlags) loadForPartial(e *env, path, runID, out string) (*plans.Pro
 	if err != nil {
 		return nil, nil, invalid(err)
 	}
-	sets := append([]string(nil), pf.sets...)
-	if pf.broker != "" {
-		sets = append(sets, "broker.url="+pf.broker)
+	opts, err := pf.options(e)
+	if err != nil {
+		return nil, nil, err
 	}
-	plan, err := plans.LoadBytes(path, data, e.loadOptions(sets))
+	sets := opts.Sets
+	plan, err := plans.LoadBytes(path, data, opts)
 	if err != nil {
 		return nil, nil, invalid(err)
 	}

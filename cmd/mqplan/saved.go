@@ -53,8 +53,7 @@ func cmdReport(e *env, args []string) error {
 		return err
 	}
 	if len(args) != 1 {
-		fs.Usage()
-		return invalid(fmt.Errorf("expected one saved result, got %d arguments", len(args)))
+		return cmdLineError(fs.Name(), fmt.Errorf("expected one saved result, got %d arguments", len(args)))
 	}
 	if err := outs.check(input{args[0], "the saved result"}); err != nil {
 		return err
@@ -171,8 +170,7 @@ func cmdCompare(e *env, args []string) error {
 		return err
 	}
 	if len(args) != 2 {
-		fs.Usage()
-		return invalid(fmt.Errorf("expected two saved results, A and B, got %d arguments", len(args)))
+		return cmdLineError(fs.Name(), fmt.Errorf("expected two saved results, A and B, got %d arguments", len(args)))
 	}
 	if args[0] == "-" && args[1] == "-" {
 		return invalid(errors.New("A and B cannot both be standard input"))

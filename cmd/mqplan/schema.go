@@ -16,8 +16,7 @@ func cmdSchema(e *env, args []string) error {
 		return err
 	}
 	if len(args) > 0 {
-		fs.Usage()
-		return invalid(fmt.Errorf("schema takes no arguments, got %s", strings.Join(args, " ")))
+		return cmdLineError(fs.Name(), fmt.Errorf("takes no arguments, got %s", strings.Join(args, " ")))
 	}
 	if _, err := e.stdout.Write(plans.Schema()); err != nil {
 		return fmt.Errorf("writing the schema: %w", err)

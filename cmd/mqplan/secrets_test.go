@@ -18,6 +18,7 @@ const canary = "CANARY-pw-7f3a"
 // TestNoPasswordInOutput runs every command, on its success and error
 // paths, with a canary password given by every route a password can take
 // (URL user information in --broker, --set broker.url and the plan file;
+// --username with --password-file; MQPLAN_PASSWORD;
 // --set groups.X.password; the plan's password: ${VAR}; emqtt's -P; the
 // broker's --auth file), and fails if the canary shows in any standard
 // output, standard error or written file.
@@ -57,14 +58,40 @@ func TestNoPasswordInOutput(t *testing.T) {
 		return write(name, "name: secrets\nbroker:\n  connect_timeout: 2s\n"+broker+strings.ReplaceAll(body, "%PW%", pw))
 	}
 	noPW := write("nopw.yaml", "name: nopw\nbroker: {connect_timeout: 2s}\ngroups:\n  - {name: pub, count: 1, publish: {topic: t, every: 100ms}}\nduration: 1s\n")
-	urlPlan := plan("url.yaml", "  url: mqtt://bob:"+canary+"@127.0.0.1:1883\n", `""`)
+	jsonOut := func(name string) string { return filepath.Join(dir, name) }
+	urlPlan := plan("url.yaml", "  url: mqtt://bob:"+canary+"@127.0.0.1:1\n", `""`)
+	// The login given once for every group: in the URL of the plan or of
+	// --broker, or with --username and --password-file, or in the
+	// environment; each run against the broker that wants it, with every
+	// writer.
+	loginBody := "groups:\n" +
+		"  - {name: sub, count: 2, subscribe: {topic: \"s/%i\", qos: 1}}\n" +
+		"  - {name: pub, count: 2, publish: {topic: \"s/%i\", qos: 1, size: 64B, every: 50ms}}\n" +
+		"duration: 1s\ndrain: 2s\nthresholds:\n  - loss_rate == 0\n"
+	loginURL := "mqtt://alice:" + url.PathEscape(canary) + "@" + bu.Host
+	urlLoginPlan := write("urllogin.yaml", "name: urllogin\nbroker:\n  connect_timeout: 2s\n  url: "+loginURL+"\n"+loginBody)
+	loginPlan := write("login.yaml", "name: login\nbroker:\n  connect_timeout: 2s\n"+loginBody)
+	pwFile := write("pwfile", canary+"\n")
+	every := func(prefix string) []string {
+		var args []string
+		for _, f := range []string{"json", "junit", "md", "csv", "html"} {
+			args = append(args, "--out", f+"="+jsonOut(prefix+"."+f))
+		}
+		return append(args, "--partial", jsonOut(prefix+".part.json"))
+	}
+	loginFiles := func(prefix string) []string {
+		var names []string
+		for _, f := range []string{"json", "junit", "md", "csv", "html", "part.json"} {
+			names = append(names, prefix+"."+f)
+		}
+		return names
+	}
 	urlsPlan := plan("urls.yaml", "  urls: [foo://bob:"+canary+"@h, \"mqtt://bob:"+canary+"@h:99999\", \"mqtt://bob:"+canary+"@h/%zz\", mqtt://bob:"+canary+"@h]\n", `""`)
 	envPlan := plan("env.yaml", "", `"${PW}"`)
 	defPlan := plan("default.yaml", "", `"${NOPE:-`+canary+`}"`)
 	badEnvPlan := plan("badenv.yaml", "", `"`+canary+`${"`)
 	badRef := plan("badref.yaml", "", `"${`+canary+`}"`)
 	pwEnv := map[string]string{"PW": canary}
-	jsonOut := func(name string) string { return filepath.Join(dir, name) }
 
 	tests := []struct {
 		name string
@@ -74,15 +101,26 @@ func TestNoPasswordInOutput(t *testing.T) {
 		want string // a substring of stdout+stderr showing the path was taken
 	}{
 		// URL user information.
-		{name: "run --broker with credentials", args: []string{"run", "--broker", "mqtt://bob:" + canary + "@127.0.0.1:1", noPW}, code: 2, want: "bob:***@"},
-		{name: "explain --broker with credentials", args: []string{"explain", "--broker", "mqtt://bob:" + canary + "@h", noPW}, code: 2, want: "bob:***@"},
-		{name: "run --set broker.url with credentials", args: []string{"run", "--set", "broker.url=mqtt://bob:" + canary + "@h", noPW}, code: 2, want: "bob:***@"},
+		{name: "run --broker with credentials, unreachable", args: []string{"run", "--broker", "mqtt://bob:" + canary + "@127.0.0.1:1", noPW}, code: 3, want: "connection refused"},
+		{name: "explain --broker with credentials", args: []string{"explain", "--broker", "mqtt://bob:" + canary + "@h", noPW}, code: 0, want: "broker mqtt://h:1883"},
+		{name: "run --set broker.url with credentials, unreachable", args: []string{"run", "--set", "broker.url=mqtt://bob:" + canary + "@127.0.0.1:1", noPW}, code: 3, want: "connection refused"},
+		{name: "run --broker with a broken URL", args: []string{"run", "--broker", "mqtt://bob:" + canary + "/x@h", noPW}, code: 2, want: "percent-encoded"},
 		{name: "validate --set broker.url with an unknown scheme", args: []string{"validate", "--set", "broker.url=foo://bob:" + canary + "@h", noPW}, code: 2, want: "unknown scheme"},
 		{name: "validate --set broker.url, not valid YAML", args: []string{"validate", "--set", "broker.url=[mqtt://bob:" + canary + "@h", noPW}, code: 2, want: "invalid value"},
-		{name: "validate --set broker.urls", args: []string{"validate", "--set", "broker.urls=[mqtt://bob:" + canary + "@h, mqtt://x]", noPW}, code: 2, want: "bob:***@"},
-		{name: "validate a plan's url with credentials", args: []string{"validate", urlPlan}, code: 2, want: "bob:***@"},
-		{name: "run a plan's url with credentials", args: []string{"run", urlPlan}, code: 2, want: "bob:***@"},
-		{name: "explain a plan's url with credentials", args: []string{"explain", urlPlan}, code: 2, want: "bob:***@"},
+		{name: "validate --set broker.urls", args: []string{"validate", "--set", "broker.urls=[mqtt://bob:" + canary + "@h, mqtt://x]", noPW}, code: 0, want: "ok"},
+		{name: "validate a plan's url with credentials", args: []string{"validate", urlPlan}, code: 0, want: "ok"},
+		{name: "run a plan's url with credentials, unreachable", args: []string{"run", urlPlan}, code: 3, want: "connection refused"},
+		{name: "explain a plan's url with credentials", args: []string{"explain", urlPlan}, code: 0, want: "broker mqtt://127.0.0.1:1,"},
+		{name: "validate a plan's urls with other credentials each", args: []string{"validate", "--set", "broker.urls=[mqtt://bob:" + canary + "@h, mqtt://eve:x@h]", noPW}, code: 2, want: "gives other credentials"},
+
+		// The login once for every group, against the broker that wants it.
+		{name: "run a plan's url with the login, every writer", args: append(append([]string{"run"}, every("urllogin")...), urlLoginPlan), code: 0, want: "PASS"},
+		{name: "run --broker with the login, every writer", args: append(append([]string{"run", "--broker", loginURL}, every("brokerlogin")...), loginPlan), code: 0, want: "PASS"},
+		{name: "run --username --password-file, every writer", args: append(append([]string{"run", "--broker", brokerURL, "--username", "alice", "--password-file", pwFile}, every("pwfile")...), loginPlan), code: 0, want: "PASS"},
+		{name: "run MQPLAN_PASSWORD, every writer", env: map[string]string{envUsername: "alice", envPassword: canary}, args: append(append([]string{"run", "--broker", brokerURL}, every("envlogin")...), loginPlan), code: 0, want: "PASS"},
+		{name: "run --broker with the login, wrong user", args: []string{"run", "--quiet", "--broker", strings.Replace(loginURL, "alice", "mallory", 1), loginPlan}, code: 3, want: "bad user name or password"},
+		{name: "merge the parts of a run with the login in its URL", args: []string{"merge", "--insecure-parts", "--out", "json=" + jsonOut("urllogin.merged.json"), "--out", "html=" + jsonOut("urllogin.merged.html"), jsonOut("urllogin.part.json")}, code: 0, want: "PASS"},
+		{name: "explain --broker with the login", args: []string{"explain", "--broker", loginURL, loginPlan}, code: 0, want: "broker " + brokerURL},
 		{name: "validate a plan's broken urls with credentials", args: []string{"validate", urlsPlan}, code: 2, want: "is not a valid URL"},
 
 		// --set groups.X.password.
@@ -140,13 +178,18 @@ func TestNoPasswordInOutput(t *testing.T) {
 	}
 
 	// Every file written (the --json reports) is free of it too.
-	for _, name := range []string{"set.part.json", "set.merged.json", "default.part.json", "set.json", "env.json", "unreachable.json", "env.junit.xml", "env.md", "env.csv", "env.html", "summary.md"} {
+	files := []string{"set.part.json", "set.merged.json", "default.part.json", "set.json", "env.json", "unreachable.json", "env.junit.xml", "env.md", "env.csv", "env.html", "summary.md",
+		"urllogin.merged.json", "urllogin.merged.html"}
+	for _, prefix := range []string{"urllogin", "brokerlogin", "pwfile", "envlogin"} {
+		files = append(files, loginFiles(prefix)...)
+	}
+	for _, name := range files {
 		b, err := os.ReadFile(jsonOut(name))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if bytes.Contains(b, []byte(canary)) {
+		if bytes.Contains(b, []byte(canary)) || bytes.Contains(b, []byte(url.PathEscape(canary))) {
 			t.Errorf("%s holds the password", name)
 		}
 	}
