@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mqplan/mqplan/internal/suggest"
 	"github.com/mqplan/mqplan/plans"
@@ -42,10 +43,37 @@ func flagError(fs *flag.FlagSet, in []string, err error) error {
 	// invalid value "x" for flag -procs: parse error
 	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
 		if v, after, ok := strings.Cut(rest, " for flag -"); ok {
-			return errors.New("--" + strings.Replace(after, ": ", " "+v+": ", 1))
+			name, why, _ := strings.Cut(after, ": ")
+			if want := flagWants(fs.Lookup(name)); want != "" {
+				why = want
+			}
+			return fmt.Errorf("%s%s %s: %s", dashes(name), name, v, why)
 		}
 	}
 	return errors.New(msg)
+}
+
+// flagWants says what a typed flag takes, for a value it could not
+// parse (the flag package says only "parse error"); "" for other flags.
+func flagWants(f *flag.Flag) string {
+	if f == nil {
+		return ""
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return "want a duration like 30s, 1m30s or 500ms"
+	case int, int64, uint, uint64:
+		return "want a whole number"
+	case float64:
+		return "want a number"
+	case bool:
+		return "want true or false"
+	}
+	return ""
 }
 
 // dashes is how a flag is shown: -d for a letter, --duration for a word.

@@ -324,7 +324,7 @@ func TestMetricsLingerChecked(t *testing.T) {
 		{"negative", []string{"--metrics-listen", addr, "--metrics-linger", "-1s"}, "--metrics-linger -1s: a duration of 0 or more"},
 		{"beyond the bound", []string{"--metrics-listen", addr, "--metrics-linger", "11m"}, "--metrics-linger 11m0s: at most 10m0s"},
 		{"no endpoint", []string{"--metrics-linger", "30s"}, "--metrics-linger 30s: there is no endpoint to keep serving without --metrics-listen"},
-		{"not a duration", []string{"--metrics-listen", addr, "--metrics-linger", "soon"}, "invalid value \"soon\" for flag -metrics-linger"},
+		{"not a duration", []string{"--metrics-listen", addr, "--metrics-linger", "soon"}, `--metrics-linger "soon": want a duration like 30s`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ func TestSchemaCommand(t *testing.T) {
 	}{
 		{name: "prints the committed schema", args: []string{"schema"}, code: 0, stdout: string(committed)},
 		{name: "help", args: []string{"schema", "--help"}, code: 0, stderr: []string{"Usage: mqplan schema", "yaml-language-server", "Examples:\n  mqplan schema > "}},
-		{name: "an argument", args: []string{"schema", "plan.yaml"}, code: 2, stderr: []string{"schema takes no arguments, got plan.yaml"}},
+		{name: "an argument", args: []string{"schema", "plan.yaml"}, code: 2, stderr: []string{"mqplan: schema: takes no arguments, got plan.yaml"}},
 		{name: "an unknown flag", args: []string{"schema", "--out", "x"}, code: 2, stderr: []string{"-out"}},
 		{name: "listed in the usage", args: []string{"help"}, code: 0, has: []string{"mqplan schema "}},
 	}
