@@ -120,7 +120,7 @@ var brokerSection = &planSection{
 	name: "broker",
 	doc:  "Where clients connect; absent means the embedded in-process broker.",
 	fields: []planField{
-		{name: "url", kind: fieldBrokerURL, doc: "The broker: embedded, mqtt://host:1883, mqtts://host:8883, ws://host:8083/mqtt or wss://host/mqtt. Credentials go in the groups, never here."},
+		{name: "url", kind: fieldBrokerURL, doc: "The broker: embedded, mqtt://host:1883, mqtts://host:8883, ws://host:8083/mqtt or wss://host/mqtt. mqtt://user:password@host gives the login of every group that sets no username or password of its own (percent-encode /, ?, #, @, % and spaces); it is never shown."},
 		{name: "urls", kind: fieldURLList, doc: "A cluster's URLs: clients are spread over them round-robin. Set url or urls, not both."},
 		{name: "protocol", kind: fieldProtocol, doc: "MQTT version: 3 (3.1), 4 (3.1.1) or 5 (5.0, the default)."},
 		{name: "connect_timeout", kind: fieldDuration, positive: true, doc: "How long a CONNECT may wait for its CONNACK (default 10s)."},

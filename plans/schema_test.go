@@ -479,7 +479,7 @@ func TestSchemaCatchesEachLoaderError(t *testing.T) {
 		{`longer than drain|is only for requests`, "request/response keys against drain and response_topic, in other mappings"},
 		{`gives the client id|is the same for all`, "client ids across clients and groups"},
 		{`duplicate group name`, "names unique across the list"},
-		{`holds credentials|invalid port|path or query|#fragment|cannot be mixed`, "the structure of a URL and of the URL list"},
+		{`gives other credentials|invalid port|path or query|#fragment|cannot be mixed`, "the structure of a URL and of the URL list"},
 		{`must be at most 65535s|must be at least (16|4) bytes|must be at most 256MiB|must be a size like|must be at most 1000000000/s|must be more than 0, got 0/s`,
 			"bounds of values written with units (65535s, 257MiB, 1e10/s, 0/s): a pattern cannot compare magnitudes"},
 		{`longer than the limit|more than the limit|reaches .* more than the limit`, "the timeline's and the plan's budgets, summed across fields"},
