@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,9 @@ import (
 	"github.com/mqplan/mqplan/plans"
 )
 
+// The flags of the commands: how they are split from the plan files and
+// parsed, and how a mistake is answered.
+//
 // Command-line mistakes are answered in at most three lines: what is
 // wrong with what to write instead, then where the command's flags are
 // listed. The whole usage (56 lines for run) would scroll the mistake
@@ -155,5 +159,70 @@ func unknownCommand(name string) error {
 	if s := suggest.Closest(name, names, suggest.Limit(name, 2), suggest.First); s != "" {
 		hint = fmt.Sprintf("; did you mean %q?", s)
 	}
-	return invalid(fmt.Errorf("unknown command %q%s\nRun \"mqplan help\" for the commands.", name, hint))
+	return invalid(fmt.Errorf("unknown command %q%s\n%s", name, hint, `Run "mqplan help" for the commands.`))
+}
+
+// parseFlags parses, mapping --help to done with no error (exit 0) and
+// bad flags to an error already reported with the usage (exit 2).
+// Flags may come before, between or after the plan files (`mqplan run
+// plan.yaml --quiet`), as with most command-line tools; Go's flag package
+// alone stops at the first non-flag and would take --quiet for a file. A
+// "--" ends the flags: what follows is files, even if it starts with -.
+// args are the non-flag arguments, in order.
+//
+// A flag error is one line naming the flag, with a suggestion where one
+// is likely (--duration 10s → --set duration=10s), and a pointer to the
+// command's --help (see cmdLineError): the flag package would print the
+// whole usage, scrolling the error off the screen.
+func parseFlags(fs *flag.FlagSet, in []string) (args []string, done bool, err error) {
+	flags, args := splitFlags(fs, in)
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err = fs.Parse(flags)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return nil, true, nil
+		}
+		return nil, true, cmdLineError(fs.Name(), flagError(fs, in, err))
+	}
+	return args, false, nil
+}
+
+// splitFlags separates the flags of fs (with their values) from the other
+// arguments. An argument that looks like a flag goes to flags even when fs
+// does not define it, so that fs.Parse names it in its error. A flag that
+// takes a value takes the next argument unless written --name=value.
+func splitFlags(fs *flag.FlagSet, in []string) (flags, args []string) {
+	for i := 0; i < len(in); i++ {
+		a := in[i]
+		switch {
+		case a == "--":
+			return flags, append(args, in[i+1:]...)
+		case len(a) < 2 || a[0] != '-':
+			// "-" alone is standard input, a file name.
+			args = append(args, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(in) {
+			i++
+			flags = append(flags, in[i])
+		}
+	}
+	return flags, args
+}
+
+// isBoolFlag reports whether f needs no value (--quiet), as the flag
+// package decides it.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
