@@ -156,6 +156,9 @@ func rewriteDurations(src string) rewrite {
 			isSize, isPercent := false, false
 			if !ok {
 				endB, ok = matchSize(src, i)
+				// 2GiB% is no percentage, and its bytes would read as
+				// one (2147483648%): left alone, for expr to refuse.
+				ok = ok && !percentAt(src, endB)
 				endR, isSize = r+(endB-i), ok // a size is ASCII
 			}
 			if !ok {

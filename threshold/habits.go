@@ -180,18 +180,28 @@ func matchPercent(src string, i int) (end int, ok bool) {
 			j++
 		}
 	}
-	if j == i || j >= len(src) || src[j] != '%' {
+	if j == i || !percentAt(src, j) {
 		return 0, false
 	}
-	end = j + 1
+	return j + 1, true
+}
+
+// percentAt reports whether src has at byte j a % that ends a
+// percentage: what follows it (see matchPercent) may follow an operand.
+func percentAt(src string, j int) bool {
+	if j >= len(src) || src[j] != '%' {
+		return false
+	}
+	end := j + 1
 	rest := strings.TrimLeft(src[end:], " \t\r\n")
+	spaced := len(rest) < len(src[end:]) // and, or: a word apart from the %
 	switch {
 	case rest == "", strings.ContainsRune(")],?:<>=", rune(rest[0])),
 		strings.HasPrefix(rest, "!="), strings.HasPrefix(rest, "&&"), strings.HasPrefix(rest, "||"),
-		isWord(rest, "and"), isWord(rest, "or"):
-		return end, true
+		spaced && (isWord(rest, "and") || isWord(rest, "or")):
+		return true
 	}
-	return 0, false
+	return false
 }
 
 // isWord reports whether s starts with the word w, not a longer name.

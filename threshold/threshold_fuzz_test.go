@@ -12,6 +12,8 @@ import (
 
 // thFuzzSeeds are expressions that exercise every branch of the rewriter.
 var thFuzzSeeds = []string{
+	"loss_rate < 0.1% and (dup_rate <= 5%) or sent % 2 == 0 and 10%3 > 0",
+	"0B% and 0%and x", // a size before %, a word stuck to %: no percentage
 	"p99 < 10ms and dup_rate < 0.001",
 	"p99 < 1m30s or p50 < 1.5s or p90 < .5s or p95 < 250µs or ack.max < 250μs",
 	"groups.g1.p99 < groups.g10ms.p99",
@@ -30,10 +32,11 @@ var thFuzzSeeds = []string{
 
 // thLiteralRe is the grammar of a rewritten duration literal: (number
 // unit)+; thSizeRe of a size literal: a number (digits grouped by _) and
-// one size unit, in any case.
+// one size unit, in any case; thPercentRe of a percentage: a number and %.
 var (
 	thLiteralRe = regexp.MustCompile(`^(?:(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
 	thSizeRe    = regexp.MustCompile(`^(?:[0-9]+(?:_[0-9]+)*(?:\.[0-9]+(?:_[0-9]+)*)?|\.[0-9]+(?:_[0-9]+)*)(?i:b|kb|kib|mb|mib|gb|gib)$`)
+	thPercentRe = regexp.MustCompile(`^(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)%$`)
 )
 
 // FuzzThresholdRewrite checks that the literal rewriter never panics,
@@ -52,7 +55,10 @@ func FuzzThresholdRewrite(f *testing.F) {
 			if s.size && !thSizeRe.MatchString(lit) {
 				t.Fatalf("rewrote %q, which is not a size literal, in %q", lit, src)
 			}
-			if !s.size && !thLiteralRe.MatchString(lit) {
+			if s.percent && !thPercentRe.MatchString(lit) {
+				t.Fatalf("rewrote %q, which is not a percentage, in %q", lit, src)
+			}
+			if !s.size && !s.percent && !thLiteralRe.MatchString(lit) {
 				t.Fatalf("rewrote %q, which is not a duration literal, in %q", lit, src)
 			}
 			if lit[0] != '.' {

@@ -156,6 +156,9 @@ func checkRewrite(t *testing.T, src string, rw rewrite) {
 		outB += len(plain)
 		lit := src[s.srcByte:s.srcByteEnd]
 		call := durPrefix + lit + durSuffix
+		if s.percent {
+			call = shiftPercent(strings.TrimSuffix(lit, "%"))
+		}
 		if s.size {
 			call = strconv.FormatInt(s.bytes, 10)
 			if want, err := bytesize.Parse(lit); err == nil && want != s.bytes || err != nil && s.bytes != 0 {
