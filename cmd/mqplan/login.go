@@ -37,8 +37,8 @@ type loginFlags struct {
 }
 
 func (lf *loginFlags) register(fs *flag.FlagSet) {
-	fs.Var(&lf.username, "username", "the user `NAME` for every group that sets none (before "+envUsername+" and --broker's mqtt://USER@HOST)")
-	fs.StringVar(&lf.passwordFile, "password-file", "", "read the password for every group that sets none from `FILE` (its trailing newline dropped; before "+envPassword+" and --broker's mqtt://USER:PASSWORD@HOST)")
+	fs.Var(&lf.username, "username", "the user `NAME` for every group that sets none; wins over --broker's mqtt://USER@HOST, then "+envUsername)
+	fs.StringVar(&lf.passwordFile, "password-file", "", "read the password for every group that sets none from `FILE` (its trailing newline dropped); wins over --broker's mqtt://USER:PASSWORD@HOST, then "+envPassword)
 }
 
 // optString is a string flag that knows whether it was given, so that
