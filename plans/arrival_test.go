@@ -27,7 +27,7 @@ func TestPoissonSchedule(t *testing.T) {
 		s    Schedule
 		mean float64
 	}{
-		{name: "three phases", s: Schedule{Interval: time.Millisecond, Warmup: 500 * time.Millisecond, Ramp: time.Second, Steady: 2 * time.Second, Poisson: true, Arrivals: arr}, mean: 500 + 500 + 2000},
+		{name: "three phases", s: Schedule{Interval: time.Millisecond, Warmup: 500 * time.Millisecond, Ramp: time.Second, Steady: 2 * time.Second, Poisson: true, Arrivals: arr}, mean: 1500/2 + 2000}, // the rise spans warmup and ramp
 		{name: "a stage profile", s: Schedule{Interval: 10 * time.Millisecond, Profile: prof, Poisson: true, Arrivals: arr}, mean: 50 + 100 + 25},
 		{name: "a count", s: Schedule{Interval: time.Millisecond, Steady: 2 * time.Second, Count: 700, Poisson: true, Arrivals: arr}, mean: 700},
 	}

@@ -38,13 +38,19 @@ func TestScheduleAt(t *testing.T) {
 			want: []time.Duration{0, ms(100), ms(200)},
 		},
 		{
-			// Warmup at full rate (0, 0.5), then a 2 s ramp from 0 to the
-			// target: N(t) = 2 + (t-1)²/2 in seconds, so k=2 at t=1 s (ramp
-			// start), k=3 at 1+√2 s, k=4 at 3 s (ramp end), then steady
-			// every 0.5 s.
-			name: "warmup then linear ramp then steady",
+			// With a ramp the rate rises from 0 over warmup and ramp
+			// together (3 s), never falling: N(t) = t²/(2·3·0.5) = t²/3
+			// in seconds, so k=1 at √3 s, k=2 at √6 s, k=3 at 3 s (the
+			// ramp's end), then steady every 0.5 s.
+			name: "warmup and ramp rise together then steady",
 			s:    Schedule{Interval: 500 * time.Millisecond, Warmup: time.Second, Ramp: 2 * time.Second, Steady: time.Second},
-			want: []time.Duration{0, ms(500), ms(1000), ms(1000 + 1000*math.Sqrt2), ms(3000), ms(3500)},
+			want: []time.Duration{0, ms(1000 * math.Sqrt(3)), ms(1000 * math.Sqrt(6)), ms(3000), ms(3500)},
+		},
+		{
+			// Without a ramp, warmup publishes at the target.
+			name: "warmup at the target then steady",
+			s:    Schedule{Interval: 500 * time.Millisecond, Warmup: time.Second, Steady: time.Second},
+			want: []time.Duration{0, ms(500), ms(1000), ms(1500)},
 		},
 		{
 			// A ramp alone starts slowly: N(t) = t²/(2·R·e) with R=1 s,
@@ -226,13 +232,15 @@ func TestScheduleMessagesOracle(t *testing.T) {
 func TestScheduleMessagesLong(t *testing.T) {
 	year := 365 * 24 * time.Hour
 	s := Schedule{Interval: time.Microsecond, Warmup: year, Ramp: year, Steady: year}
-	if got, want := s.Messages(0, s.Warmup), int(year/time.Microsecond); got != want {
-		t.Errorf("warmup: %d messages, want %d", got, want)
+	// The rise spans warmup and ramp (two years): a quarter of a year's
+	// messages at the target in the first, three quarters in the second.
+	if got, want := s.Messages(0, s.Warmup), int(year/time.Microsecond/4); got != want {
+		t.Errorf("warmup: %d messages, want %d (the first half of the rise)", got, want)
 	}
-	if got, want := s.Messages(s.Warmup, s.Warmup+s.Ramp), int(year/time.Microsecond/2); got != want {
-		t.Errorf("ramp: %d messages, want %d (half the rate on average)", got, want)
+	if got, want := s.Messages(s.Warmup, s.Warmup+s.Ramp), int(year/time.Microsecond)*3/4; got != want {
+		t.Errorf("ramp: %d messages, want %d (the second half of the rise)", got, want)
 	}
-	if got, want := s.Messages(0, s.End()), int(year/time.Microsecond)*5/2; got != want {
+	if got, want := s.Messages(0, s.End()), int(year/time.Microsecond)*2; got != want {
 		t.Errorf("all: %d messages, want %d", got, want)
 	}
 }
@@ -474,9 +482,10 @@ func TestCompilePhases(t *testing.T) {
 			t.Errorf("Phases[%d] is %v: the slice must be indexed by phase", i, ph.Phase)
 		}
 	}
-	// 10 clients at 2 msg/s: 40 in the 2 s warmup, half that (20) over
-	// the 2 s linear ramp, 200 in the 10 s steady phase.
-	for ph, want := range map[phase.Phase]int64{phase.Warmup: 40, phase.Ramp: 20, phase.Steady: 200} {
+	// 10 clients at 2 msg/s, the rate rising from 0 over warmup and ramp
+	// (4 s, 40 messages in all): a quarter of them (10) in the 2 s warmup,
+	// the rest (30) in the 2 s ramp, 200 in the 10 s steady phase.
+	for ph, want := range map[phase.Phase]int64{phase.Warmup: 10, phase.Ramp: 30, phase.Steady: 200} {
 		if got := prog.Phases[ph].Messages; got != want {
 			t.Errorf("%s: %d messages, want %d", ph, got, want)
 		}

@@ -125,10 +125,11 @@ type Plan struct {
 	Broker Broker `json:"broker"`
 	// Groups are the client groups, in plan order.
 	Groups []Group `json:"groups"`
-	// Warmup is publishing at the target rate that is not measured.
+	// Warmup is publishing that is not measured: at the target rate
+	// without a Ramp, and the first part of the rise with one.
 	Warmup time.Duration `json:"warmup"`
-	// Ramp is the time over which the publish rate grows linearly from 0
-	// to its target.
+	// Ramp ends the publish rate's linear rise from 0 to its target, which
+	// starts with warmup (see Schedule): the rate never falls back.
 	Ramp time.Duration `json:"ramp"`
 	// Duration is the measured steady phase. When the plan leaves it out,
 	// every publisher has a count and Duration is the time the slowest

@@ -21,22 +21,31 @@ import (
 // clients of a group so that they do not fire in lockstep (client j of m
 // gets Phase j/m, which spaces a group's sends evenly at e/m).
 //
-// Without a Profile the schedule is today's plan timeline, the profile of
-// three segments
+// Without a Profile the schedule is the plan's timeline: the rate never
+// falls. With a ramp (R > 0) it rises linearly from 0 at the start of
+// warmup to the target at the end of the ramp, warmup being the rise's
+// first, unmeasured part; without one, warmup publishes at the target.
+// Either way it is the profile of a rise of length r from 0 to the target,
+// preceded by a hold of length w at the target:
 //
-//	warmup  [0, W)        : 1            (full rate, not measured)
-//	ramp    [W, W+R)      : (t-W)/R      (linear from 0 to the target)
-//	steady  [W+R, W+R+D)  : 1
+//	w, r = 0, W+R  when R > 0     (one rise over warmup and ramp)
+//	w, r = W, 0    when R = 0     (warmup at the full rate)
+//
+//	hold    [0, w)        : 1
+//	rise    [w, w+r)      : (t-w)/r      (linear from 0 to the target)
+//	steady  [w+r, w+r+D)  : 1
 //
 // so that
 //
-//	N(t) = t/e                              for t ≤ W
-//	     = W/e + (t-W)²/(2Re)               for W ≤ t ≤ W+R
-//	     = W/e + R/(2e) + (t-W-R)/e         for t ≥ W+R
+//	N(t) = t/e                              for t ≤ w
+//	     = w/e + (t-w)²/(2re)               for w ≤ t ≤ w+r
+//	     = w/e + r/(2e) + (t-w-r)/e         for t ≥ w+r
 //
 // where e is Interval. The general code computes exactly these formulas,
-// with their rounding, for those three segments (see Profile), so a plan's
-// messages are intended at the same nanosecond as before profiles existed.
+// with their rounding, for those three segments (see Profile), so a
+// Schedule with PhasesProfile times its messages to the nanosecond as one
+// without. The phases stay where the plan puts them (warmup [0, W), ramp
+// [W, W+R), steady after): only the rate within them follows the rise.
 type Schedule struct {
 	// Interval is the time between two messages at the target rate. With a
 	// Profile it must be the profile's (Profile.Schedule sets it).
@@ -157,8 +166,9 @@ func NewProfile(interval time.Duration, segs []Segment) (*Profile, error) {
 	return p, nil
 }
 
-// PhasesProfile is the profile of a plan's timeline (see Schedule): warmup
-// at the target rate (stage 0), a ramp from 0 to it (stage 1), steady (stage
+// PhasesProfile is the profile of a plan's timeline (see Schedule): a hold
+// at the target rate (stage 0: the warmup when there is no ramp), a rise
+// from 0 to it (stage 1: the warmup and the ramp together), steady (stage
 // 2). A Schedule with it times its messages exactly as one with the same
 // Warmup, Ramp and Steady and no Profile.
 func PhasesProfile(interval, warmup, ramp, steady time.Duration) (*Profile, error) {
@@ -167,11 +177,25 @@ func PhasesProfile(interval, warmup, ramp, steady time.Duration) (*Profile, erro
 }
 
 func phaseSegments(warmup, ramp, steady time.Duration) [3]Segment {
+	hold, rise := holdRise(warmup, ramp)
 	return [3]Segment{
-		{Duration: warmup, From: 1, To: 1, Stage: 0},
-		{Duration: ramp, From: 0, To: 1, Stage: 1},
+		{Duration: hold, From: 1, To: 1, Stage: 0},
+		{Duration: rise, From: 0, To: 1, Stage: 1},
 		{Duration: steady, From: 1, To: 1, Stage: 2},
 	}
+}
+
+// holdRise splits warmup and ramp into the profile's hold at the target
+// and its rise from 0 (see Schedule). With a ramp, the rise spans warmup
+// and ramp: a warmup at the full rate followed by a ramp from 0 would make
+// the rate fall back at the ramp's start, which reads as a stall of the
+// broker; spreading the rise over both keeps the rate rising throughout
+// and leaves steady (the measured window) exactly as it was.
+func holdRise(warmup, ramp time.Duration) (hold, rise time.Duration) {
+	if ramp > 0 {
+		return 0, satAdd(warmup, ramp)
+	}
+	return warmup, 0
 }
 
 // Schedule is the schedule of one client of the profile.
@@ -348,8 +372,8 @@ func (s Schedule) At(k int) (time.Duration, bool) {
 	return time.Duration(t), true
 }
 
-// SegmentOf returns the index in the profile (0 warmup, 1 ramp, 2 steady
-// without a Profile) of the segment message k is sent in: the one whose
+// SegmentOf returns the index in the profile (without a Profile: 0 the
+// hold at the target, 1 the rise, 2 steady; see Schedule) of the segment message k is sent in: the one whose
 // span [start, end) holds At(k). It is false when the schedule has no
 // message k.
 func (s Schedule) SegmentOf(k int) (int, bool) {
@@ -383,8 +407,8 @@ func (s Schedule) inverse(n float64) float64 {
 	// calls once per message, three times faster than building the three
 	// segments (TestScheduleMatchesClosedForm holds the two to the bit).
 	e := float64(s.Interval)
-	w := float64(s.Warmup)
-	r := float64(s.Ramp)
+	hold, rise := holdRise(s.Warmup, s.Ramp)
+	w, r := float64(hold), float64(rise)
 	if n <= w/e {
 		return n * e
 	}
@@ -501,8 +525,8 @@ func (s Schedule) countBefore(t time.Duration) float64 {
 	}
 	// Without a Profile: the three-phase closed form, as inverse.
 	e := float64(s.Interval)
-	w := float64(s.Warmup)
-	r := float64(s.Ramp)
+	hold, rise := holdRise(s.Warmup, s.Ramp)
+	w, r := float64(hold), float64(rise)
 	x := float64(t)
 	var n float64
 	switch {
