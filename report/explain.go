@@ -204,6 +204,7 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 		return err
 	}
 	explainClosedNote(&b, prog)
+	writeRateChart(&b, prog)
 	if err := writeRequests(&b, prog); err != nil {
 		return err
 	}

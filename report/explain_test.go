@@ -91,10 +91,17 @@ func TestExplainNeedsAndWarnings(t *testing.T) {
 // messages and deliveries.
 // The burst plan's golden shows its group's bursts and the whole bursts
 // each phase counts.
+// The shipped 1to1-qos1 plan's golden shows a warmup and a ramp rising
+// together in the rate chart; the spec plan's, ramp only (no warmup).
 func TestExplainStages(t *testing.T) {
-	for _, name := range []string{"stages", "burst", "group_stages"} {
+	paths := map[string]string{"1to1-qos1": "../plans/1to1-qos1.yaml"}
+	for _, name := range []string{"stages", "burst", "group_stages", "1to1-qos1", "spec"} {
 		t.Run(name, func(t *testing.T) {
-			p, err := plans.Load("../testdata/plans/valid/"+name+".yaml", plans.LoadOptions{})
+			path := paths[name]
+			if path == "" {
+				path = "../testdata/plans/valid/" + name + ".yaml"
+			}
+			p, err := plans.Load(path, plans.LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
