@@ -19,6 +19,10 @@ type Limits struct {
 	// EphemeralPorts is the size of the local port range, per source address
 	// and broker address.
 	EphemeralPorts int
+	// Now is the sample send time explain renders a payload template's
+	// time placeholders (%t, %T) at: the command gives the current time,
+	// tests a fixed one. Zero renders them at the Unix epoch.
+	Now time.Time
 }
 
 // descriptorSlack is what a run needs besides one descriptor per client:
@@ -161,7 +165,7 @@ func WriteExplain(w io.Writer, prog *plans.Program, l Limits) error {
 		return err
 	}
 	writeChurn(&b, prog)
-	explainPayloads(&b, prog)
+	explainPayloads(&b, prog, l.Now)
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tlength\tconnects/s\tpublishes/s\tdeliveries/s\tout bytes/s\tin bytes/s\tmessages\tdeliveries\t")

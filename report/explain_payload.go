@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mqplan/mqplan/plans"
 )
@@ -38,9 +39,10 @@ func planPayloadSize(p *plans.Publish) string {
 }
 
 // explainPayloads lists each templated group's template, where its header
-// goes, and its first client's first message as rendered (sent at the
-// Unix epoch: the run stamps real send times).
-func explainPayloads(b *strings.Builder, prog *plans.Program) {
+// goes, and its first client's first message as rendered, as if sent at
+// now (the run stamps real send times): a sample a reader recognises as a
+// time, where the Unix epoch would read as a bug.
+func explainPayloads(b *strings.Builder, prog *plans.Program, now time.Time) {
 	for _, gp := range prog.Groups {
 		if !gp.Publishes || gp.Count == 0 {
 			continue
@@ -60,8 +62,13 @@ func explainPayloads(b *strings.Builder, prog *plans.Program) {
 			plans.HeaderField:    "the template's %h",
 		}[pub.Header]
 		k := plans.PayloadKey{Seed: prog.Plan.Seed, Pub: uint32(pc.Index), Seq: 1}
+		sent := ""
+		if !now.IsZero() {
+			k.Intended = now.UnixNano()
+			sent = " (sent at " + now.UTC().Format("2006-01-02T15:04:05.000Z") + ", a sample time)"
+		}
 		sample := pub.Payload.AppendRender(nil, plans.TemplateVars{ClientID: pc.ID, Username: pc.Username, N: pc.N}, k)
-		fmt.Fprintf(b, "\n%s: payload template (header in %s; seed %d), up to %d bytes:\n  %s\n  first message: %s\n",
-			gp.Name, where, prog.Plan.Seed, pub.Size, TerminalSafe(pub.Payload.String(), ""), TerminalSafe(string(sample), ""))
+		fmt.Fprintf(b, "\n%s: payload template (header in %s; seed %d), up to %d bytes:\n  %s\n  first message%s: %s\n",
+			gp.Name, where, prog.Plan.Seed, pub.Size, TerminalSafe(pub.Payload.String(), ""), sent, TerminalSafe(string(sample), ""))
 	}
 }
