@@ -159,6 +159,10 @@ type loader struct {
 	login    Login
 	urlCreds Login
 	urlSeen  bool
+	// defaultProperty lists the groups whose template took header:
+	// property by default, which checkHeaderProtocols moves back to
+	// prefix when an MQTT 3 subscriber could not read it.
+	defaultProperty []int
 }
 
 func (l *loader) load(sets []string) *Plan {

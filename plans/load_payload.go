@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -176,10 +177,19 @@ func (l *loader) checkPayload(g *Group, u payloadUse) {
 			return
 		}
 	}
+	defaulted := false
 	if pub.Header == "" && !u.hasHeader && t != nil {
-		pub.Header = HeaderPrefix
-		if t.HeaderAt() >= 0 {
+		// A template is text a backend parses: on MQTT 5 the header goes
+		// in a user property, so the payload is the template's output
+		// alone; MQTT 3 has no properties, so the binary prefix stays.
+		switch {
+		case t.HeaderAt() >= 0:
 			pub.Header = HeaderField
+		case g.Protocol == 5:
+			pub.Header, defaulted = HeaderProperty, true
+			l.defaultProperty = append(l.defaultProperty, l.groupIndex)
+		default:
+			pub.Header = HeaderPrefix
 		}
 	}
 	if t == nil {
@@ -209,7 +219,7 @@ func (l *loader) checkPayload(g *Group, u payloadUse) {
 		idLen = len("mqplan-") + 64 + len(g.Name) + 2 + maxDigits // the default id, a run id of 64 bytes at most
 	}
 	n := t.maxLenBound(min(idLen, maxTemplateBytes), min(userLen, maxTemplateBytes))
-	if pub.Header == HeaderPrefix {
+	if pub.Header == HeaderPrefix || defaulted { // a defaulted property may fall back to prefix
 		n += HeaderSize
 	}
 	if n > maxPayloadSize {
@@ -220,7 +230,17 @@ func (l *loader) checkPayload(g *Group, u payloadUse) {
 // checkHeaderProtocols refuses a plan whose header: property messages
 // would reach an MQTT 3 subscriber, which receives no properties and so
 // could not read the header: every subscribing group must speak MQTT 5.
+// A property the plan did not ask for (the MQTT 5 default) falls back to
+// prefix instead, as a plan without header: always had it.
 func (l *loader) checkHeaderProtocols(groups []Group, items []*yaml.Node, path string) {
+	if len(l.defaultProperty) > 0 && slices.ContainsFunc(groups, func(g Group) bool { return len(g.Subscribe) > 0 && g.Protocol != 5 }) {
+		for _, i := range l.defaultProperty {
+			if i < len(groups) && groups[i].Publish != nil {
+				groups[i].Publish.Header = HeaderPrefix
+			}
+		}
+	}
+	l.defaultProperty = nil
 	uses := false
 	for _, g := range groups {
 		uses = uses || g.Publish != nil && g.Publish.Header == HeaderProperty
