@@ -92,10 +92,10 @@ func TestExplainNeedsAndWarnings(t *testing.T) {
 // The burst plan's golden shows its group's bursts and the whole bursts
 // each phase counts.
 // The shipped 1to1-qos1 plan's golden shows a warmup and a ramp rising
-// together in the rate chart; the spec plan's, ramp only (no warmup).
+// together in the rate chart; rates_sizes', a ramp without warmup.
 func TestExplainStages(t *testing.T) {
 	paths := map[string]string{"1to1-qos1": "../plans/1to1-qos1.yaml"}
-	for _, name := range []string{"stages", "burst", "group_stages", "1to1-qos1", "spec"} {
+	for _, name := range []string{"stages", "burst", "group_stages", "1to1-qos1", "rates_sizes"} {
 		t.Run(name, func(t *testing.T) {
 			path := paths[name]
 			if path == "" {

@@ -385,7 +385,7 @@ func newHTMLView(r *Result) *htmlView {
 		VerdictClass:   strings.ToLower(r.Verdict()),
 		Summary:        r.Summary(),
 		Disturbance:    disturbanceLine(r),
-		BrokerURL:      orDash(redactURL(r.BrokerURL)),
+		BrokerURL:      r.brokerLabel(),
 		MqplanVersion:  r.MqplanVersion,
 		Elapsed:        fmtDuration(r.Elapsed),
 		Warnings:       r.headerWarnings(),

@@ -145,7 +145,7 @@ func (r *Result) junit() junitSuites {
 	suite.Properties = []junitProperty{
 		{"plan", plan},
 		{"plan_file", orDash(file)},
-		{"broker", orDash(redactURL(r.BrokerURL))},
+		{"broker", r.brokerLabel()},
 		{"timestamp", r.startedRFC3339()},
 		{"verdict", r.Verdict()},
 		{"summary", r.Summary()},

@@ -76,7 +76,7 @@ func mdHeader(b *bytes.Buffer, r *Result) {
 			fmt.Fprintf(b, "- plan file: %s\n", mdCode(r.Plan.File))
 		}
 	}
-	fmt.Fprintf(b, "- broker: %s\n", mdCode(orDash(redactURL(r.BrokerURL))))
+	fmt.Fprintf(b, "- broker: %s\n", mdCode(r.brokerLabel()))
 	if r.MqplanVersion != "" {
 		fmt.Fprintf(b, "- made by: %s\n", mdCode("mqplan "+r.MqplanVersion))
 	}
@@ -151,7 +151,7 @@ func mdGroups(b *bytes.Buffer, r *Result) {
 	top := r.Measured.Top
 	rows = append(rows, []string{"**total**", "", "", "", "", count(top, metric.Sent), count(top, metric.Received),
 		rate(top, metric.SendRate, 1), rate(top, metric.RecvRate, 1)})
-	mdTable(b, []string{"group", "role", "clients", "connected", "lost", "sent", "received", "send/s", "recv/s"}, 2, rows)
+	mdTable(b, []string{"group", "role", "clients", "connected", "clients lost", "sent", "received", "send/s", "recv/s"}, 2, rows)
 }
 
 func mdLatency(b *bytes.Buffer, r *Result) {

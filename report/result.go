@@ -20,16 +20,17 @@ package report
 
 import (
 	"fmt"
-	"github.com/mqplan/mqplan/brokerstat"
-	"github.com/mqplan/mqplan/phase"
-	"github.com/mqplan/mqplan/stats"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/mqplan/mqplan/brokerstat"
 	"github.com/mqplan/mqplan/metric"
+	"github.com/mqplan/mqplan/phase"
 	"github.com/mqplan/mqplan/plans"
+	"github.com/mqplan/mqplan/stats"
 	"github.com/mqplan/mqplan/threshold"
 )
 
@@ -372,8 +373,8 @@ func warnings(r *Result, st *stats.Stats) []string {
 		ws = append(ws, fmt.Sprintf("drain ended with %d publishes still awaiting their acknowledgement: drain was too short for what was in flight, or the broker stalled; deliveries of theirs that did not arrive count as lost_unacked", r.InFlightAtEnd))
 	}
 	if lr, ok := r.Measured.Top[metric.LateRate].(float64); ok && lr > lateWarnRate {
-		ws = append(ws, fmt.Sprintf("generator fell behind its schedule: %d sends (%s) more than %s late",
-			r.Late, fmtPercent(lr), fmtDuration(stats.LateThreshold)))
+		ws = append(ws, fmt.Sprintf("generator fell behind its schedule: %d sends (%s) more than %s late%s",
+			r.Late, fmtPercent(lr), fmtDuration(stats.LateThreshold), selfCPUCause(r.Timeline)))
 	}
 	if b := st.Broker; b != nil {
 		if n := b.MessagesDropped + b.InflightDropped; n > 0 {
@@ -534,4 +535,50 @@ func (r *Result) name() string {
 		return ""
 	}
 	return r.Plan.Name
+}
+
+// brokerLabel names the broker in a report's header: the redacted URL the
+// clients connected to, or for a plan's embedded broker "embedded
+// (127.0.0.1:PORT)", so that a reader does not take the in-process broker
+// for one listening on the machine.
+func (r *Result) brokerLabel() string {
+	if r.Plan != nil && r.Plan.Broker.IsEmbedded() {
+		if u, err := url.Parse(r.BrokerURL); err == nil && u.Host != "" {
+			return "embedded (" + u.Host + ")"
+		}
+	}
+	return orDash(redactURL(r.BrokerURL))
+}
+
+// shownLength is the length the header shows for a phase: what it lasted,
+// or 0 for a warmup or ramp the plan leaves out, which the run passes
+// through in a few hundred nanoseconds that no reader should see as a
+// phase that ran.
+func (r *Result) shownLength(ph PhaseSpan) time.Duration {
+	if p := r.Plan; p != nil && (ph.Phase == phase.Warmup && p.Warmup == 0 || ph.Phase == phase.Ramp && p.Ramp == 0) {
+		return 0
+	}
+	return ph.Duration()
+}
+
+// lowSelfCPU is the busiest second of mqplan's own CPU, in percent of one
+// core, below which a generator that fell behind was most likely kept
+// from the CPU by another process rather than busy itself: a generator
+// at half a core in its busiest second had the time to keep its schedule
+// had the scheduler given it the CPU when due.
+const lowSelfCPU = 50
+
+// selfCPUCause names mqplan's own CPU beside the generator's lateness, so
+// that a reader can tell a busy generator from a starved one: "" when
+// the run sampled none (not Linux).
+func selfCPUCause(timeline []stats.Second) string {
+	u := usageOf(timeline, func(s *stats.Second) stats.ProcSample { return s.Self })
+	if u.Seconds == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("; mqplan's own CPU was %.0f%% of one core (mean; busiest second %.0f%%)", u.CPUMean, u.CPUMax)
+	if u.CPUMax < lowSelfCPU {
+		s += ": another process likely held the CPU"
+	}
+	return s
 }

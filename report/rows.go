@@ -15,7 +15,7 @@ import (
 // escapes them where it must).
 
 // groupsHead heads the groups table.
-var groupsHead = []string{"group", "role", "clients", "connected", "lost", "disconnects", "sent", "unsent", "received",
+var groupsHead = []string{"group", "role", "clients", "connected", "clients lost", "disconnects", "sent", "unsent", "received",
 	"send/s total", "send/s per client", "recv/s total", "recv/s per client"}
 
 // groupsCells is one row per group and a total. The total's per-client

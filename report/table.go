@@ -64,8 +64,7 @@ func section(b *bytes.Buffer, title string) {
 }
 
 func writeHeader(b *bytes.Buffer, r *Result) error {
-	broker := orDash(redactURL(r.BrokerURL))
-	fmt.Fprintf(b, "mqplan %s | broker %s | %s | %s\n", orDash(r.name()), broker, fmtDuration(r.Elapsed), r.Verdict())
+	fmt.Fprintf(b, "mqplan %s | broker %s | %s | %s\n", orDash(r.name()), r.brokerLabel(), fmtDuration(r.Elapsed), r.Verdict())
 	if r.Plan != nil {
 		for _, line := range strings.Split(strings.TrimSpace(r.Plan.Description), "\n") {
 			// A description may hold tabs (plans allows them): shown
@@ -82,7 +81,7 @@ func writeHeader(b *bytes.Buffer, r *Result) error {
 	var phases []string
 	for _, ph := range r.Phases {
 		if ph.Duration() > 0 {
-			phases = append(phases, ph.Phase.String()+" "+fmtDuration(ph.Duration()))
+			phases = append(phases, ph.Phase.String()+" "+fmtDuration(r.shownLength(ph)))
 		}
 	}
 	if len(phases) > 0 {

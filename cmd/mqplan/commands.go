@@ -706,7 +706,7 @@ func (p *progressPrinter) print(pr runner.Progress) {
 	if pr.P99 > 0 {
 		p99 = pr.P99.Round(10 * time.Microsecond).String()
 	}
-	line := fmt.Sprintf("[%-10s %5.0fs/%.0fs] connected %d/%d  lost %d  send %.0f/s  recv %.0f/s  p99 %s  errors %d",
+	line := fmt.Sprintf("[%-10s %5.0fs/%.0fs] connected %d/%d  clients lost %d  send %.0f/s  recv %.0f/s  p99 %s  errors %d",
 		pr.Phase, pr.Elapsed.Seconds(), p.planned.Seconds(), pr.Connected, pr.Clients, pr.Lost, pr.SendRate, pr.RecvRate, p99, pr.Errors)
 	if p.tty {
 		pad := ""
