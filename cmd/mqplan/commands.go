@@ -525,7 +525,6 @@ func cmdExplain(e *env, args []string) error {
 		return err
 	}
 	limits := systemLimits()
-	limits.Now = time.Now() // the sample time of a payload template's %t and %T
 	if err := report.WriteExplain(e.stdout, prog, limits); err != nil {
 		return incomplete(err)
 	}
