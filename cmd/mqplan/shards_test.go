@@ -70,9 +70,9 @@ func FuzzParseShards(f *testing.F) {
 func TestExplainShardsCommand(t *testing.T) {
 	runCmdCases(t, []cmdCase{
 		{name: "pairs over 4 shards", args: []string{"explain", "--shards", "4", "plans/1to1-qos1.yaml"},
-			want: []string{"peak connections 200", "shards 4, assignment auto-v1, sha256 ", "0 of 4,700 planned (0 %)", "sub 25, pub 25"}},
+			want: []string{"peak connections 200", "shards 4, assignment auto-v1, sha256 ", "0 of 4,500 planned (0 %)", "sub 25, pub 25"}},
 		{name: "stripe from --set: pairs cut", args: []string{"explain", "--shards=3", "--set", "sharding.strategy=stripe", "plans/1to1-qos1.yaml"},
-			want: []string{"assignment stripe-v1", "4,700 of 4,700 planned (100 %)"}},
+			want: []string{"assignment stripe-v1", "4,500 of 4,500 planned (100 %)"}},
 		{name: "no --shards, no split", args: []string{"explain", "plans/1to1-qos1.yaml"}, absent: []string{"assignment"}},
 		{name: "zero shards", args: []string{"explain", "--shards", "0", "plans/1to1-qos1.yaml"}, code: 2, want: []string{"give a whole number from 1 to 1024"}},
 		{name: "too many shards", args: []string{"explain", "--shards", "5000", "plans/1to1-qos1.yaml"}, code: 2, want: []string{"give a whole number from 1 to 1024"}},
