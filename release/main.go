@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -182,15 +183,32 @@ func (c *config) release(stdout io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	var names []string
-	for _, t := range c.targets {
-		start := time.Now()
-		name, err := c.target(t, work)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t, err)
+	// Targets build side by side, as many at once as there are CPUs: a
+	// build's compile steps already use every CPU, but its link is one
+	// process, and six links one after the other were most of a warm
+	// release (about 40 s of 50 on 2 cores).
+	names := make([]string, len(c.targets))
+	errs := make([]error, len(c.targets))
+	took := make([]time.Duration, len(c.targets))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, t := range c.targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			start := time.Now()
+			names[i], errs[i] = c.target(t, work)
+			took[i] = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	for i, t := range c.targets {
+		if errs[i] != nil {
+			return fmt.Errorf("%s: %w", t, errs[i])
 		}
-		fmt.Fprintf(stdout, "%s (%.1fs)\n", filepath.Join(c.out, name), time.Since(start).Seconds())
-		names = append(names, name)
+		fmt.Fprintf(stdout, "%s (%.1fs)\n", filepath.Join(c.out, names[i]), took[i].Seconds())
 	}
 	sums, err := checksums(c.out, names)
 	if err != nil {

@@ -251,7 +251,12 @@ func lineDiff(a, b []string) string {
 // shape across shards (many publishers to one subscriber, one to many at
 // QoS 0, a $share group, stages), exactly what the broker's own counters
 // say it took, delivered, dropped and duplicated.
+//
+// It counts against the broker's own record, which no load moves, so it
+// runs beside TestWorkersEqualOneProcess's rows (whose counts must not
+// depend on the load either) rather than after them.
 func TestWorkersEqualBrokerFaults(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"fanin-qos1.yaml", "fanout-qos0.yaml", "shared-sub.yaml", "stages.yaml"} {
 		t.Run(strings.TrimSuffix(f, ".yaml"), func(t *testing.T) {
 			if raceEnabled && !equivUnderRace[f] {
