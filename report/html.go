@@ -380,7 +380,7 @@ type htmlDist struct {
 
 func newHTMLView(r *Result) *htmlView {
 	v := &htmlView{
-		Title:          orDash(r.name()),
+		Title:          r.titled(),
 		Verdict:        r.Verdict(),
 		VerdictClass:   strings.ToLower(r.Verdict()),
 		Summary:        r.Summary(),

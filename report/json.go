@@ -22,22 +22,24 @@ type jsonDoc struct {
 	Version int `json:"version"`
 	// MqplanVersion is Result.MqplanVersion, the mqplan that wrote the
 	// document; added in version 1 later, absent from older documents.
-	MqplanVersion string          `json:"mqplan_version,omitempty"`
-	Verdict       string          `json:"verdict"`
-	Summary       string          `json:"summary"`
-	Passed        bool            `json:"passed"`
-	Complete      bool            `json:"complete"`
-	Interrupted   bool            `json:"interrupted"`
-	Incomplete    string          `json:"incomplete"`
-	Plan          *jsonPlan       `json:"plan"`
-	BrokerURL     string          `json:"broker_url"`
-	Started       time.Time       `json:"started"`
-	Elapsed       jsonDuration    `json:"elapsed"`
-	Warnings      []string        `json:"warnings"`
-	Thresholds    []jsonThreshold `json:"thresholds"`
-	Phases        []jsonPhase     `json:"phases"`
-	Groups        []jsonGroup     `json:"groups"`
-	Latency       []jsonLatency   `json:"latency"`
+	MqplanVersion string `json:"mqplan_version,omitempty"`
+	// Label is Result.Label (--label), absent when not given.
+	Label       string          `json:"label,omitempty"`
+	Verdict     string          `json:"verdict"`
+	Summary     string          `json:"summary"`
+	Passed      bool            `json:"passed"`
+	Complete    bool            `json:"complete"`
+	Interrupted bool            `json:"interrupted"`
+	Incomplete  string          `json:"incomplete"`
+	Plan        *jsonPlan       `json:"plan"`
+	BrokerURL   string          `json:"broker_url"`
+	Started     time.Time       `json:"started"`
+	Elapsed     jsonDuration    `json:"elapsed"`
+	Warnings    []string        `json:"warnings"`
+	Thresholds  []jsonThreshold `json:"thresholds"`
+	Phases      []jsonPhase     `json:"phases"`
+	Groups      []jsonGroup     `json:"groups"`
+	Latency     []jsonLatency   `json:"latency"`
 	// Distributions were added after version 1 first shipped: a reader
 	// of an older document finds the key absent.
 	Distributions []jsonDistribution `json:"distributions"`
@@ -341,6 +343,7 @@ func (r *Result) doc() jsonDoc {
 	d := jsonDoc{
 		Version:       JSONVersion,
 		MqplanVersion: r.MqplanVersion,
+		Label:         r.Label,
 		Verdict:       r.Verdict(),
 		Summary:       r.Summary(),
 		Passed:        r.Passed(),
@@ -479,6 +482,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 //	mqplan_version  the mqplan that wrote it, as `mqplan version` prints
 //	             it less "mqplan" ("v0.4.0 (go1.26.0, rev ...)"); absent
 //	             when not known
+//	label        the run's --label, absent when not given
 //	verdict      "PASS", "FAIL" or "INCOMPLETE"; summary: the table's last line
 //	passed       every threshold held; complete: the run ran to its end
 //	interrupted, incomplete   why a run is INCOMPLETE

@@ -19,16 +19,33 @@ import (
 // JUnit schema describes (testdata/junit/jenkins-junit.xsd pins it):
 //
 //	<testsuites name="mqplan" tests failures errors time>
-//	  <testsuite name="mqplan PLAN" tests failures errors skipped time timestamp>
-//	    <properties> plan, plan_file, broker, timestamp, verdict, summary,
+//	  <testsuite name="mqplan PLAN [LABEL]" tests failures errors skipped time timestamp hostname>
+//	    <properties> plan, label (when given), plan_file, broker, timestamp, verdict, summary,
 //	                 mqplan_version (when known), and with a baseline: baseline, baseline_plan,
-//	                 baseline_started, baseline_comparison </properties>
-//	    <testcase classname="mqplan.PLAN.run" name="run completed" time>
+//	                 baseline_started, baseline_comparison; then value.METRIC for
+//	                 every value a test case measured (value.p99 = 8.03ms) </properties>
+//	    <testcase classname="mqplan.PLAN.LABEL.run" name="[LABEL] run completed" time>
 //	      <error type="incomplete" message="..."/>        only when INCOMPLETE
-//	    <testcase classname="mqplan.PLAN.thresholds" name="EXPR" time="0">
+//	      <system-out> the run's headline values </system-out>
+//	    <testcase classname="mqplan.PLAN.LABEL.thresholds" name="[LABEL] EXPR" time="0">
 //	      <failure type="threshold" message="EXPR: measured">details</failure>
-//	    <testcase classname="mqplan.PLAN.builtin" name="built-in check: EXPR" time="0">
+//	      <system-out> the values the threshold read, one a line </system-out>
+//	    <testcase classname="mqplan.PLAN.LABEL.builtin" name="[LABEL] built-in check: EXPR" time="0">
 //	    <system-out> warnings and error samples </system-out>
+//
+// Without a label, "[LABEL] " and ".LABEL" are left out. The label is in
+// the names, not only a property, because the tools that merge the reports
+// of a CI matrix (junit-report-merger, Jenkins, GitLab) tell suites and
+// test cases apart by name alone: two brokers' "p99 < 10ms" would
+// otherwise be folded into one case.
+//
+// Every test case carries what it measured, passing ones too, so that a
+// green CI report shows the figures: in its system-out (one "METRIC =
+// VALUE" a line, the values as the thresholds write them) and as the
+// suite's value.METRIC properties, which dashboards reading JUnit take as
+// key-value pairs. Properties sit on the suite because Jenkins' schema
+// allows none on a test case; a metric read by several thresholds has one
+// value in a run, so one property.
 //
 // One run is one suite. The run itself is a test case ("run completed"),
 // so that an incomplete run is an error a CI server counts even when every
@@ -59,6 +76,7 @@ type junitSuite struct {
 	Skipped    int             `xml:"skipped,attr"`
 	Time       string          `xml:"time,attr"`
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Hostname   string          `xml:"hostname,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property"`
 	Cases      []junitCase     `xml:"testcase"`
 	SystemOut  *junitCDATA     `xml:"system-out"`
@@ -83,6 +101,8 @@ type junitCase struct {
 	// Skipped marks a threshold that was not judged: mqplan's own
 	// disturbance explains its failure (the message is the evidence).
 	Skipped *junitSkipped `xml:"skipped"`
+	// SystemOut holds the values the case measured.
+	SystemOut *junitCDATA `xml:"system-out"`
 }
 
 // junitSkipped is a test case left unjudged, and why.
@@ -128,10 +148,14 @@ func junitSeconds(d time.Duration) string {
 
 func (r *Result) junit() junitSuites {
 	plan := orDash(r.name())
-	class := "mqplan." + plan
+	class, prefix := "mqplan."+plan, ""
+	if r.Label != "" {
+		class, prefix = class+"."+r.Label, "["+r.Label+"] "
+	}
 	suite := junitSuite{
-		Name: "mqplan " + plan,
-		Time: junitSeconds(r.Elapsed),
+		Name:     "mqplan " + r.titled(),
+		Time:     junitSeconds(r.Elapsed),
+		Hostname: r.Hostname,
 	}
 	if !r.Started.IsZero() {
 		// Ant's and Jenkins' timestamp: ISO 8601 without a zone, here
@@ -144,12 +168,17 @@ func (r *Result) junit() junitSuites {
 	}
 	suite.Properties = []junitProperty{
 		{"plan", plan},
+	}
+	if r.Label != "" {
+		suite.Properties = append(suite.Properties, junitProperty{"label", r.Label})
+	}
+	suite.Properties = append(suite.Properties, []junitProperty{
 		{"plan_file", orDash(file)},
 		{"broker", r.brokerLabel()},
 		{"timestamp", r.startedRFC3339()},
 		{"verdict", r.Verdict()},
 		{"summary", r.Summary()},
-	}
+	}...)
 	if r.MqplanVersion != "" {
 		suite.Properties = append(suite.Properties, junitProperty{"mqplan_version", r.MqplanVersion})
 	}
@@ -162,7 +191,9 @@ func (r *Result) junit() junitSuites {
 		)
 	}
 
-	run := junitCase{Name: "run completed", Classname: class + ".run", Time: junitSeconds(r.Elapsed)}
+	values := junitValues{seen: map[string]bool{}}
+	run := junitCase{Name: prefix + "run completed", Classname: class + ".run", Time: junitSeconds(r.Elapsed)}
+	run.SystemOut = values.add(r.headlineValues())
 	if !r.Complete() {
 		why := r.incompleteReasons()
 		run.Error = &junitProblem{
@@ -183,7 +214,7 @@ func (r *Result) junit() junitSuites {
 		if n := seen[name]; n > 1 {
 			name += " [" + strconv.Itoa(n) + "]"
 		}
-		c := junitCase{Name: name, Classname: cls, Time: junitSeconds(0)}
+		c := junitCase{Name: prefix + name, Classname: cls, Time: junitSeconds(0), SystemOut: values.add(th.Values)}
 		if th.NotJudged != "" {
 			c.Skipped = &junitSkipped{Message: th.Expr + ": " + thresholdResult(th) + ": " + th.NotJudged}
 		} else if !th.Pass {
@@ -196,6 +227,7 @@ func (r *Result) junit() junitSuites {
 		suite.Cases = append(suite.Cases, c)
 	}
 
+	suite.Properties = append(suite.Properties, values.props...)
 	for _, c := range suite.Cases {
 		suite.Tests++
 		if c.Failure != nil {
@@ -299,4 +331,48 @@ func thresholdDetails(th ThresholdOutcome, c *Comparison) string {
 		fmt.Fprintf(&b, "reason: %s\n", th.Reason)
 	}
 	return b.String()
+}
+
+// junitValues gathers the suite's value.METRIC properties, one per metric
+// whichever test cases read it.
+type junitValues struct {
+	props []junitProperty
+	seen  map[string]bool
+}
+
+// add records vs as properties and returns them as a test case's
+// system-out, one "METRIC = VALUE" a line; nil when there are none.
+func (j *junitValues) add(vs []threshold.Value) *junitCDATA {
+	if len(vs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, v := range vs {
+		ref, val := v.Ref.String(), measuredValue(v)
+		fmt.Fprintf(&b, "%s = %s\n", ref, val)
+		if !j.seen[ref] {
+			j.seen[ref] = true
+			j.props = append(j.props, junitProperty{"value." + ref, xmlText(val)})
+		}
+	}
+	return &junitCDATA{xmlText(b.String())}
+}
+
+// junitHeadline are the whole run's metrics the "run completed" test case
+// shows: what a reader of a green report looks for first.
+var junitHeadline = []metric.Name{
+	metric.Sent, metric.Received, metric.Lost, metric.Duplicates, metric.Errors,
+	metric.SendRate, metric.RecvRate, metric.LatencyP50, metric.LatencyP99,
+}
+
+// headlineValues are the junitHeadline metrics the run measured, as
+// threshold values of the whole run.
+func (r *Result) headlineValues() []threshold.Value {
+	var vs []threshold.Value
+	for _, n := range junitHeadline {
+		if v, ok := r.Measured.Top[n]; ok {
+			vs = append(vs, threshold.Value{Ref: threshold.Ref{Metric: n}, Value: v})
+		}
+	}
+	return vs
 }

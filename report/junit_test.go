@@ -47,11 +47,17 @@ func junitCases(t *testing.T) []struct {
 	st := fullStats(t)
 	st.Groups[0].Name = odd.Groups[0].Name
 	st.ErrorSamples = []string{"bad \x00 byte ]]> and <tag>"}
+	labelled := Evaluate(odd, withBuiltins(t, odd), fullStats(t))
+	labelled.Label, labelled.Hostname = `emqx <5.8> & "x"`, "ci-runner-3"
 	cases = append(cases,
 		struct {
 			name string
 			r    *Result
 		}{"odd names", Evaluate(odd, withBuiltins(t, odd), st)},
+		struct {
+			name string
+			r    *Result
+		}{"labelled", labelled},
 		struct {
 			name string
 			r    *Result
@@ -128,6 +134,7 @@ type parsedJUnit struct {
 		Skipped    string `xml:"skipped,attr"`
 		Time       string `xml:"time,attr"`
 		Timestamp  string `xml:"timestamp,attr"`
+		Hostname   string `xml:"hostname,attr"`
 		Properties []struct {
 			Name  string `xml:"name,attr"`
 			Value string `xml:"value,attr"`
@@ -145,6 +152,7 @@ type parsedJUnit struct {
 				Message string `xml:"message,attr"`
 				Type    string `xml:"type,attr"`
 			} `xml:"error"`
+			SystemOut string `xml:"system-out"`
 		} `xml:"testcase"`
 		SystemOut string `xml:"system-out"`
 	} `xml:"testsuite"`
@@ -209,7 +217,22 @@ func TestJUnitStructure(t *testing.T) {
 			}
 
 			run := s.Cases[0]
-			if run.Name != "run completed" || !seconds.MatchString(run.Time) {
+			checkJUnitValues(t, run.Name, run.SystemOut, props, r.headlineValues())
+			if s.Hostname != r.Hostname {
+				t.Errorf("hostname %q, want %q", s.Hostname, r.Hostname)
+			}
+			if want := "mqplan " + r.titled(); s.Name != oneLineXML(want) {
+				t.Errorf("suite name %q, want %q", s.Name, want)
+			}
+			if r.Label != "" && props["label"] != r.Label {
+				t.Errorf("label property %q, want %q", props["label"], r.Label)
+			}
+			for _, c := range s.Cases {
+				if r.Label != "" && (!strings.HasPrefix(c.Name, "["+r.Label+"] ") || !strings.Contains(c.Classname, "."+r.Label+".")) {
+					t.Errorf("test case %q (class %s) does not carry the label %q", c.Name, c.Classname, r.Label)
+				}
+			}
+			if strings.TrimPrefix(run.Name, "["+r.Label+"] ") != "run completed" || !seconds.MatchString(run.Time) {
 				t.Errorf("first test case %q (time %q), want the run's completion", run.Name, run.Time)
 			}
 			if (run.Error != nil) != !r.Complete() {
@@ -238,10 +261,11 @@ func TestJUnitStructure(t *testing.T) {
 					continue
 				}
 				th := r.Thresholds[i-1]
+				checkJUnitValues(t, c.Name, c.SystemOut, props, th.Values)
 				if !strings.Contains(c.Name, oneLineXML(th.Expr)) {
 					t.Errorf("test case %q, want it named by %q", c.Name, th.Expr)
 				}
-				if th.Builtin != strings.HasPrefix(c.Name, "built-in check: ") || th.Builtin != strings.HasSuffix(c.Classname, ".builtin") {
+				if th.Builtin != strings.HasPrefix(strings.TrimPrefix(c.Name, "["+r.Label+"] "), "built-in check: ") || th.Builtin != strings.HasSuffix(c.Classname, ".builtin") {
 					t.Errorf("test case %q (class %s): built-in %v, want it named so", c.Name, c.Classname, th.Builtin)
 				}
 				if (c.Failure != nil) == th.Pass {
@@ -292,4 +316,26 @@ func oneLineXML(s string) string {
 		}
 		return c
 	}, s)
+}
+
+// checkJUnitValues checks that a test case shows every value it measured,
+// passing or not: a "METRIC = VALUE" line in its system-out and the
+// suite's value.METRIC property.
+func checkJUnitValues(t *testing.T, name, out string, props map[string]string, vs []threshold.Value) {
+	t.Helper()
+	if len(vs) == 0 {
+		if out != "" {
+			t.Errorf("test case %q: system-out %q without a measured value", name, out)
+		}
+		return
+	}
+	for _, v := range vs {
+		ref, val := oneLineXML(v.Ref.String()), oneLineXML(measuredValue(v))
+		if !strings.Contains(out, ref+" = "+val+"\n") {
+			t.Errorf("test case %q: system-out %q lacks the line %q", name, out, ref+" = "+val)
+		}
+		if got, ok := props["value."+ref]; !ok || got != val {
+			t.Errorf("test case %q: property value.%s = %q (present %v), want %q", name, ref, got, ok, val)
+		}
+	}
 }

@@ -63,7 +63,7 @@ func verdictMark(v string) string {
 
 func mdHeader(b *bytes.Buffer, r *Result) {
 	v := r.Verdict()
-	fmt.Fprintf(b, "## %s mqplan %s: %s\n\n", verdictMark(v), mdText(orDash(r.name())), v)
+	fmt.Fprintf(b, "## %s mqplan %s: %s\n\n", verdictMark(v), mdText(r.titled()), v)
 	fmt.Fprintf(b, "**%s**\n\n", mdText(r.Summary()))
 	if d := disturbanceLine(r); d != "" {
 		fmt.Fprintf(b, "%s\n\n", mdText(d))

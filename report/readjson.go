@@ -404,6 +404,7 @@ func (d *jsonDoc) result() (*Result, error) {
 	r := &Result{
 		Plan:          d.Plan.plan(),
 		MqplanVersion: d.MqplanVersion,
+		Label:         d.Label,
 		BrokerURL:     d.BrokerURL,
 		Started:       d.Started,
 		Elapsed:       time.Duration(d.Elapsed),

@@ -69,6 +69,16 @@ type Result struct {
 	// read back from a document written without it, and outputs then
 	// leave it out.
 	MqplanVersion string
+	// Label names the run among others of one matrix (--label: the broker
+	// or configuration a CI job tested, "emqx-5.8"); "" when not given.
+	// Every output shows it beside the plan's name, and JUnit puts it in
+	// the suite's and every test case's name, so that the reports of a
+	// matrix merged into one keep their test cases apart.
+	Label string
+	// Hostname is the machine the run ran on, for JUnit's hostname
+	// attribute; the caller sets it (this package reads no environment),
+	// "" when not known, as in a result read back from JSON.
+	Hostname string
 	// BrokerURL is where the clients connected (the embedded broker's real
 	// address included).
 	BrokerURL string
@@ -535,6 +545,16 @@ func (r *Result) name() string {
 		return ""
 	}
 	return r.Plan.Name
+}
+
+// titled is the plan's name ("-" when unknown) with the run's label after
+// it in brackets when there is one: "fanin [emqx-5.8]", the name every
+// output's title shows.
+func (r *Result) titled() string {
+	if r.Label == "" {
+		return orDash(r.name())
+	}
+	return orDash(r.name()) + " [" + r.Label + "]"
 }
 
 // brokerLabel names the broker in a report's header: the redacted URL the

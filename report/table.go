@@ -64,7 +64,7 @@ func section(b *bytes.Buffer, title string) {
 }
 
 func writeHeader(b *bytes.Buffer, r *Result) error {
-	fmt.Fprintf(b, "mqplan %s | broker %s | %s | %s\n", orDash(r.name()), r.brokerLabel(), fmtDuration(r.Elapsed), r.Verdict())
+	fmt.Fprintf(b, "mqplan %s | broker %s | %s | %s\n", r.titled(), r.brokerLabel(), fmtDuration(r.Elapsed), r.Verdict())
 	if r.Plan != nil {
 		for _, line := range strings.Split(strings.TrimSpace(r.Plan.Description), "\n") {
 			// A description may hold tabs (plans allows them): shown
@@ -276,18 +276,24 @@ func writeThresholds(b *bytes.Buffer, r *Result) error {
 func measuredValues(vs []threshold.Value) string {
 	parts := make([]string, 0, len(vs))
 	for _, v := range vs {
-		val := absent
-		if !v.Missing {
-			val = fmtValue(v.Value)
-			if md, ok := metric.Lookup(string(v.Ref.Metric)); ok && md.Unit == metric.Bytes {
-				if n, ok := v.Value.(int); ok {
-					val = fmtBytes(int64(n))
-				}
-			}
-		}
-		parts = append(parts, v.Ref.String()+"="+val)
+		parts = append(parts, v.Ref.String()+"="+measuredValue(v))
 	}
 	return strings.Join(parts, " ")
+}
+
+// measuredValue is one measured value as thresholds write it ("8.03ms",
+// "1.2 MiB"), "-" when missing.
+func measuredValue(v threshold.Value) string {
+	if v.Missing {
+		return absent
+	}
+	val := fmtValue(v.Value)
+	if md, ok := metric.Lookup(string(v.Ref.Metric)); ok && md.Unit == metric.Bytes {
+		if n, ok := v.Value.(int); ok {
+			val = fmtBytes(int64(n))
+		}
+	}
+	return val
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
