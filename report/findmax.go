@@ -29,6 +29,9 @@ type FindMax struct {
 	// MqplanVersion is the mqplan that searched, as Result.MqplanVersion;
 	// "" when not known, and then not shown.
 	MqplanVersion string
+	// Label is --label (Result.Label): shown after the plan's name, ""
+	// when not given.
+	Label string
 	// Knob is the value searched (groups.pub.rate) and Unit what it counts.
 	Knob, Unit string
 	// From is the first value tried; Precision the relative width the
@@ -246,11 +249,20 @@ func (f *FindMax) knee() string {
 	return "last pass " + pass + ", first fail " + fail
 }
 
+// titled is the plan's name with the label after it in brackets, as
+// Result.titled.
+func (f *FindMax) titled() string {
+	if f.Label == "" {
+		return f.Plan
+	}
+	return f.Plan + " [" + f.Label + "]"
+}
+
 // WriteFindMaxTable writes the trials as a table, the knee and the
 // answer, for the terminal.
 func WriteFindMaxTable(w io.Writer, f *FindMax) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "mqplan find-max %s: %s on %s\n", f.Plan, f.Knob, redactURL(f.BrokerURL))
+	fmt.Fprintf(&b, "mqplan find-max %s: %s on %s\n", f.titled(), f.Knob, redactURL(f.BrokerURL))
 	fmt.Fprintf(&b, "trials of %s measured, confirmation %s, precision %s\n", fmtDuration(f.TrialDuration), fmtDuration(f.ConfirmDuration), fmtPercent(f.Precision))
 	if f.MqplanVersion != "" {
 		fmt.Fprintf(&b, "made by mqplan %s\n", f.MqplanVersion)
@@ -287,6 +299,7 @@ func WriteFindMaxTable(w io.Writer, f *FindMax) error {
 type findMaxJSON struct {
 	Plan           string             `json:"plan"`
 	MqplanVersion  string             `json:"mqplan_version,omitempty"`
+	Label          string             `json:"label,omitempty"`
 	File           string             `json:"file,omitempty"`
 	Broker         string             `json:"broker"`
 	Knob           string             `json:"knob"`
@@ -335,7 +348,7 @@ func secondsOf(d *time.Duration) *float64 {
 }
 
 func (f *FindMax) dto() findMaxJSON {
-	d := findMaxJSON{Plan: f.Plan, MqplanVersion: f.MqplanVersion, File: f.File, Broker: redactURL(f.BrokerURL), Knob: f.Knob, Unit: f.Unit, From: f.From, Max: f.Max,
+	d := findMaxJSON{Plan: f.Plan, MqplanVersion: f.MqplanVersion, Label: f.Label, File: f.File, Broker: redactURL(f.BrokerURL), Knob: f.Knob, Unit: f.Unit, From: f.From, Max: f.Max,
 		Precision: f.Precision, TrialSeconds: f.TrialDuration.Seconds(), ConfirmSeconds: f.ConfirmDuration.Seconds(),
 		ElapsedSeconds: f.Elapsed.Seconds(), Status: f.Status, Reason: f.Reason, Answer: f.Answer, AtMax: f.AtMax,
 		LastPass: f.LastPass, FirstFail: f.FirstFail, Unstable: f.Unstable, ConfirmFailed: f.ConfirmFailed, Warnings: f.Warnings,
@@ -405,7 +418,7 @@ func madeBy(version string) string {
 // allows no network; the chart's element gets data-drawn="true" once
 // drawn, and the body data-errors with the script errors seen.
 func WriteFindMaxHTML(w io.Writer, f *FindMax) error {
-	v := findMaxView{Title: f.Plan + " · " + f.Knob, Summary: f.Summary(), Knee: f.knee(), StatusClass: "fail",
+	v := findMaxView{Title: f.titled() + " · " + f.Knob, Summary: f.Summary(), Knee: f.knee(), StatusClass: "fail",
 		Meta: fmt.Sprintf("broker %s · trials of %s, confirmation %s, precision %s · %s", redactURL(f.BrokerURL),
 			fmtDuration(f.TrialDuration), fmtDuration(f.ConfirmDuration), fmtPercent(f.Precision), fmtDuration(f.Elapsed)) + madeBy(f.MqplanVersion),
 		Head: []string{"trial", f.Knob + " (" + f.Unit + ")", "sent/s", "p50", "p99", "loss", "verdict", "failed"},

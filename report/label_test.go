@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"html"
+	"io"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,35 @@ func TestLabelInEveryFormat(t *testing.T) {
 	}
 	if back.Label != label {
 		t.Errorf("label read back from JSON %q, want %q", back.Label, label)
+	}
+}
+
+// TestFindMaxLabel: find-max's --label shows after the plan's name in its
+// table, HTML title and JSON, and nowhere without one.
+func TestFindMaxLabel(t *testing.T) {
+	f := findMaxCases()["findmax-confirmed"]
+	tests := []struct {
+		name  string
+		write func(io.Writer, *FindMax) error
+		want  string
+	}{
+		{"table", WriteFindMaxTable, "mqplan find-max 1to1-qos1 [emqx-5.8]: "},
+		{"json", WriteFindMaxJSON, `"label": "emqx-5.8"`},
+		{"html", WriteFindMaxHTML, "1to1-qos1 [emqx-5.8] · "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, label := range []string{"emqx-5.8", ""} {
+				f.Label = label
+				var b bytes.Buffer
+				if err := tt.write(&b, f); err != nil {
+					t.Fatal(err)
+				}
+				out := html.UnescapeString(b.String())
+				if has := strings.Contains(out, tt.want); has != (label != "") {
+					t.Errorf("label %q: output has %q: %v", label, tt.want, has)
+				}
+			}
+		})
 	}
 }

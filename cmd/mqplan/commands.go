@@ -136,6 +136,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	var outs outputs
 	fs.Var(&outs, "out", "write the result as FORMAT to FILE (- for standard output); repeatable. Formats:\n"+report.FormatHelp())
 	fs.Var(jsonFlag{&outs}, "json", "write the full result as JSON to this file (the same as --out json=FILE)")
+	fs.Var(labelFlag{&outs}, "label", labelHelp)
 	quiet := fs.Bool("quiet", false, "no live progress on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (to see where mqplan's own time goes)")
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
@@ -201,42 +202,19 @@ func cmdRun(e *env, args []string) (retErr error) {
 	// not cost a whole run.
 	var base *report.Baseline
 	if *baselineFile != "" {
-		saved, err := readResult(e, *baselineFile)
-		if err != nil {
-			return fmt.Errorf("--baseline: %w", err)
+		if base, err = readBaseline(e, *baselineFile); err != nil {
+			return err
 		}
-		if !saved.Complete() {
-			// An incomplete run measured too little to compare with:
-			// sent >= baseline.sent would hold against a run that sent
-			// nothing.
-			return invalid(fmt.Errorf("--baseline %s: that run did not complete (%s), so it cannot be a baseline", *baselineFile, saved.Verdict()))
-		}
-		base = &report.Baseline{File: *baselineFile, Result: saved}
 	}
 	// The metrics endpoint binds before anything connects: a port in use
 	// must not cost a whole run. It stops after the report (deferred).
 	var exporter *live.Exporter
 	if *metricsListen != "" {
-		names := make([]string, len(prog.Groups))
-		for i, g := range prog.Groups {
-			names[i] = g.Name
+		var stopMetrics func()
+		if exporter, stopMetrics, err = startMetrics(e, prog, *metricsListen, *quiet); err != nil {
+			return err
 		}
-		exporter = live.New(names)
-		srv, err := live.Listen(*metricsListen, exporter.Handler())
-		if err != nil {
-			return invalid(fmt.Errorf("--metrics-listen: %w", err))
-		}
-		defer func() {
-			if err := srv.Close(); err != nil {
-				fmt.Fprintf(e.stderr, "mqplan: warning: %s\n", errText(err))
-			}
-		}()
-		if !srv.Loopback() {
-			fmt.Fprintf(e.stderr, "mqplan: note: --metrics-listen %s is reachable from other machines, not only this one\n", srv.Addr())
-		}
-		if !*quiet {
-			fmt.Fprintf(e.stderr, "mqplan: Prometheus metrics at %s\n", srv.URL())
-		}
+		defer stopMetrics()
 	}
 	e.chooseProcs(*procs, prog.Plan.Broker)
 	if *cpuProfile != "" {
@@ -264,12 +242,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 		prog_ = newProgressPrinter(e.stderr, prog)
 		opts.Progress = prog_.print
 	}
-	if exporter != nil {
-		opts.Second = exporter.Observe
-		opts.Latency = exporter.ObserveLatency
-		opts.Ack = exporter.ObserveAck
-		opts.LostSoFar = exporter.ObserveLost
-	}
+	hookMetrics(&opts, exporter)
 	if part != nil {
 		part.hook(&opts)
 	}
@@ -287,7 +260,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 		partErr = part.write(st)
 	}
 	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
-	res.SetMqplanVersion(resultVersion())
+	stampRun(res)
 	if err := outs.report(e, res); err != nil {
 		return err
 	}

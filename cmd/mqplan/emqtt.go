@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mqplan/mqplan/cmd/mqplan/internal/emqttbench"
+	"github.com/mqplan/mqplan/live"
 	"github.com/mqplan/mqplan/report"
 	"github.com/mqplan/mqplan/runner"
 )
@@ -22,6 +23,12 @@ import (
 // Exit 3 remains for a run that could not test the broker (unreachable,
 // no client of the group connected) and for a second Ctrl-C, which exits
 // at once.
+//
+// --out, --json, --metrics-listen, --baseline and --label are `mqplan
+// run`'s, checked and served by the same code (outputs, readBaseline,
+// startMetrics), so that a user of emqtt-bench's command line gets every
+// output run gives. When an output owns standard output, the per-second
+// lines go to standard error with the table, so that it can be piped.
 func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	o, err := emqttbench.Parse(kind, args)
 	if err != nil {
@@ -34,6 +41,10 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	if o.Help() {
 		emqttbench.WriteHelp(e.stdout, kind)
 		return nil
+	}
+	outs, err := emqttOutputs(o)
+	if err != nil {
+		return err
 	}
 	p, err := o.Compile(newRunID())
 	if err != nil {
@@ -52,6 +63,23 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 		return nil
 	}
 	prog := p.Program
+	if err := outs.check(input{o.Baseline(), "--baseline " + o.Baseline()}); err != nil {
+		return err
+	}
+	var base *report.Baseline
+	if o.Baseline() != "" {
+		if base, err = readBaseline(e, o.Baseline()); err != nil {
+			return err
+		}
+	}
+	var exporter *live.Exporter
+	if o.MetricsListen() != "" {
+		var stopMetrics func()
+		if exporter, stopMetrics, err = startMetrics(e, prog, o.MetricsListen(), false); err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 
 	e.chooseProcs(0, prog.Plan.Broker)
 
@@ -59,8 +87,14 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	ctx, stop := onSignals(e, "stopping: disconnecting and reporting", func() { stopped.Store(true) })
 	defer stop()
 
-	lines := emqttbench.NewProgress(e.stdout, e.stderr, kind)
-	st, err := runner.Run(ctx, prog, runner.Options{Progress: lines.Update, ProtocolOption: "-V"})
+	stdout := e.stdout
+	if outs.toStdout() {
+		stdout = e.stderr
+	}
+	lines := emqttbench.NewProgress(stdout, e.stderr, kind)
+	opts := runner.Options{Progress: lines.Update, ProtocolOption: "-V"}
+	hookMetrics(&opts, exporter)
+	st, err := runner.Run(ctx, prog, opts)
 	if err != nil {
 		return incomplete(err)
 	}
@@ -70,18 +104,40 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	}
 	if o.Limit() > 0 && sent >= int64(o.Limit()) {
 		// emqtt-bench's last line when -L is reached.
-		fmt.Fprintln(e.stdout, "publish complete")
+		fmt.Fprintln(stdout, "publish complete")
 	}
-	res := report.Evaluate(prog.Plan, prog.Thresholds, st)
-	res.SetMqplanVersion(resultVersion())
+	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
+	stampRun(res)
 	if res.Interrupted && stopped.Load() && res.Incomplete == "" {
 		// Ctrl-C is how an emqtt-bench run ends: what ran is the run, and
 		// its verdict is the thresholds'.
 		res.Interrupted = false
 	}
-	fmt.Fprintln(e.stdout)
-	if err := report.WriteTable(e.stdout, res); err != nil {
-		return incomplete(fmt.Errorf("write report: %w", err))
+	fmt.Fprintln(stdout)
+	if err := outs.report(e, res); err != nil {
+		return err
 	}
 	return verdict(res)
+}
+
+// emqttOutputs are the outputs the command line asks for, parsed by the
+// flags `mqplan run` parses them with, so that a mistake reads the same.
+func emqttOutputs(o *emqttbench.Options) (*outputs, error) {
+	var outs outputs
+	for _, v := range o.Outputs() {
+		if err := outs.Set(v); err != nil {
+			return nil, invalid(fmt.Errorf("--out: %w", err))
+		}
+	}
+	for _, v := range o.JSONs() {
+		if err := (jsonFlag{&outs}).Set(v); err != nil {
+			return nil, invalid(fmt.Errorf("--json: %w", err))
+		}
+	}
+	if l := o.Label(); l != "" {
+		if err := (labelFlag{&outs}).Set(l); err != nil {
+			return nil, invalid(fmt.Errorf("--label: %w", err))
+		}
+	}
+	return &outs, nil
 }

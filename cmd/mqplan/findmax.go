@@ -146,6 +146,8 @@ of before the first trial: they do not scale with the knob.`)
 	settle := fs.Duration("settle", defSettle, "on a broker other than the embedded one, the pause before each trial, for the broker to finish the previous trial's backlog")
 	var outs findMaxOutputs
 	fs.Var(&outs, "out", "write the search as FORMAT to FILE (- for standard output); repeatable. Formats: json, table, html")
+	var labelled outputs
+	fs.Var(labelFlag{&labelled}, "label", "name this search among others (the broker a CI matrix job tests, e.g. emqx-5.8): shown after the plan's name in every output, and the JSON's label")
 	quiet := fs.Bool("quiet", false, "no line per trial on stderr")
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
 	args, done, err := parseFlags(fs, args)
@@ -276,7 +278,7 @@ of before the first trial: they do not scale with the knob.`)
 	}
 	ctx, stopSigs := onSignals(e, "interrupted: stopping the search and reporting the best bracket so far", nil)
 	defer stopSigs()
-	out := &report.FindMax{Plan: plan.Name, File: path, BrokerURL: strings.Join(plan.Broker.URLs, ","), MqplanVersion: resultVersion(), Knob: knob.String(), Unit: knob.Unit(),
+	out := &report.FindMax{Plan: plan.Name, File: path, BrokerURL: strings.Join(plan.Broker.URLs, ","), MqplanVersion: resultVersion(), Label: labelled.label, Knob: knob.String(), Unit: knob.Unit(),
 		From: cfg.From, Max: cfg.Max, Precision: cfg.Precision, TrialDuration: *trialDur, ConfirmDuration: *confirmDur, Started: time.Now(),
 		Warnings: warnings}
 	group := plan.Groups[knob.Index].Name

@@ -28,6 +28,7 @@ func cmdMerge(e *env, args []string) error {
 	var outs outputs
 	fs.Var(&outs, "out", "write the merged result as FORMAT to FILE (- for standard output); repeatable. Formats:\n"+report.FormatHelp())
 	fs.Var(jsonFlag{&outs}, "json", "write the merged result as JSON to this file (the same as --out json=FILE)")
+	fs.Var(labelFlag{&outs}, "label", labelHelp)
 	allowMissing := fs.Bool("allow-missing", false, "merge what there is when shards' parts are missing: the report says INCOMPLETE (exit 3) with the figures it has")
 	var tf tokenFlag
 	tf.register(fs, "the file holding the run's token, which checks that every part was signed by the run's shards and not altered since")

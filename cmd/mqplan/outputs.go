@@ -22,7 +22,11 @@ type output struct {
 
 // outputs collects the repeatable --out flag; --json FILE adds to it too,
 // as --out json=FILE.
-type outputs struct{ list []output }
+type outputs struct {
+	list []output
+	// label is --label NAME, "" when not given (see stamp).
+	label string
+}
 
 // String is for the flag package's default-value display.
 func (o *outputs) String() string { return "" }
@@ -132,6 +136,7 @@ func (o *outputs) toStdout() bool {
 // every output. An error is the command's (exit 3); the verdict is the
 // caller's to return.
 func (o *outputs) report(e *env, res *report.Result) error {
+	o.stamp(res)
 	tableOut := e.stdout
 	if o.toStdout() {
 		tableOut = e.stderr
@@ -154,6 +159,7 @@ func (o *outputs) report(e *env, res *report.Result) error {
 // all (see internal/outfile), and returns the first error; the others are
 // still written, since each is what was measured.
 func (o *outputs) write(e *env, res *report.Result) error {
+	o.stamp(res)
 	var first error
 	for _, out := range o.list {
 		if err := out.writeOne(e, res); err != nil && first == nil {

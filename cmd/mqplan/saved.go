@@ -48,6 +48,7 @@ func cmdReport(e *env, args []string) error {
 			"this mqplan reads.")
 	var outs outputs
 	fs.Var(&outs, "out", "write the result as FORMAT to FILE (- for standard output); repeatable. Formats:\n"+report.FormatHelp())
+	fs.Var(labelFlag{&outs}, "label", "give the result this label in every output (see mqplan run --label), in place of the one it was saved with")
 	args, done, err := parseFlags(fs, args)
 	if done {
 		return err
@@ -62,6 +63,7 @@ func cmdReport(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	outs.stamp(res)
 	if len(outs.list) == 0 {
 		if err := writeTable(e, e.stdout, res); err != nil {
 			return incomplete(fmt.Errorf("write report: %w", err))

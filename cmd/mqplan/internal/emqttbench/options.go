@@ -73,7 +73,15 @@ type Options struct {
 	allowEmpty       bool // --allow-empty: a sub that received nothing passes
 	printPlan        bool
 	help             bool
-	commandLine      string // the command line with the password masked, for the plan's description
+	// outs, jsons, metricsListen, baseline and label are what `mqplan run`
+	// takes under the same names (--out FORMAT=FILE, --json FILE,
+	// --metrics-listen ADDR, --baseline FILE, --label NAME), kept as
+	// written: the command checks and uses them as run does.
+	outs, jsons   []string
+	metricsListen string
+	baseline      string
+	label         string
+	commandLine   string // the command line with the password masked, for the plan's description
 }
 
 // Kind returns the command the options are for.
@@ -86,6 +94,21 @@ func (o *Options) Help() bool { return o.help }
 // Limit is -L: messages to publish in all, 0 for no limit. A pub that
 // sent them all ends with emqtt-bench's "publish complete" line.
 func (o *Options) Limit() int { return o.limit }
+
+// Outputs are the --out FORMAT=FILE values, in order, as written.
+func (o *Options) Outputs() []string { return o.outs }
+
+// JSONs are the --json FILE values, in order.
+func (o *Options) JSONs() []string { return o.jsons }
+
+// MetricsListen is --metrics-listen ADDR, "" when not given.
+func (o *Options) MetricsListen() string { return o.metricsListen }
+
+// Baseline is --baseline FILE, "" when not given.
+func (o *Options) Baseline() string { return o.baseline }
+
+// Label is --label NAME, "" when not given.
+func (o *Options) Label() string { return o.label }
 
 // PrintPlan reports whether --print-plan was asked for: the command
 // prints the plan (Plan.Text) instead of running it.
@@ -101,7 +124,10 @@ type option struct {
 	help  string
 	kinds string // the commands that take it: letters c(onn), s(ub), p(ub)
 	ours  bool   // an mqplan option, not an emqtt-bench one
-	set   func(o *Options, v string) error
+	// output marks an option about the outputs, not the load: it is left
+	// out of the command line the plan records.
+	output bool
+	set    func(o *Options, v string) error
 	// setBool sets a boolean option.
 	setBool func(o *Options, v bool)
 }
@@ -267,6 +293,33 @@ var options = []*option{
 	{long: "allow-empty", kinds: "s", ours: true,
 		help:    "pass when no message arrives (by default a sub that received nothing fails: received > 0 is a built-in check); the plan gets the threshold received >= 0",
 		setBool: func(o *Options, v bool) { o.allowEmpty = v }},
+	{long: "out", arg: "FORMAT=FILE", kinds: "csp", ours: true, output: true,
+		help: "also write the result as FORMAT (json, table, junit, md, csv, html) to FILE (- for standard output); repeatable, as in mqplan run",
+		set:  func(o *Options, v string) error { o.outs = append(o.outs, v); return nil }},
+	{long: "json", arg: "FILE", kinds: "csp", ours: true, output: true,
+		help: "write the full result as JSON to FILE (the same as --out json=FILE)",
+		set:  func(o *Options, v string) error { o.jsons = append(o.jsons, v); return nil }},
+	{long: "metrics-listen", arg: "ADDR", kinds: "csp", ours: true, output: true,
+		help: "serve live Prometheus metrics on http://ADDR/metrics while the run goes, e.g. :9464 (a bare :PORT is 127.0.0.1:PORT); what emqtt-bench's --prometheus gives",
+		set:  func(o *Options, v string) error { o.metricsListen = v; return nil }},
+	{long: "baseline", arg: "FILE", kinds: "csp", ours: true, output: true,
+		help: "a saved JSON result of an earlier run that --threshold reads as baseline.*, e.g. --threshold 'p99 <= baseline.p99 * 1.10'; the report compares the two",
+		set: func(o *Options, v string) error {
+			if v == "" {
+				return errors.New("want a saved result's file name, got an empty one")
+			}
+			o.baseline = v
+			return nil
+		}},
+	{long: "label", arg: "NAME", kinds: "csp", ours: true, output: true,
+		help: "name this run among others (the broker a CI matrix job tests, e.g. emqx-5.8) in every output, as in mqplan run",
+		set: func(o *Options, v string) error {
+			if v == "" {
+				return errors.New("want a name, e.g. --label emqx-5.8")
+			}
+			o.label = v
+			return nil
+		}},
 	{long: "print-plan", kinds: "csp", ours: true,
 		help:    "print the plan these options make, as YAML, instead of running it (save it to run it with mqplan run)",
 		setBool: func(o *Options, v bool) { o.printPlan = v }},
@@ -293,6 +346,13 @@ var unsupported = []struct {
 	{0, "shortids", "use --prefix for predictable client ids"},
 	{0, "log_to", "mqplan prints per-second lines and the report on stdout, notices on stderr"},
 	{0, "force-major-gc-interval", "mqplan has no per-client garbage collection to tune"},
+	{0, "reconnect", "write a plan whose group has reconnect: {after: 1s, max: N} and run it with mqplan run: the plan says how long to wait between attempts, which this command line cannot"},
+	{0, "keep-connected", "write a plan whose group has reconnect: {after: 1s, max: 0} (0: no limit) and run it with mqplan run"},
+	{0, "retry-interval", "mqplan does not resend an unacknowledged QoS 1/2 publish on a live connection (MQTT 5 forbids it; a resend belongs to a reconnect); one still unacknowledged at the end is counted in in_flight_at_end and lost_unacked"},
+	{0, "prometheus", "use --metrics-listen ADDR: mqplan serves its live metrics at http://ADDR/metrics for Prometheus to scrape"},
+	{0, "restapi", "mqplan takes no commands while it runs: a load that changes is a plan with stages (docs/plan-format.md), and Ctrl-C ends the run with its report"},
+	{0, "ssl-version", "mqplan's TLS (Go's crypto/tls) negotiates TLS 1.2 or 1.3 with the broker; no older version is offered and the choice is not configurable"},
+	{0, "ciphers", "mqplan's TLS (Go's crypto/tls) chooses among its secure cipher suites itself; the list is not configurable"},
 }
 
 // defaults are emqtt-bench's defaults.
@@ -360,8 +420,10 @@ func Parse(kind Kind, args []string) (*Options, error) {
 				}
 				i++
 				val = args[i]
-				shown = append(shown, a, shownValue(opt, val))
-			} else {
+				if !opt.output {
+					shown = append(shown, a, shownValue(opt, val))
+				}
+			} else if !opt.output {
 				shown = append(shown, "--"+name+"="+shownValue(opt, val))
 			}
 			if err := opt.set(o, val); err != nil {
