@@ -24,7 +24,10 @@ type jsonDoc struct {
 	// document; added in version 1 later, absent from older documents.
 	MqplanVersion string `json:"mqplan_version,omitempty"`
 	// Label is Result.Label (--label), absent when not given.
-	Label       string          `json:"label,omitempty"`
+	Label string `json:"label,omitempty"`
+	// Hostname is Result.Hostname, absent when not known; kept so that
+	// the JUnit report re-rendered from the result is the run's own.
+	Hostname    string          `json:"hostname,omitempty"`
 	Verdict     string          `json:"verdict"`
 	Summary     string          `json:"summary"`
 	Passed      bool            `json:"passed"`
@@ -344,6 +347,7 @@ func (r *Result) doc() jsonDoc {
 		Version:       JSONVersion,
 		MqplanVersion: r.MqplanVersion,
 		Label:         r.Label,
+		Hostname:      r.Hostname,
 		Verdict:       r.Verdict(),
 		Summary:       r.Summary(),
 		Passed:        r.Passed(),
@@ -483,6 +487,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 //	             it less "mqplan" ("v0.4.0 (go1.26.0, rev ...)"); absent
 //	             when not known
 //	label        the run's --label, absent when not given
+//	hostname     the machine the run ran on, absent when not known
 //	verdict      "PASS", "FAIL" or "INCOMPLETE"; summary: the table's last line
 //	passed       every threshold held; complete: the run ran to its end
 //	interrupted, incomplete   why a run is INCOMPLETE

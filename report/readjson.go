@@ -405,6 +405,7 @@ func (d *jsonDoc) result() (*Result, error) {
 		Plan:          d.Plan.plan(),
 		MqplanVersion: d.MqplanVersion,
 		Label:         d.Label,
+		Hostname:      d.Hostname,
 		BrokerURL:     d.BrokerURL,
 		Started:       d.Started,
 		Elapsed:       time.Duration(d.Elapsed),

@@ -76,8 +76,9 @@ type Result struct {
 	// matrix merged into one keep their test cases apart.
 	Label string
 	// Hostname is the machine the run ran on, for JUnit's hostname
-	// attribute; the caller sets it (this package reads no environment),
-	// "" when not known, as in a result read back from JSON.
+	// attribute (and the JSON's hostname, so that a re-rendered report is
+	// the run's own); the caller sets it (this package reads no
+	// environment), "" when not known.
 	Hostname string
 	// BrokerURL is where the clients connected (the embedded broker's real
 	// address included).

@@ -33,7 +33,7 @@ func TestResultReference(t *testing.T) {
 	if r := runCmd(t, "run", "--quiet", "--json", base, "--set", "thresholds[2]=p99 < 10s", plan); !completed(r.code) {
 		t.Fatalf("the first run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := runCmd(t, "run", "--quiet", "--json", withBaseline, "--baseline", base, plan); !completed(r.code) {
+	if r := runCmd(t, "run", "--quiet", "--json", withBaseline, "--baseline", base, "--label", "docs", plan); !completed(r.code) {
 		t.Fatalf("the run against its baseline: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	seen, metrics := map[string]bool{}, map[string]bool{}

@@ -65,8 +65,9 @@ func (o *outputs) stamp(res *report.Result) {
 	}
 }
 
-// stampRun records what made a result that this process ran: the mqplan
-// version and the host it ran on (JUnit's hostname).
+// stampRun records what made a result that this process ran or merged:
+// the mqplan version and the host (JUnit's hostname; for a sharded run,
+// the coordinator's or merging machine, where its report is made).
 func stampRun(res *report.Result) {
 	res.SetMqplanVersion(resultVersion())
 	if h, err := os.Hostname(); err == nil {

@@ -405,9 +405,9 @@ func verdictOf(e *env, merged *partial.Merged, outs *outputs) error {
 		merged.Stats.Notices = append(merged.Stats.Notices, runner.CrossCheck(prog, merged.Stats)...)
 	}
 	res := report.Evaluate(prog.Plan, prog.Thresholds, merged.Stats)
-	// The mqplan that judged the parts; each part records its own
-	// shard's (partial.Header.MqplanVersion).
-	res.SetMqplanVersion(resultVersion())
+	// The mqplan, and the machine, that judged the parts; each part
+	// records its own shard's version (partial.Header.MqplanVersion).
+	stampRun(res)
 	if err := outs.report(e, res); err != nil {
 		return err
 	}
