@@ -52,7 +52,9 @@ type Metric struct {
 // gauges (its last second).
 type groupState struct {
 	sent, acked, received, duplicates, errors, disconnects int64
-	connected, down                                        int
+	// unsent is the run's figure, set by Finish.
+	unsent          int64
+	connected, down int
 	// lost is the deliveries lost so far as of the last second observed;
 	// pendingLost the runner's figure for the second being observed.
 	lost, pendingLost int64
@@ -103,8 +105,8 @@ var Metrics = []Metric{
 	{Name: "mqplan_clients_down", Labels: []string{"group"}, Type: "gauge",
 		Help:  "The group's clients whose connection dropped and is not back (yet) at the end of the last second.",
 		value: func(g *groupState) float64 { return float64(g.down) }},
-	{Name: "mqplan_latency_seconds", Labels: []string{"group", "quantile"}, Type: "gauge",
-		Help: `End-to-end latency of the deliveries to the group's clients in the last second: quantile "0.5", "0.99" or "1" (the maximum); NaN when the group received nothing in that second.`},
+	{Name: "mqplan_latency_seconds", Labels: []string{"group", "stat"}, Type: "gauge",
+		Help: `End-to-end latency of the deliveries to the group's clients in the last second: stat "p50", "p99" or "max"; NaN when the group received nothing in that second.`},
 	{Name: "mqplan_e2e_latency_seconds", Labels: []string{"group"}, Type: "histogram",
 		Help: "End-to-end latency of every delivery to the group's clients since the run started (bucket counts at the run's histogram precision, 3 significant digits; the sum from its mean; classic buckets and a native histogram).",
 		hist: func(g *groupState) *hdrhistogram.Histogram { return g.latency }},
@@ -113,6 +115,17 @@ var Metrics = []Metric{
 		hist: func(g *groupState) *hdrhistogram.Histogram { return g.ack }},
 	{Name: "mqplan_phase", Labels: []string{"phase"}, Type: "gauge",
 		Help: "1 for the phase the run is in (connect, subscribe, warmup, ramp, steady, drain, disconnect), 0 for the others."},
+	{Name: "mqplan_messages_unsent", Labels: []string{"group"}, Type: "gauge",
+		Help:  "Messages the schedule called for that the group's clients never sent (all phases); known when the run is over, 0 until then.",
+		value: func(g *groupState) float64 { return float64(g.unsent) }},
+	{Name: "mqplan_connect_latency_seconds", Labels: []string{"stat"}, Type: "gauge",
+		Help: `CONNECT to CONNACK latency of every client of the run: stat "p50", "p99" or "max"; known when the run is over, NaN until then.`},
+	{Name: "mqplan_threshold_passed", Labels: []string{"threshold"}, Type: "gauge",
+		Help: "1 when the threshold (as the plan wrote it, or a built-in check) passed, 0 when it failed; judged when the run is over, NaN until then."},
+	{Name: "mqplan_run_info", Labels: []string{"plan", "broker"}, Type: "gauge",
+		Help: "1, labelled with the run's plan and broker URL (its password removed)."},
+	{Name: "mqplan_build_info", Labels: []string{"version", "goversion", "revision"}, Type: "gauge",
+		Help: "1, labelled with the mqplan that runs: its version, Go release and VCS revision."},
 }
 
 // Exporter is the live state of one run as a prometheus.Collector. Every
@@ -129,18 +142,29 @@ type Exporter struct {
 	// created is when the exporter was made: the native histograms'
 	// created timestamp (their counts start there).
 	created time.Time
+	info    Info
+	// thresholds are the threshold series' expressions, each once.
+	thresholds []string
+	// final holds the figures known only when the run is over (Finish);
+	// nil until then.
+	final *Final
 }
 
 // New returns an exporter for a run of the named groups (plan order, as
 // stats.Second.Groups). Every series exists from the start, at zero (the
 // latencies NaN), so that rates are right from the first scrape.
-func New(groups []string) *Exporter {
-	x := &Exporter{groups: append([]string(nil), groups...), state: make([]groupState, len(groups)), created: time.Now()}
+// Every series carries the label run_id=info.RunID.
+func New(groups []string, info Info) *Exporter {
+	x := &Exporter{groups: append([]string(nil), groups...), state: make([]groupState, len(groups)), created: time.Now(), info: info}
 	for i := range x.state {
 		x.state[i].p50, x.state[i].p99, x.state[i].max = math.NaN(), math.NaN(), math.NaN()
 	}
+	for _, t := range info.Thresholds {
+		x.addThreshold(t)
+	}
+	x.info.Thresholds = nil
 	for _, m := range Metrics {
-		x.descs = append(x.descs, prometheus.NewDesc(m.Name, m.Help, m.Labels, nil))
+		x.descs = append(x.descs, prometheus.NewDesc(m.Name, m.Help, m.Labels, prometheus.Labels{"run_id": info.RunID}))
 	}
 	return x
 }
@@ -257,10 +281,12 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 		case m.Name == "mqplan_latency_seconds":
 			for g, name := range x.groups {
 				st := &x.state[g]
-				emit(ch, d, prometheus.GaugeValue, st.p50, name, "0.5")
-				emit(ch, d, prometheus.GaugeValue, st.p99, name, "0.99")
-				emit(ch, d, prometheus.GaugeValue, st.max, name, "1")
+				emit(ch, d, prometheus.GaugeValue, st.p50, name, "p50")
+				emit(ch, d, prometheus.GaugeValue, st.p99, name, "p99")
+				emit(ch, d, prometheus.GaugeValue, st.max, name, "max")
 			}
+		case m.value == nil:
+			x.collectRun(ch, d, m.Name)
 		default:
 			t := prometheus.GaugeValue
 			if m.Type == "counter" {
@@ -277,13 +303,19 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 // formats (text, or what the scraper negotiates), from a registry of its
 // own: no Go runtime or process metrics, only the run's.
 func (x *Exporter) Handler() http.Handler {
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(x)
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	return promhttp.HandlerFor(x.registry(), promhttp.HandlerOpts{
 		// A scrape is cheap; a few at once are plenty, more are refused
 		// rather than queued behind the run.
 		MaxRequestsInFlight: 4,
 	})
+}
+
+// registry is a registry of the exporter alone, pedantic so that a
+// family that breaks its own description fails the scrape.
+func (x *Exporter) registry() *prometheus.Registry {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(x)
+	return reg
 }
 
 // emit sends one sample, or, when its labels are not valid (a group name

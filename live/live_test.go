@@ -1,12 +1,17 @@
 package live
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -106,21 +111,31 @@ func nativeBuckets(t testing.TB, h *dto.Histogram) map[int]int64 {
 }
 
 // sample is the value of family name's series with exactly these labels
-// (name=value pairs); ok is false when there is no such series.
+// (name=value pairs, in any order) beside run_id, which every series
+// has; ok is false when there is no such series.
 func sample(fams map[string]*dto.MetricFamily, name string, labels ...string) (v float64, ok bool) {
 	f := fams[name]
 	if f == nil {
 		return 0, false
 	}
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
 next:
 	for _, m := range f.GetMetric() {
-		if len(m.GetLabel())*2 != len(labels) {
-			continue
-		}
-		for i, l := range m.GetLabel() {
-			if l.GetName() != labels[2*i] || l.GetValue() != labels[2*i+1] {
+		n := 0
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "run_id" {
+				continue
+			}
+			n++
+			if w, ok := want[l.GetName()]; !ok || w != l.GetValue() {
 				continue next
 			}
+		}
+		if n != len(want) {
+			continue
 		}
 		switch f.GetType() {
 		case dto.MetricType_COUNTER:
@@ -139,7 +154,7 @@ func currentPhase(fams map[string]*dto.MetricFamily) (string, error) {
 	var on []string
 	for _, m := range fams["mqplan_phase"].GetMetric() {
 		if m.GetGauge().GetValue() == 1 {
-			on = append(on, m.GetLabel()[0].GetValue())
+			on = append(on, labelOf(m, "phase"))
 		}
 	}
 	if len(on) > 1 {
@@ -170,7 +185,7 @@ func TestExporter(t *testing.T) {
 	}{
 		{name: "before the first second everything is zero and no phase is on",
 			want: map[string]float64{"mqplan_messages_sent_total pub": 0, "mqplan_messages_received_total sub": 0,
-				"mqplan_clients_connected sub": 0, "mqplan_latency_seconds sub 1": math.NaN(), "mqplan_messages_lost sub": 0},
+				"mqplan_clients_connected sub": 0, "mqplan_latency_seconds sub max": math.NaN(), "mqplan_messages_lost sub": 0},
 		},
 		{name: "lost so far is the last figure given, a gauge that may go down",
 			seconds: []stats.Second{sec(phase.Steady, pubSec, subSec), sec(phase.Steady, pubSec, subSec), sec(phase.Drain, quiet, quiet)},
@@ -191,19 +206,19 @@ func TestExporter(t *testing.T) {
 				"mqplan_messages_received_total sub": 500, "mqplan_messages_duplicated_total sub": 4,
 				"mqplan_disconnects_total sub": 2, "mqplan_clients_connected sub": 3, "mqplan_clients_down sub": 1,
 				"mqplan_clients_connected pub":   2,
-				"mqplan_latency_seconds sub 0.5": 0.0005, "mqplan_latency_seconds sub 0.99": 0.002,
-				"mqplan_latency_seconds sub 1":    0.003,
-				"mqplan_latency_seconds pub 0.99": math.NaN(),
+				"mqplan_latency_seconds sub p50": 0.0005, "mqplan_latency_seconds sub p99": 0.002,
+				"mqplan_latency_seconds sub max": 0.003,
+				"mqplan_latency_seconds pub p99": math.NaN(),
 			}},
 		{name: "a second without deliveries makes the latency NaN, not stale",
 			seconds: []stats.Second{sec(phase.Steady, pubSec, subSec), sec(phase.Drain, quiet, quiet)},
 			phase:   "drain",
-			want: map[string]float64{"mqplan_latency_seconds sub 0.5": math.NaN(), "mqplan_messages_received_total sub": 250,
+			want: map[string]float64{"mqplan_latency_seconds sub p50": math.NaN(), "mqplan_messages_received_total sub": 250,
 				"mqplan_clients_connected sub": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			x := New([]string{"pub", "sub"})
+			x := New([]string{"pub", "sub"}, Info{RunID: "test", Thresholds: []string{"p99 < 10ms"}})
 			for i, s := range tt.seconds {
 				if i < len(tt.lost) {
 					x.ObserveLost(1, tt.lost[i])
@@ -221,7 +236,7 @@ func TestExporter(t *testing.T) {
 				f := strings.Fields(key)
 				labels := []string{"group", f[1]}
 				if len(f) == 3 {
-					labels = append(labels, "quantile", f[2])
+					labels = append(labels, "stat", f[2])
 				}
 				got, ok := sample(fams, f[0], labels...)
 				switch {
@@ -258,7 +273,7 @@ func TestExporter(t *testing.T) {
 // TestExporterRejectsBadLabels: a group name that is not UTF-8 fails the
 // scrape with a reason instead of panicking the run.
 func TestExporterRejectsBadLabels(t *testing.T) {
-	x := New([]string{"ok", "bad\xff"})
+	x := New([]string{"ok", "bad\xff"}, Info{RunID: "test"})
 	rec := httptest.NewRecorder()
 	x.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "UTF-8") {
@@ -269,7 +284,7 @@ func TestExporterRejectsBadLabels(t *testing.T) {
 // histogram is family name's histogram for group, nil when absent.
 func histogram(fams map[string]*dto.MetricFamily, name, group string) *dto.Histogram {
 	for _, m := range fams[name].GetMetric() {
-		if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == group {
+		if labelOf(m, "group") == group {
 			return m.GetHistogram()
 		}
 	}
@@ -324,7 +339,7 @@ func TestExporterLatencyHistogram(t *testing.T) {
 	for _, fam := range latencyFamilies {
 		for _, tt := range tests {
 			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
-				x := New([]string{"pub", "sub"})
+				x := New([]string{"pub", "sub"}, Info{RunID: "test", Thresholds: []string{"p99 < 10ms"}})
 				fam.observe(x, 1, h)
 				fam.observe(x, 7, h) // no such group: ignored
 				for range tt.seconds {
@@ -391,7 +406,7 @@ func TestExporterNativeHistograms(t *testing.T) {
 	for _, fam := range latencyFamilies {
 		for _, tt := range tests {
 			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
-				x := New([]string{"pub", "sub"})
+				x := New([]string{"pub", "sub"}, Info{RunID: "test", Thresholds: []string{"p99 < 10ms"}})
 				h := stats.NewHistogram()
 				var count uint64
 				want := map[int]int64{} // native bucket → count
@@ -469,24 +484,10 @@ func bucketHolding(t *testing.T, v float64) int {
 }
 
 // TestExporterLint: what the exporter serves passes Prometheus' own
-// metric linter (names, units, counter suffixes, HELP), with every family
-// holding samples, but for one known objection: mqplan_latency_seconds is
-// a gauge of the last second's quantiles labelled "quantile", which the
-// linter would have be a summary (a summary's count and sum would be the
-// whole run's, not the second's; the histograms have those).
+// metric linter (names, units, counter suffixes, HELP, no "quantile"
+// label outside a summary), with every family holding samples.
 func TestExporterLint(t *testing.T) {
-	x := New([]string{"pub", "sub"})
-	h := stats.NewHistogram()
-	if err := h.RecordValues(1500, 3); err != nil {
-		t.Fatal(err)
-	}
-	x.ObserveLatency(1, h)
-	x.ObserveAck(0, h)
-	x.ObserveLost(1, 2)
-	x.Observe(stats.Second{Phase: phase.Steady, Groups: []stats.GroupSecond{
-		{Group: "pub", Connected: 1, Sent: 10, Acked: 3},
-		{Group: "sub", Connected: 1, Received: 8, P50: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond}}})
-	srv := httptest.NewServer(x.Handler())
+	srv := httptest.NewServer(finishedExporter(t).Handler())
 	defer srv.Close()
 	fams := scrape(t, srv.URL)
 	var list []*dto.MetricFamily
@@ -498,9 +499,111 @@ func TestExporterLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
-		if p.Metric == "mqplan_latency_seconds" && strings.Contains(p.Text, `"quantile" label`) {
-			continue
-		}
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// finishedExporter is an exporter of a finished run in which every family
+// holds samples.
+func finishedExporter(t *testing.T) *Exporter {
+	t.Helper()
+	x := New([]string{"pub", "sub"}, Info{RunID: "r-1", Plan: "plans/p.yaml", Broker: "mqtts://user:***@127.0.0.1:8883",
+		Version: "v0.0.0", Revision: "abc", Thresholds: []string{"p99 < 10ms", "lost == 0", "p99 < 10ms"}})
+	h := stats.NewHistogram()
+	if err := h.RecordValues(1500, 3); err != nil {
+		t.Fatal(err)
+	}
+	x.ObserveLatency(1, h)
+	x.ObserveAck(0, h)
+	x.ObserveLost(1, 2)
+	x.Observe(stats.Second{Phase: phase.Steady, Groups: []stats.GroupSecond{
+		{Group: "pub", Connected: 1, Sent: 10, Acked: 3},
+		{Group: "sub", Connected: 1, Received: 8, P50: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond}}})
+	x.Finish(Final{Unsent: []int64{4, 0}, ConnectP50: time.Millisecond, ConnectP99: 2 * time.Millisecond, ConnectMax: 3 * time.Millisecond,
+		Thresholds: []Threshold{{Expr: "p99 < 10ms", Pass: true}, {Expr: "lost == 0", Pass: false}}})
+	return x
+}
+
+// TestExporterRunLabels: every series carries the run's run_id; the run
+// and build info say the plan, the broker and the mqplan; the figures
+// known at the end are served after Finish.
+func TestExporterRunLabels(t *testing.T) {
+	srv := httptest.NewServer(finishedExporter(t).Handler())
+	defer srv.Close()
+	fams := scrape(t, srv.URL)
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			if labelOf(m, "run_id") != "r-1" {
+				t.Errorf("%s%v: run_id %q, want r-1", name, m.GetLabel(), labelOf(m, "run_id"))
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		metric string
+		labels []string
+		want   float64
+	}{
+		{"run info", "mqplan_run_info", []string{"plan", "plans/p.yaml", "broker", "mqtts://user:***@127.0.0.1:8883"}, 1},
+		{"build info", "mqplan_build_info", []string{"version", "v0.0.0", "goversion", runtime.Version(), "revision", "abc"}, 1},
+		{"unsent", "mqplan_messages_unsent", []string{"group", "pub"}, 4},
+		{"connect p99", "mqplan_connect_latency_seconds", []string{"stat", "p99"}, 0.002},
+		{"threshold passed", "mqplan_threshold_passed", []string{"threshold", "p99 < 10ms"}, 1},
+		{"threshold failed", "mqplan_threshold_passed", []string{"threshold", "lost == 0"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := sample(fams, tt.metric, tt.labels...)
+			if !ok || got != tt.want {
+				t.Errorf("%s%v = %v (present %v), want %v", tt.metric, tt.labels, got, ok, tt.want)
+			}
+		})
+	}
+}
+
+// labelOf is m's label name's value, "" when it has none.
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// TestExporterPromtool: Prometheus' own promtool finds nothing to say
+// about a scrape of a finished run (skipped outside CI when promtool is
+// not installed; .ci/run installs it with Debian's prometheus package).
+func TestExporterPromtool(t *testing.T) {
+	srv := httptest.NewServer(finishedExporter(t).Handler())
+	defer srv.Close()
+	promtoolCheck(t, srv.URL)
+}
+
+// promtoolCheck runs `promtool check metrics` on a scrape of url and
+// fails the test on anything it says (skipped outside CI when promtool is
+// not installed; .ci/run installs it with Debian's prometheus package).
+func promtoolCheck(t *testing.T, url string) {
+	t.Helper()
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not installed (Debian: apt-get install prometheus); CI must run this check")
+		}
+		t.Skip("promtool is not installed (Debian: apt-get install prometheus)")
+	}
+	resp := get(t, url, "text/plain;version=0.0.4")
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }

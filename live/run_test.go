@@ -51,7 +51,7 @@ func liveRun(t *testing.T, faults broker.Faults, each func(s stats.Second, fams 
 		t.Fatal(err)
 	}
 	names := []string{prog.Groups[0].Name, prog.Groups[1].Name}
-	x := New(names)
+	x := New(names, Info{RunID: "test"})
 	srv := httptest.NewServer(x.Handler())
 	t.Cleanup(srv.Close)
 	opts := runner.Options{
@@ -119,10 +119,10 @@ func TestRunFeedsExporter(t *testing.T) {
 				for _, q := range []struct {
 					quantile string
 					want     time.Duration
-				}{{"0.5", gs.P50}, {"0.99", gs.P99}, {"1", gs.Max}} {
-					v, _ := sample(fams, "mqplan_latency_seconds", "group", name, "quantile", q.quantile)
+				}{{"p50", gs.P50}, {"p99", gs.P99}, {"max", gs.Max}} {
+					v, _ := sample(fams, "mqplan_latency_seconds", "group", name, "stat", q.quantile)
 					if gs.Max == 0 && !math.IsNaN(v) || gs.Max != 0 && v != q.want.Seconds() {
-						t.Errorf("mqplan_latency_seconds{group=%q,quantile=%q} = %v, the second's is %v", name, q.quantile, v, q.want)
+						t.Errorf("mqplan_latency_seconds{group=%q,stat=%q} = %v, the second's is %v", name, q.quantile, v, q.want)
 					}
 				}
 				if name == "sub" && gs.Max != 0 {
@@ -233,6 +233,8 @@ func TestRunFeedsExporter(t *testing.T) {
 	if latencies == 0 {
 		t.Errorf("the sub group's latency gauge never showed a latency")
 	}
+	// What Prometheus' own checker says of a real run's scrape.
+	promtoolCheck(t, url)
 }
 
 // TestRunLostSoFar runs the plan on a broker that drops every 10th

@@ -40,7 +40,7 @@ func TestListenAddr(t *testing.T) {
 // TestServer: the endpoint serves /metrics only, says whether it is
 // loopback, refuses a port in use at Listen, and is gone after Close.
 func TestServer(t *testing.T) {
-	x := New([]string{"g"})
+	x := New([]string{"g"}, Info{RunID: "test"})
 	s, err := Listen(":0", x.Handler())
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,89 @@
+package live
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/mqplan/mqplan/internal/promtest"
+)
+
+// TestPushToPrometheus: what a push sends lands in a real Prometheus
+// (its remote-write receiver) with the exporter's values and labels, the
+// histograms as their classic series.
+func TestPushToPrometheus(t *testing.T) {
+	prom := promtest.Start(t)
+	x := finishedExporter(t)
+	p, err := NewPusher(prom.WriteURL, prom.WriteURL, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Push(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, prom.Logs())
+	}
+	tests := []struct {
+		name, query string
+		want        float64
+	}{
+		{"counter", `mqplan_messages_sent_total{run_id="r-1",group="pub",job="mqplan"}`, 10},
+		{"gauge", `mqplan_clients_connected{run_id="r-1",group="sub"}`, 1},
+		{"last second's latency", `mqplan_latency_seconds{run_id="r-1",group="sub",stat="p99"}`, 0.001},
+		{"histogram count", `mqplan_e2e_latency_seconds_count{run_id="r-1",group="sub"}`, 3},
+		{"histogram bucket", `mqplan_e2e_latency_seconds_bucket{run_id="r-1",group="sub",le="0.0025"}`, 3},
+		{"histogram +Inf", `mqplan_e2e_latency_seconds_bucket{run_id="r-1",group="sub",le="+Inf"}`, 3},
+		{"unsent", `mqplan_messages_unsent{run_id="r-1",group="pub"}`, 4},
+		{"threshold", `mqplan_threshold_passed{run_id="r-1",threshold="lost == 0"}`, 0},
+		{"run info", `mqplan_run_info{run_id="r-1",plan="plans/p.yaml"}`, 1},
+		{"quantile from the pushed buckets", `histogram_quantile(0.5, mqplan_e2e_latency_seconds_bucket{run_id="r-1",group="sub"})`, 0.00175},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := prom.Query(t, tt.query)
+			if len(got) != 1 || got[0].Value != tt.want {
+				t.Errorf("%s = %+v, want one series of %v", tt.query, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPushCredentials: user:password@ in the URL becomes basic
+// authentication, and no message names the password; a refusal says the
+// receiver's status.
+func TestPushCredentials(t *testing.T) {
+	var auth, encoding string
+	var decoded bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, _ := r.BasicAuth()
+		auth, encoding = u+":"+p, r.Header.Get("Content-Encoding")
+		body, _ := io.ReadAll(r.Body)
+		_, err := snappy.Decode(nil, body)
+		decoded = err == nil
+		http.Error(w, "no such tenant", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	raw := strings.Replace(srv.URL, "http://", "http://bob:s3cret@", 1) + "/api/v1/write"
+	shown := strings.Replace(raw, "s3cret", "***", 1)
+	p, err := NewPusher(raw, shown, finishedExporter(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Push(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), shown) {
+		t.Errorf("push error %v: want the 401, the masked URL %s and no password", err, shown)
+	}
+	if auth != "bob:s3cret" || encoding != "snappy" || !decoded {
+		t.Errorf("receiver saw basic auth %q, encoding %q, snappy body %v", auth, encoding, decoded)
+	}
+	for _, bad := range []string{"ftp://h/x", "http://", "http://bob:s3cret@%zz"} {
+		if _, err := NewPusher(bad, "MASKED", finishedExporter(t)); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("NewPusher(%q): %v, want an error without the password", bad, err)
+		}
+	}
+}
