@@ -142,6 +142,8 @@ func cmdRun(e *env, args []string) (retErr error) {
 	procs := fs.Int("procs", 0, "CPUs mqplan may use (default: all, or half when the broker is another process on this machine)")
 	baselineFile := fs.String("baseline", "", "a saved JSON result (--out json=FILE of an earlier run) that thresholds read as baseline.*, e.g. p99 <= baseline.p99 * 1.10")
 	metricsListen := fs.String("metrics-listen", "", "serve live Prometheus metrics on http://ADDR/metrics while the run goes, e.g. :9464 (a bare :PORT is 127.0.0.1:PORT)")
+	metricsPush := fs.String("metrics-push", "", "also push the live Prometheus metrics to this remote-write URL (e.g. http://127.0.0.1:9090/api/v1/write) while the run goes and once after the report; user:password@ in it is sent as basic authentication")
+	metricsPushInterval := fs.Duration("metrics-push-interval", 5*time.Second, fmt.Sprintf("with --metrics-push, push this often (%v to %v)", minPushInterval, maxPushInterval))
 	metricsLinger := fs.Duration("metrics-linger", 0, fmt.Sprintf("with --metrics-listen, keep serving the final metrics this long after the report (at most %v), so that a scraper's next scrape sees them; Ctrl-C ends the wait", maxMetricsLinger))
 	partialFile := fs.String("partial", "", "also write the run's partial result (raw counters and histograms) to this file, for mqplan merge")
 	var sf shardFlags
@@ -161,7 +163,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if sf.shard != "" {
 		// A shard of a run split across processes (sharded.go).
 		sr, err := prepareShard(e, &sf, &pf, path, *partialFile, map[string]bool{"baseline": *baselineFile != "",
-			"metrics-listen": *metricsListen != "", "cpuprofile": *cpuProfile != ""})
+			"metrics-listen": *metricsListen != "", "metrics-push": *metricsPush != "", "cpuprofile": *cpuProfile != ""})
 		if err != nil {
 			return err
 		}
@@ -174,7 +176,10 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if sf.sources != "" {
 		return invalid(errors.New("--source-addresses: only with --shard (a run in one process binds the plan's broker.source_addresses)"))
 	}
-	prog, part, err := sf.loadOneProcess(e, &pf, path, *partialFile)
+	// The run's id makes its default client ids unique and labels its
+	// live metrics (run_id).
+	runID := newRunID()
+	prog, part, err := sf.loadOneProcess(e, &pf, path, runID, *partialFile)
 	if err != nil {
 		return err
 	}
@@ -209,12 +214,20 @@ func cmdRun(e *env, args []string) (retErr error) {
 	// The metrics endpoint binds before anything connects: a port in use
 	// must not cost a whole run. It stops after the report (deferred).
 	var exporter *live.Exporter
-	if *metricsListen != "" {
+	if *metricsListen != "" || *metricsPush != "" {
 		var stopMetrics func()
-		if exporter, stopMetrics, err = startMetrics(e, prog, *metricsListen, *quiet); err != nil {
+		if exporter, stopMetrics, err = startMetrics(e, prog, *metricsListen, *quiet, liveInfo(prog, path, runID)); err != nil {
 			return err
 		}
 		defer stopMetrics()
+	}
+	push, err := startPush(e, exporter, *metricsPush, *metricsPushInterval)
+	if err != nil {
+		return err
+	}
+	defer push.stop()
+	if push != nil && !*quiet {
+		fmt.Fprintf(e.stderr, "mqplan: pushing Prometheus metrics (run_id %s) to %s every %v and at the end\n", runID, push.p.URL(), *metricsPushInterval)
 	}
 	e.chooseProcs(*procs, prog.Plan.Broker)
 	if *cpuProfile != "" {
@@ -261,11 +274,17 @@ func cmdRun(e *env, args []string) (retErr error) {
 	}
 	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
 	stampRun(res)
+	if exporter != nil {
+		exporter.Finish(liveFinal(st, res))
+	}
 	if err := outs.report(e, res); err != nil {
 		return err
 	}
 	if partErr != nil {
 		return incomplete(partErr)
+	}
+	if err := push.final(); err != nil {
+		return incomplete(err)
 	}
 	if exporter != nil && *metricsLinger > 0 {
 		lingerMetrics(e, *metricsLinger, *quiet, stop)

@@ -75,7 +75,7 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	var exporter *live.Exporter
 	if o.MetricsListen() != "" {
 		var stopMetrics func()
-		if exporter, stopMetrics, err = startMetrics(e, prog, o.MetricsListen(), false); err != nil {
+		if exporter, stopMetrics, err = startMetrics(e, prog, o.MetricsListen(), false, liveInfo(prog, "mqplan "+string(kind), newRunID())); err != nil {
 			return err
 		}
 		defer stopMetrics()
@@ -108,6 +108,9 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	}
 	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
 	stampRun(res)
+	if exporter != nil {
+		exporter.Finish(liveFinal(st, res))
+	}
 	if res.Interrupted && stopped.Load() && res.Incomplete == "" {
 		// Ctrl-C is how an emqtt-bench run ends: what ran is the run, and
 		// its verdict is the thresholds'.

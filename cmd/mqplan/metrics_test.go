@@ -45,7 +45,7 @@ func scrapeMetrics(url string) (map[string]*dto.MetricFamily, error) {
 // groupValue is family name's value for group (a counter or a gauge).
 func groupValue(fams map[string]*dto.MetricFamily, name, group string) (float64, bool) {
 	for _, m := range fams[name].GetMetric() {
-		if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == group {
+		if labelValue(m, "group") == group {
 			if c := m.GetCounter(); c != nil {
 				return c.GetValue(), true
 			}
@@ -55,12 +55,22 @@ func groupValue(fams map[string]*dto.MetricFamily, name, group string) (float64,
 	return 0, false
 }
 
+// labelValue is m's label name's value, "" when it has none.
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
 // onPhase is the phase whose mqplan_phase gauge is 1 ("" for none).
 func onPhase(fams map[string]*dto.MetricFamily) string {
 	var on []string
 	for _, m := range fams["mqplan_phase"].GetMetric() {
 		if m.GetGauge().GetValue() == 1 {
-			on = append(on, m.GetLabel()[0].GetValue())
+			on = append(on, labelValue(m, "phase"))
 		}
 	}
 	return strings.Join(on, "+")
@@ -102,7 +112,7 @@ func TestMetricsListen(t *testing.T) {
 			sent, received = append(sent, s), append(received, r)
 		}
 		for _, m := range fams["mqplan_ack_latency_seconds"].GetMetric() {
-			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == "pub" {
+			if labelValue(m, "group") == "pub" {
 				acks = max(acks, m.GetHistogram().GetSampleCount())
 			}
 		}

@@ -91,15 +91,19 @@ func readBaseline(e *env, path string) (*report.Baseline, error) {
 	return &report.Baseline{File: path, Result: saved}, nil
 }
 
-// startMetrics serves live Prometheus metrics on addr (--metrics-listen)
-// for the groups of prog, bound before anything connects so that a port
-// in use does not cost a whole run. stop closes the endpoint.
-func startMetrics(e *env, prog *plans.Program, addr string, quiet bool) (exp *live.Exporter, stop func(), err error) {
+// startMetrics makes the live Prometheus metrics of prog's groups and
+// serves them on addr (--metrics-listen; "" when they are only pushed),
+// bound before anything connects so that a port in use does not cost a
+// whole run. stop closes the endpoint.
+func startMetrics(e *env, prog *plans.Program, addr string, quiet bool, info live.Info) (exp *live.Exporter, stop func(), err error) {
 	names := make([]string, len(prog.Groups))
 	for i, g := range prog.Groups {
 		names[i] = g.Name
 	}
-	exp = live.New(names)
+	exp = live.New(names, info)
+	if addr == "" {
+		return exp, func() {}, nil // pushed only (--metrics-push)
+	}
 	srv, err := live.Listen(addr, exp.Handler())
 	if err != nil {
 		return nil, nil, invalid(fmt.Errorf("--metrics-listen: %w", err))

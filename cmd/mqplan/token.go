@@ -106,15 +106,15 @@ func newWorkerToken() *token {
 // loadOneProcess loads the plan of a run in one process: with --partial,
 // its part is signed with the run's token when one is given; without,
 // --token-file has nothing to do and is refused.
-func (sf *shardFlags) loadOneProcess(e *env, pf *planFlags, path, partialFile string) (*plans.Program, *partialRun, error) {
+func (sf *shardFlags) loadOneProcess(e *env, pf *planFlags, path, runID, partialFile string) (*plans.Program, *partialRun, error) {
 	if partialFile == "" {
 		if sf.token.file != "" {
 			return nil, nil, invalid(errors.New("--token-file: only with --shard (it authenticates the run's shards) or --partial (it signs the part)"))
 		}
-		prog, err := pf.load(e, path, newRunID())
+		prog, err := pf.load(e, path, runID)
 		return prog, nil, err
 	}
-	prog, part, err := pf.loadForPartial(e, path, newRunID(), partialFile)
+	prog, part, err := pf.loadForPartial(e, path, runID, partialFile)
 	if err != nil {
 		return nil, nil, err
 	}
