@@ -1,6 +1,8 @@
 // Package live owns the live view of a run for Prometheus: the metrics
 // `mqplan run --metrics-listen ADDR` serves on /metrics while the run goes,
-// and the HTTP endpoint that serves them.
+// the HTTP endpoint that serves them, and the remote-write pusher that
+// `--metrics-push URL` sends them with. Every series carries the run's
+// run_id.
 //
 // It is fed once a second with the runner's per-second timeline
 // (runner.Options.Second): counters are the per-second counts added up, so
@@ -9,9 +11,10 @@
 // own reckoning (runner.Options.LostSoFar); the e2e and ack latency
 // histograms merge the recorder's per-second histograms
 // (runner.Options.Latency and Ack) and are served with classic buckets
-// and as native histograms. It must not touch the hot path (nothing here
-// runs per message), judge thresholds, or know about plans beyond the
-// group names it labels with.
+// and as native histograms. What is known only when the run is over
+// (unsent messages, connect latency, threshold outcomes) comes once, from
+// Finish. It must not touch the hot path (nothing here runs per message),
+// judge thresholds, or know about plans beyond the names it labels with.
 package live
 
 import (
