@@ -55,6 +55,9 @@ var docSkip = []struct {
 	}},
 	{"find-max runs trials for minutes by design (its search is tested on its own)", func(c *docCommand) bool { return c.args[0] == "find-max" }},
 	{"serves metrics on a fixed port and lingers 30 s after the run", func(c *docCommand) bool { return slicesContains(c.args, "--metrics-listen") }},
+	{"pushes metrics to a Prometheus of its own (internal/promtest's tests push to a private one)", func(c *docCommand) bool {
+		return slicesContains(c.args, "--metrics-push")
+	}},
 	{"merges parts of a sharded run that no command of the page wrote", func(c *docCommand) bool { return c.args[0] == "merge" && c.missing != "" }},
 	{"names a file the page leaves to the reader", func(c *docCommand) bool { return c.missing != "" }},
 	{"uses shell features beyond a redirect", func(c *docCommand) bool { return c.shell }},
