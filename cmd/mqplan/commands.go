@@ -198,8 +198,14 @@ func cmdRun(e *env, args []string) (retErr error) {
 		input{*cpuProfile, "--cpuprofile " + *cpuProfile}, input{*partialFile, "--partial " + *partialFile}); err != nil {
 		return err
 	}
-	baselineSet := false
-	fs.Visit(func(f *flag.Flag) { baselineSet = baselineSet || f.Name == "baseline" })
+	baselineSet, intervalSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		baselineSet = baselineSet || f.Name == "baseline"
+		intervalSet = intervalSet || f.Name == "metrics-push-interval"
+	})
+	if intervalSet && *metricsPush == "" {
+		return invalid(fmt.Errorf("--metrics-push-interval %v: there is nothing to push without --metrics-push", *metricsPushInterval))
+	}
 	if baselineSet && *baselineFile == "" {
 		return invalid(errors.New("--baseline: want a saved result's file name, got an empty one"))
 	}
