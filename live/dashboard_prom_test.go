@@ -164,6 +164,8 @@ var onlyGroup = map[string]string{
 	"Ack latency (p50, p99)/A":          "pub",
 	"Ack latency (p50, p99)/B":          "pub",
 	"Unsent messages (end of run)/A":    "pub",
+	"Payload bytes (end of run)/A":      "pub",
+	"Payload bytes (end of run)/B":      "sub",
 }
 
 // labelValues is a variable's label_values(SELECTOR, LABEL) query.
@@ -242,7 +244,7 @@ func dashboardRun(t *testing.T, url string) string {
 			{Group: "pub", Connected: 1, Sent: 50, Acked: 50},
 			{Group: "sub", Connected: 1, Received: 50, Duplicates: 1, P50: time.Millisecond, P99: 2 * time.Millisecond, Max: 3 * time.Millisecond}}})
 		if i == 2 {
-			x.Finish(Final{Unsent: []int64{3, 0}, ConnectP50: time.Millisecond, ConnectP99: time.Millisecond, ConnectMax: time.Millisecond,
+			x.Finish(Final{Unsent: []int64{3, 0}, SentBytes: []int64{9600, 0}, ReceivedBytes: []int64{0, 9600}, ConnectP50: time.Millisecond, ConnectP99: time.Millisecond, ConnectMax: time.Millisecond,
 				Thresholds: []Threshold{{Expr: "p99 < 10ms", Pass: true}}})
 		}
 		// Each push must have a timestamp of its own: Prometheus

@@ -34,6 +34,9 @@ type Final struct {
 	// Unsent is each group's unsent messages over all phases, in the
 	// order of New's groups.
 	Unsent []int64
+	// SentBytes and ReceivedBytes are each group's payload bytes
+	// published and delivered, over all phases (as Unsent, by group).
+	SentBytes, ReceivedBytes []int64
 	// ConnectP50, ConnectP99 and ConnectMax are the run's connect
 	// latency; all zero when no client connected.
 	ConnectP50, ConnectP99, ConnectMax time.Duration
@@ -48,8 +51,9 @@ type Threshold struct {
 	Pass bool
 }
 
-// Finish adds what is known only when the run is over (unsent, connect
-// latency, threshold outcomes); call it after the last Observe. f is
+// Finish adds what is known only when the run is over (unsent, payload
+// bytes, connect latency, threshold outcomes: counting bytes each second
+// would add to every message's path); call it after the last Observe. f is
 // copied.
 func (x *Exporter) Finish(f Final) {
 	x.mu.Lock()
@@ -62,6 +66,12 @@ func (x *Exporter) Finish(f Final) {
 	for i := range x.state {
 		if i < len(f.Unsent) {
 			x.state[i].unsent = f.Unsent[i]
+		}
+		if i < len(f.SentBytes) {
+			x.state[i].sentBytes = f.SentBytes[i]
+		}
+		if i < len(f.ReceivedBytes) {
+			x.state[i].receivedBytes = f.ReceivedBytes[i]
 		}
 	}
 }

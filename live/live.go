@@ -12,8 +12,8 @@
 // histograms merge the recorder's per-second histograms
 // (runner.Options.Latency and Ack) and are served with classic buckets
 // and as native histograms. What is known only when the run is over
-// (unsent messages, connect latency, threshold outcomes) comes once, from
-// Finish. It must not touch the hot path (nothing here runs per message),
+// (unsent messages, payload bytes, connect latency, threshold outcomes)
+// comes once, from Finish. It must not touch the hot path (nothing here runs per message),
 // judge thresholds, or know about plans beyond the names it labels with.
 package live
 
@@ -55,9 +55,9 @@ type Metric struct {
 // gauges (its last second).
 type groupState struct {
 	sent, acked, received, duplicates, errors, disconnects int64
-	// unsent is the run's figure, set by Finish.
-	unsent          int64
-	connected, down int
+	// unsent and the payload bytes are the run's figures, set by Finish.
+	unsent, sentBytes, receivedBytes int64
+	connected, down                  int
 	// lost is the deliveries lost so far as of the last second observed;
 	// pendingLost the runner's figure for the second being observed.
 	lost, pendingLost int64
@@ -121,6 +121,12 @@ var Metrics = []Metric{
 	{Name: "mqplan_messages_unsent", Labels: []string{"group"}, Type: "gauge",
 		Help:  "Messages the schedule called for that the group's clients never sent (all phases); known when the run is over, 0 until then.",
 		value: func(g *groupState) float64 { return float64(g.unsent) }},
+	{Name: "mqplan_payload_sent_bytes_total", Labels: []string{"group"}, Type: "counter",
+		Help:  "Payload bytes the group's clients published (all phases); the run's total, known when the run is over, 0 until then.",
+		value: func(g *groupState) float64 { return float64(g.sentBytes) }},
+	{Name: "mqplan_payload_received_bytes_total", Labels: []string{"group"}, Type: "counter",
+		Help:  "Payload bytes delivered to the group's clients, duplicates included (all phases); the run's total, known when the run is over, 0 until then.",
+		value: func(g *groupState) float64 { return float64(g.receivedBytes) }},
 	{Name: "mqplan_connect_latency_seconds", Labels: []string{"stat"}, Type: "gauge",
 		Help: `CONNECT to CONNACK latency of every client of the run: stat "p50", "p99" or "max"; known when the run is over, NaN until then.`},
 	{Name: "mqplan_threshold_passed", Labels: []string{"threshold"}, Type: "gauge",

@@ -519,7 +519,7 @@ func finishedExporter(t *testing.T) *Exporter {
 	x.Observe(stats.Second{Phase: phase.Steady, Groups: []stats.GroupSecond{
 		{Group: "pub", Connected: 1, Sent: 10, Acked: 3},
 		{Group: "sub", Connected: 1, Received: 8, P50: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond}}})
-	x.Finish(Final{Unsent: []int64{4, 0}, ConnectP50: time.Millisecond, ConnectP99: 2 * time.Millisecond, ConnectMax: 3 * time.Millisecond,
+	x.Finish(Final{Unsent: []int64{4, 0}, SentBytes: []int64{640, 0}, ReceivedBytes: []int64{0, 512}, ConnectP50: time.Millisecond, ConnectP99: 2 * time.Millisecond, ConnectMax: 3 * time.Millisecond,
 		Thresholds: []Threshold{{Expr: "p99 < 10ms", Pass: true}, {Expr: "lost == 0", Pass: false}}})
 	return x
 }
@@ -547,6 +547,8 @@ func TestExporterRunLabels(t *testing.T) {
 		{"run info", "mqplan_run_info", []string{"plan", "plans/p.yaml", "broker", "mqtts://user:***@127.0.0.1:8883"}, 1},
 		{"build info", "mqplan_build_info", []string{"version", "v0.0.0", "goversion", runtime.Version(), "revision", "abc"}, 1},
 		{"unsent", "mqplan_messages_unsent", []string{"group", "pub"}, 4},
+		{"bytes sent", "mqplan_payload_sent_bytes_total", []string{"group", "pub"}, 640},
+		{"bytes received", "mqplan_payload_received_bytes_total", []string{"group", "sub"}, 512},
 		{"connect p99", "mqplan_connect_latency_seconds", []string{"stat", "p99"}, 0.002},
 		{"threshold passed", "mqplan_threshold_passed", []string{"threshold", "p99 < 10ms"}, 1},
 		{"threshold failed", "mqplan_threshold_passed", []string{"threshold", "lost == 0"}, 0},

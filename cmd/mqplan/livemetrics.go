@@ -49,15 +49,19 @@ func versionParts() (ver, rev string) {
 }
 
 // liveFinal is what the live metrics learn when the run is over: each
-// group's unsent messages over all phases, the connect latency and the
+// group's unsent messages and payload bytes over all phases, the connect latency and the
 // thresholds' outcomes.
 func liveFinal(st *stats.Stats, res *report.Result) live.Final {
 	var f live.Final
-	f.Unsent = make([]int64, len(st.Groups))
+	n := len(st.Groups)
+	f.Unsent, f.SentBytes, f.ReceivedBytes = make([]int64, n), make([]int64, n), make([]int64, n)
 	for _, ph := range st.Phases {
 		for g := range ph.Groups {
-			if g < len(f.Unsent) {
-				f.Unsent[g] += ph.Groups[g].Unsent
+			if g < n {
+				m := &ph.Groups[g]
+				f.Unsent[g] += m.Unsent
+				f.SentBytes[g] += m.SentBytes
+				f.ReceivedBytes[g] += m.ReceivedBytes
 			}
 		}
 	}

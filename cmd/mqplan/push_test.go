@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,6 +61,34 @@ func TestMetricsPushToPrometheus(t *testing.T) {
 			if len(got) != 1 || got[0].Value != float64(want) {
 				t.Errorf("%s = %+v, the run's total is %d", q, got, want)
 			}
+		}
+	}
+	// The JSON result's per-phase figures, added up, are the run's
+	// totals over all phases, which the counters are.
+	data, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Metrics struct {
+			Phases map[string]map[string]any `json:"phases"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for key, metric := range map[string]string{"sent": "mqplan_messages_sent_total", "received": "mqplan_messages_received_total",
+		"acked": "mqplan_messages_acked_total", "duplicates": "mqplan_messages_duplicated_total", "errors": "mqplan_errors_total",
+		"sent_bytes": "mqplan_payload_sent_bytes_total", "received_bytes": "mqplan_payload_received_bytes_total"} {
+		var want float64
+		for _, ph := range doc.Metrics.Phases {
+			v, _ := ph[key].(float64)
+			want += v
+		}
+		q := fmt.Sprintf("sum(%s{run_id=%q})", metric, runID)
+		got := prom.Query(t, q)
+		if len(got) != 1 || got[0].Value != want || key == "sent_bytes" && want == 0 {
+			t.Errorf("%s = %+v, the JSON result's phases add up to %s %v", q, got, key, want)
 		}
 	}
 	passed := prom.Query(t, fmt.Sprintf("mqplan_threshold_passed{run_id=%q}", runID))
