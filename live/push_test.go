@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -86,4 +87,28 @@ func TestPushCredentials(t *testing.T) {
 			t.Errorf("NewPusher(%q): %v, want an error without the password", bad, err)
 		}
 	}
+}
+
+// FuzzNewPusher: any URL is taken or refused without a panic; a refusal
+// names the URL only by the masked form it is given, so never a password.
+func FuzzNewPusher(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:9090/api/v1/write", "https://u:p4ss@h/x?token=t", "ftp://u:p4ss@x", "http://u:p4ss@%zz", "", "http://[::1"} {
+		f.Add(s)
+	}
+	x := New([]string{"g"}, Info{RunID: "fuzz"})
+	f.Fuzz(func(t *testing.T, raw string) {
+		_, err := NewPusher(raw, "MASKED", x)
+		if err == nil {
+			return
+		}
+		// Every refusal is one of these texts, whatever the URL: none
+		// can carry any of it.
+		switch msg := err.Error(); {
+		case msg == "MASKED is not a URL",
+			msg == "MASKED: want an http:// or https:// URL of a Prometheus remote-write receiver, e.g. http://127.0.0.1:9090/api/v1/write",
+			msg == fmt.Sprintf("URL of %d bytes, at most %d", len(raw), maxPushURL):
+		default:
+			t.Errorf("NewPusher(%q): %v: a refusal that depends on the URL", raw, err)
+		}
+	})
 }
