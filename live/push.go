@@ -49,6 +49,13 @@ type Pusher struct {
 	client   *http.Client
 	// mu serialises pushes, so that timestamps reach the receiver in order.
 	mu sync.Mutex
+	// last is the last push's timestamp (ms): the next is later, even
+	// within the same millisecond, since Prometheus refuses a second
+	// value at the same timestamp (a final push right after one at the
+	// interval would fail).
+	last int64
+	// now is the clock (time.Now; a test's fixed one).
+	now func() time.Time
 }
 
 // NewPusher returns a pusher of x's metrics to the remote-write endpoint
@@ -67,7 +74,7 @@ func NewPusher(raw, shown string, x *Exporter) (*Pusher, error) {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("%s: want an http:// or https:// URL of a Prometheus remote-write receiver, e.g. http://127.0.0.1:9090/api/v1/write", shown)
 	}
-	p := &Pusher{gather: x.registry(), shown: shown, instance: "mqplan", client: &http.Client{Timeout: pushTimeout}}
+	p := &Pusher{gather: x.registry(), shown: shown, instance: "mqplan", client: &http.Client{Timeout: pushTimeout}, now: time.Now}
 	if u.User != nil {
 		p.user = u.User.Username()
 		p.pass, _ = u.User.Password()
@@ -92,7 +99,8 @@ func (p *Pusher) Push(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("push to %s: gather the metrics: %w", p.shown, err)
 	}
-	body := snappy.Encode(nil, writeRequest(fams, time.Now().UnixMilli(), p.instance))
+	p.last = max(p.now().UnixMilli(), p.last+1)
+	body := snappy.Encode(nil, writeRequest(fams, p.last, p.instance))
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))

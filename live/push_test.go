@@ -6,12 +6,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang/snappy"
 	"github.com/mqplan/mqplan/internal/promtest"
+	"github.com/mqplan/mqplan/phase"
+	"github.com/mqplan/mqplan/stats"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // TestPushToPrometheus: what a push sends lands in a real Prometheus
@@ -26,16 +31,23 @@ func TestPushToPrometheus(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := p.Push(ctx); err != nil {
-		t.Fatalf("%v\n%s", err, prom.Logs())
+	for i := range 3 {
+		if err := p.Push(ctx); err != nil {
+			t.Fatalf("push %d: %v\n%s", i, err, prom.Logs())
+		}
+		if i < 2 {
+			// A value that changes between pushes, as the final one's
+			// do after the last at the interval.
+			x.Observe(stats.Second{Phase: phase.Drain, Groups: []stats.GroupSecond{{Group: "pub"}, {Group: "sub"}}})
+		}
 	}
 	tests := []struct {
 		name, query string
 		want        float64
 	}{
 		{"counter", `mqplan_messages_sent_total{run_id="r-1",group="pub",job="mqplan"}`, 10},
-		{"gauge", `mqplan_clients_connected{run_id="r-1",group="sub"}`, 1},
-		{"last second's latency", `mqplan_latency_seconds{run_id="r-1",group="sub",stat="p99"}`, 0.001},
+		{"gauge", `mqplan_clients_connected{run_id="r-1",group="sub"}`, 0},
+		{"phase", `mqplan_phase{run_id="r-1",phase="drain"}`, 1},
 		{"histogram count", `mqplan_e2e_latency_seconds_count{run_id="r-1",group="sub"}`, 3},
 		{"histogram bucket", `mqplan_e2e_latency_seconds_bucket{run_id="r-1",group="sub",le="0.0025"}`, 3},
 		{"histogram +Inf", `mqplan_e2e_latency_seconds_bucket{run_id="r-1",group="sub",le="+Inf"}`, 3},
@@ -111,4 +123,84 @@ func FuzzNewPusher(f *testing.F) {
 			t.Errorf("NewPusher(%q): %v: a refusal that depends on the URL", raw, err)
 		}
 	})
+}
+
+// TestPushTimestampsIncrease: pushes within one millisecond, as a final
+// push right after one at the interval, each carry a later timestamp
+// than the last, since Prometheus refuses a changed value at a timestamp
+// it has.
+func TestPushTimestampsIncrease(t *testing.T) {
+	var mu sync.Mutex
+	var stamps []int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, err := snappy.Decode(nil, body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		stamps = append(stamps, firstTimestamp(t, req))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	p, err := NewPusher(srv.URL, srv.URL, finishedExporter(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A clock that stands still: every push in the same millisecond.
+	at := time.Now()
+	p.now = func() time.Time { return at }
+	for range 3 {
+		if err := p.Push(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int64{at.UnixMilli(), at.UnixMilli() + 1, at.UnixMilli() + 2}; !slices.Equal(stamps, want) {
+		t.Errorf("push timestamps %v, want %v", stamps, want)
+	}
+}
+
+// firstTimestamp decodes a WriteRequest's first series' first sample's
+// timestamp (ms).
+func firstTimestamp(t *testing.T, b []byte) int64 {
+	t.Helper()
+	// field returns the first length-delimited field num of msg.
+	field := func(msg []byte, num protowire.Number) []byte {
+		for len(msg) > 0 {
+			n, typ, l := protowire.ConsumeTag(msg)
+			if l < 0 {
+				t.Fatalf("bad tag: %v", protowire.ParseError(l))
+			}
+			msg = msg[l:]
+			if n == num && typ == protowire.BytesType {
+				v, _ := protowire.ConsumeBytes(msg)
+				return v
+			}
+			l = protowire.ConsumeFieldValue(n, typ, msg)
+			if l < 0 {
+				t.Fatalf("bad field: %v", protowire.ParseError(l))
+			}
+			msg = msg[l:]
+		}
+		t.Fatalf("no field %d", num)
+		return nil
+	}
+	sample := field(field(b, 1), 2)
+	for len(sample) > 0 {
+		n, typ, l := protowire.ConsumeTag(sample)
+		if l < 0 {
+			t.Fatalf("bad tag: %v", protowire.ParseError(l))
+		}
+		sample = sample[l:]
+		if n == 2 && typ == protowire.VarintType {
+			v, _ := protowire.ConsumeVarint(sample)
+			return int64(v)
+		}
+		sample = sample[protowire.ConsumeFieldValue(n, typ, sample):]
+	}
+	t.Fatal("no timestamp")
+	return 0
 }
