@@ -157,6 +157,11 @@ func cmdRun(e *env, args []string) (retErr error) {
 	if err != nil {
 		return err
 	}
+	if sf.workers != "" && (*metricsListen != "" || *metricsPush != "") {
+		// Each worker is a --shard, which has no live metrics: refused
+		// here, before any worker starts and waits for the others.
+		return invalid(errors.New("--workers with --metrics-listen or --metrics-push: not supported yet (the workers are shards, and a shard has no live metrics)"))
+	}
 	if sf.workers != "" {
 		return runWorkers(e, &sf, &pf, path, raw, &outs, *procs, *quiet)
 	}

@@ -122,6 +122,8 @@ func TestMetricsPushChecked(t *testing.T) {
 			stderrHas: "--metrics-push-interval 10ms: from 1s to 10m0s"},
 		{name: "interval without push", args: []string{"--metrics-push-interval", "2s"}, code: 2,
 			stderrHas: "--metrics-push-interval 2s: there is nothing to push without --metrics-push"},
+		{name: "workers", args: []string{"--workers", "2", "--metrics-push", "http://127.0.0.1:1/w"}, code: 2,
+			stderrHas: "--workers with --metrics-listen or --metrics-push: not supported yet"},
 		{name: "nobody listens", args: []string{"--metrics-push", "http://bob:s3cret@127.0.0.1:1/api/v1/write"}, code: 3,
 			stderrHas: "--metrics-push: push to http://bob:***@127.0.0.1:1/api/v1/write"},
 	}
