@@ -111,6 +111,7 @@ func cmdEmqtt(e *env, kind emqttbench.Kind, args []string) error {
 	if exporter != nil {
 		exporter.Finish(liveFinal(st, res))
 	}
+	res.CommandLine = commandLine(string(kind), args)
 	if res.Interrupted && stopped.Load() && res.Incomplete == "" {
 		// Ctrl-C is how an emqtt-bench run ends: what ran is the run, and
 		// its verdict is the thresholds'.
