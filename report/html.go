@@ -38,7 +38,7 @@ var (
 // htmlTemplate is parsed once; html/template escapes every value by its
 // context (text, attribute, the JSON data in a script), so a plan's name
 // or an error message cannot inject markup.
-var htmlTemplate = template.Must(template.New("report").Parse(pageTemplate))
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"numeric": numericCell}).Parse(pageTemplate))
 
 // WriteHTML writes the report as one self-contained HTML page: the
 // verdict and thresholds, the plan, the charts over time with the phases
@@ -81,9 +81,22 @@ type htmlView struct {
 	Description                 []string
 	BrokerURL, Started, Elapsed string
 	// MqplanVersion is Result.MqplanVersion, "" when not known.
-	MqplanVersion     string
-	Warnings          []string
-	Thresholds        []htmlThreshold
+	MqplanVersion string
+	Warnings      []string
+	// Tiles are the headline figures over the thresholds.
+	Tiles      []htmlTile
+	Thresholds []htmlThreshold
+	// BuiltinsFolded: every built-in check held, and the page shows them
+	// as one row (BuiltinsHeld of them) that unfolds.
+	BuiltinsFolded bool
+	BuiltinsHeld   int
+	// CommandLine is Result.CommandLine, secrets masked; PlanSource the
+	// plan as run, as the JSON result echoes it.
+	CommandLine, PlanSource string
+	ErrorKinds              []htmlErrorKind
+	// HistNote says why there is no latency histogram where the run had
+	// latency (a result read back from JSON carries none).
+	HistNote          string
 	Comparison        *htmlComparison
 	PlanGroups        []htmlPlanGroup
 	Phases            []htmlPhase
@@ -182,7 +195,12 @@ type htmlTable struct {
 // without deliveries (never a 0, which would read as a measurement).
 type htmlData struct {
 	// Elapsed is the run's length, the time axis's end.
-	Elapsed  float64         `json:"elapsed"`
+	Elapsed float64 `json:"elapsed"`
+	// Started is the run's wall-clock start, in milliseconds since the
+	// epoch, for the wall-clock axis; 0 when not known.
+	Started float64 `json:"started"`
+	// Hists are the latency histograms, counts per bucket.
+	Hists    []htmlHist      `json:"hists"`
 	Phases   []htmlDataPhase `json:"phases"`
 	Timeline htmlTimeline    `json:"timeline"`
 	Dists    []htmlDist      `json:"dists"`
@@ -244,6 +262,17 @@ func (c *htmlChart) add(label, color string, agg aggregate, timeline []stats.Sec
 	}
 }
 
+// addValues appends the series label with its values, when at least one
+// is not nil.
+func (c *htmlChart) addValues(label, color string, agg aggregate, vals []*float64) {
+	for _, v := range vals {
+		if v != nil {
+			c.Series = append(c.Series, htmlLine{Label: label, Color: color, Values: vals, agg: agg})
+			return
+		}
+	}
+}
+
 // processColors are the processes' colours in their charts (from the
 // page script's palette, whose exact colours the browser test counts).
 var processColors = map[string]string{"broker": "#0969da", "mqplan": "#8250df"}
@@ -286,20 +315,12 @@ func sampledCharts(r *Result) []htmlChart {
 		return num(math.Round(float64(v)/(1<<20)*100)/100, ok)
 	})
 	msgs := htmlChart{ID: "chart-broker-publish", Unit: "per second", note: "each line is the mean change per second of its seconds",
-		Title: "The broker's own PUBLISH counters, change per second ($SYS or Prometheus; a broker that updates every N s shows N-second steps)"}
+		Title: "The broker's own PUBLISH counters, change per second ($SYS or Prometheus; a change is spread over the seconds the counter was held, up to 10 s)"}
 	for _, c := range []struct {
 		label string
 		c     brokerstat.Counter
 	}{{"publish in", brokerstat.PublishReceived}, {"publish out", brokerstat.PublishSent}, {"dropped", brokerstat.Dropped}} {
-		prev := r.CountersStart
-		msgs.add(c.label, counterColors[c.c], aggMean, r.Timeline, func(s *stats.Second) *float64 {
-			v, ok := s.Counters.Get(c.c)
-			was, wasOK := prev.Get(c.c)
-			prev = s.Counters
-			// A counter that went down is a broker that restarted: no
-			// change can be told for that second.
-			return num(float64(v-was), ok && wasOK && v >= was)
-		})
+		msgs.addValues(c.label, counterColors[c.c], aggMean, counterRates(r.CountersStart, r.Timeline, c.c))
 	}
 	clients := htmlChart{ID: "chart-broker-clients", Unit: "count", note: "each line is the minimum of its seconds",
 		Title: "The broker's own clients and subscriptions ($SYS or Prometheus; every client of the broker, mqplan's monitor included)"}
@@ -424,6 +445,20 @@ func newHTMLView(r *Result) *htmlView {
 		}
 		v.Thresholds = append(v.Thresholds, ht)
 	}
+	v.Tiles = tiles(r)
+	if v.BuiltinsFolded = builtinsFolded(v.Thresholds); v.BuiltinsFolded {
+		for _, t := range v.Thresholds {
+			if t.Where == "built in" {
+				v.BuiltinsHeld++
+			}
+		}
+	}
+	v.CommandLine = r.CommandLine
+	v.PlanSource = planSource(r)
+	v.ErrorKinds = errorKinds(r.ErrorSamples)
+	if len(r.Histograms) == 0 && len(r.Distributions) > 0 {
+		v.HistNote = "No latency histogram: this result was saved by an mqplan that did not record one."
+	}
 	v.Comparison = comparisonView(r)
 	v.PlanGroups = planGroups(r)
 	for _, ph := range r.Phases {
@@ -541,7 +576,7 @@ func htmlTables(r *Result) []htmlTable {
 // chartData converts the timeline and the percentile curves for the
 // page script.
 func chartData(r *Result) htmlData {
-	d := htmlData{Elapsed: r.Elapsed.Seconds(), Phases: []htmlDataPhase{}, Dists: []htmlDist{}, DistsLeftOut: map[string]int{}}
+	d := htmlData{Elapsed: r.Elapsed.Seconds(), Started: startedMillis(r.Started), Hists: histData(r), Phases: []htmlDataPhase{}, Dists: []htmlDist{}, DistsLeftOut: map[string]int{}}
 	for _, ph := range r.Phases {
 		if ph.Duration() > 0 {
 			d.Phases = append(d.Phases, htmlDataPhase{Name: ph.Phase.String(), Start: ph.Start.Seconds(), End: ph.End.Seconds()})

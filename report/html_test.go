@@ -249,7 +249,7 @@ func TestHTMLContent(t *testing.T) {
 		"bench/%i (QoS 1)",
 		"<td>steady</td><td class=\"num\">1.1s</td><td class=\"num\">10s</td>",
 		"group sub: asked QoS 2, the broker granted QoS 1",
-		"publish pub-3: connection closed (and 1 more like it)",
+		`<tr><td class="num">2</td><td><code>publish pub-3: connection closed</code></td></tr>`,
 		"Embedded broker",
 		`"dists":[{"name":"e2e","group":"","samples":7993`,
 	} {
@@ -286,8 +286,8 @@ func TestHTMLBaseline(t *testing.T) {
 			"<th>metric</th><th>baseline</th><th>this run</th><th>change</th><th>change %</th><th></th>",
 			"<h3>Total (steady phase, deliveries during drain included)</h3>",
 			"<h3>Group sub</h3>",
-			`<tr class="worse"><td>lost</td><td>0</td><td>10</td><td>&#43;10</td><td>from 0</td><td>WORSE</td></tr>`, // html/template writes + as &#43;
-			"<tr><td>latency.p99</td><td>1.5ms</td><td>1.5ms</td><td>0</td><td>0%</td><td></td></tr>",
+			`<tr class="worse"><td>lost</td><td class="num">0</td><td class="num">10</td><td class="num">&#43;10</td><td>from 0</td><td>WORSE</td></tr>`, // html/template writes + as &#43;
+			`<tr><td>latency.p99</td><td class="num">1.5ms</td><td class="num">1.5ms</td><td class="num">0</td><td class="num">0%</td><td></td></tr>`,
 			`<p class="summary worse">WORSE: 10 changes beyond 5%`,
 		}, nil},
 		{"without", without, nil, []string{`id="baseline"`, "Compared with the baseline"}},
@@ -332,7 +332,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	full := map[string]int{
 		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
 		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 3,
-		"chart-broker-publish": 2, "chart-broker-clients": 2,
+		"chart-broker-publish": 2, "chart-broker-clients": 2, "chart-hist-e2e": 1, "chart-hist-ack": 1,
 	}
 	none := map[string]int{}
 	for id := range full {
@@ -345,7 +345,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	many := map[string]int{
 		"chart-rate": 2 + 2*maxGroupCurves, "chart-latency": 3 + maxGroupCurves, "chart-connections": 2 + maxGroupCurves,
 		"chart-errors": 2, "chart-lag": 1 + maxGroupCurves, "chart-dist-e2e": 1 + maxGroupCurves, "chart-dist-ack": 1,
-		"chart-cpu": 2, "chart-rss": 3, "chart-broker-publish": 2, "chart-broker-clients": 2,
+		"chart-cpu": 2, "chart-rss": 3, "chart-broker-publish": 2, "chart-broker-clients": 2, "chart-hist-e2e": 1, "chart-hist-ack": 1,
 	}
 	// Only mqplan's own figures sampled (a run on the embedded broker
 	// without broker.metrics): its line alone in the processes' charts,
@@ -367,7 +367,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	// any run with both processes sampled and no broker counters.
 	day := map[string]int{
 		"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
-		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 2,
+		"chart-dist-e2e": 2, "chart-dist-ack": 2, "chart-cpu": 2, "chart-rss": 2, "chart-hist-e2e": 1, "chart-hist-ack": 1,
 	}
 	procs := map[string][]string{"fail": {"broker", "mqplan"}, "pass": {"broker", "mqplan"}, "faults": {"broker", "mqplan"}, "baseline": {"broker", "mqplan"}, "stages": {"broker", "mqplan"},
 		"many-groups": {"broker", "mqplan"}, "self-only": {"mqplan"}, "day": {"broker", "mqplan"}}

@@ -27,7 +27,10 @@ type jsonDoc struct {
 	Label string `json:"label,omitempty"`
 	// Hostname is Result.Hostname, absent when not known; kept so that
 	// the JUnit report re-rendered from the result is the run's own.
-	Hostname    string          `json:"hostname,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	// CommandLine is Result.CommandLine, secrets masked; absent when not
+	// known.
+	CommandLine string          `json:"command_line,omitempty"`
 	Verdict     string          `json:"verdict"`
 	Summary     string          `json:"summary"`
 	Passed      bool            `json:"passed"`
@@ -46,9 +49,12 @@ type jsonDoc struct {
 	// Distributions were added after version 1 first shipped: a reader
 	// of an older document finds the key absent.
 	Distributions []jsonDistribution `json:"distributions"`
-	Metrics       jsonMetrics        `json:"metrics"`
-	Timeline      []jsonSecond       `json:"timeline"`
-	Broker        *jsonBroker        `json:"broker"`
+	// Histograms were added in version 1 later: absent from older
+	// documents.
+	Histograms []jsonHistogram `json:"histograms"`
+	Metrics    jsonMetrics     `json:"metrics"`
+	Timeline   []jsonSecond    `json:"timeline"`
+	Broker     *jsonBroker     `json:"broker"`
 	// BrokerCounters was added in version 1 later: absent when the broker's
 	// own counters were not sampled (and in older documents).
 	BrokerCounters *jsonBrokerCounters `json:"broker_counters,omitempty"`
@@ -348,6 +354,7 @@ func (r *Result) doc() jsonDoc {
 		MqplanVersion: r.MqplanVersion,
 		Label:         r.Label,
 		Hostname:      r.Hostname,
+		CommandLine:   r.CommandLine,
 		Verdict:       r.Verdict(),
 		Summary:       r.Summary(),
 		Passed:        r.Passed(),
@@ -364,6 +371,7 @@ func (r *Result) doc() jsonDoc {
 		Groups:        []jsonGroup{},
 		Latency:       []jsonLatency{},
 		Distributions: []jsonDistribution{},
+		Histograms:    histogramsJSON(r.Histograms),
 		Timeline:      []jsonSecond{},
 		ErrorSamples:  list(r.ErrorSamples),
 		Unsent:        r.Unsent,
@@ -488,6 +496,8 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 //	             when not known
 //	label        the run's --label, absent when not given
 //	hostname     the machine the run ran on, absent when not known
+//	command_line the command line that made the run, secrets masked;
+//	             absent when not known
 //	verdict      "PASS", "FAIL" or "INCOMPLETE"; summary: the table's last line
 //	passed       every threshold held; complete: the run ran to its end
 //	interrupted, incomplete   why a run is INCOMPLETE
@@ -498,6 +508,8 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 //	phases       [{name, start, end, duration}] as offsets from the start
 //	groups       [{name, role flags, clients, connected, connected_at_end, late}]
 //	latency      [{name, samples, min, mean, p50, p90, p99, p999, max}]
+//	histograms   [{name, samples, buckets: [{le, count}]}]: the steady
+//	             phase's e2e and ack latency, counts per bucket
 //	distributions  [{name, group, samples, points: [{percentile, value}]}]:
 //	             the steady phase's e2e and ack latency as percentile
 //	             curves, all groups together (group "") and per group; the

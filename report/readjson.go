@@ -406,6 +406,7 @@ func (d *jsonDoc) result() (*Result, error) {
 		MqplanVersion: d.MqplanVersion,
 		Label:         d.Label,
 		Hostname:      d.Hostname,
+		CommandLine:   d.CommandLine,
 		BrokerURL:     d.BrokerURL,
 		Started:       d.Started,
 		Elapsed:       time.Duration(d.Elapsed),
@@ -481,6 +482,7 @@ func (d *jsonDoc) result() (*Result, error) {
 			Min: l.Min.duration(), Mean: l.Mean.duration(), P50: l.P50.duration(), P90: l.P90.duration(),
 			P99: l.P99.duration(), P999: l.P999.duration(), Max: l.Max.duration()})
 	}
+	r.Histograms = histogramsOf(d.Histograms)
 	for _, dist := range d.Distributions {
 		rd := Distribution{Name: dist.Name, Group: dist.Group, Samples: dist.Samples}
 		for _, pt := range dist.Points {

@@ -197,6 +197,7 @@ func (c *resultCheck) result(r *Result) {
 			}
 		}
 	}
+	c.histograms(r.Histograms)
 	c.set("metrics.top", r.Measured.Top)
 	if c.err == nil {
 		// Every delivery received is an expected one or a duplicate of

@@ -80,6 +80,10 @@ type Result struct {
 	// the run's own); the caller sets it (this package reads no
 	// environment), "" when not known.
 	Hostname string
+	// CommandLine is the command line that made the run ("mqplan run
+	// --set duration=30s plan.yaml"), its secrets masked by the caller
+	// that sets it; "" when not known (Evaluate does not know it).
+	CommandLine string
 	// BrokerURL is where the clients connected (the embedded broker's real
 	// address included).
 	BrokerURL string
@@ -105,6 +109,10 @@ type Result struct {
 	// percentile curves, all groups together and per group (the HTML
 	// report's percentile plot).
 	Distributions []Distribution
+	// Histograms are the steady phase's e2e and ack latency as counts per
+	// bucket, all groups together (the HTML report's bar chart); absent
+	// from a result read back from a document written before the key.
+	Histograms []Histogram
 	// Late counts steady-phase sends more than stats.LateThreshold behind
 	// their schedule (late_rate is Late / sent).
 	Late int64
@@ -296,6 +304,7 @@ func evaluate(p *plans.Plan, ths []*plans.Threshold, st *stats.Stats, base *Base
 	}
 	r.Latency = latencyRows(st)
 	r.Distributions = distributions(st)
+	r.Histograms = histograms(st)
 
 	for _, th := range ths {
 		res := th.Eval(env)

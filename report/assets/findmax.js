@@ -45,6 +45,7 @@
     });
     ctx.restore();
   }
+  function fromZero(u, min, max) { return [0, max > 0 ? max * 1.08 : 1]; }
   if (xs.length === 0) {
     el.textContent = "No trial ran.";
     el.dataset.drawn = "empty";
@@ -54,7 +55,9 @@
   var opts = {
     width: Math.max(320, Math.min(1000, el.clientWidth || 800)),
     height: 320,
-    scales: { x: { time: false }, rate: {}, ms: {} },
+    // Both axes from zero: a p99 axis cut at its lowest trial exaggerates
+    // the noise between trials into a trend.
+    scales: { x: { time: false }, rate: { range: fromZero }, ms: { range: fromZero } },
     axes: [
       { label: data.knob + " (" + data.unit + ")" },
       { scale: "rate", label: "sent/s" },

@@ -26,6 +26,43 @@
     disconnect: "rgba(207,34,46,0.07)"
   };
   var drawn = 0;
+  // The page's colours (light, dark or print) for the axes and grid, read
+  // from its stylesheet so that uPlot's canvas follows prefers-color-scheme.
+  var css = getComputedStyle(document.documentElement);
+  var axisColor = (css.getPropertyValue("--fg") || "#1f2328").trim();
+  var gridColor = (css.getPropertyValue("--line") || "#d0d7de").trim();
+  // plots are the charts drawn, for the wall-clock toggle's redraw.
+  var plots = [];
+  var wall = false;
+  var wallBox = document.getElementById("wallclock");
+
+  // fmtNum shows a legend figure with three significant digits at most,
+  // without exponent.
+  function fmtNum(v) {
+    if (v == null || !isFinite(v)) return "-";
+    var a = Math.abs(v);
+    if (a >= 1000 || v === Math.round(v)) return String(Math.round(v));
+    return String(Number(v.toPrecision(3)));
+  }
+  // seriesStats are a series' min, mean and max over its points with a
+  // value, shown in the legend when the cursor is off the chart, so that a
+  // screenshot, a PDF or a print has figures.
+  function seriesStats(values) {
+    var n = 0, sum = 0, lo = Infinity, hi = -Infinity;
+    for (var i = 0; i < values.length; i++) {
+      var v = values[i];
+      if (v == null) continue;
+      n++; sum += v;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    if (n === 0) return "no data";
+    return "min " + fmtNum(lo) + " · mean " + fmtNum(sum / n) + " · max " + fmtNum(hi);
+  }
+  // wallTime is second t of the run as UTC wall-clock time (HH:MM:SS).
+  function wallTime(t) {
+    return new Date(data.started + t * 1000).toISOString().slice(11, 19);
+  }
 
   // shadePhases fills each phase's span under the series, its name on top.
   function shadePhases(u) {
@@ -68,6 +105,23 @@
     return false;
   }
 
+  // setText changes a legend cell's text in place: uPlot keeps its text
+  // node and writes to it on every cursor move.
+  function setText(el, text) {
+    if (el.firstChild) el.firstChild.nodeValue = text;
+    else el.appendChild(document.createTextNode(text));
+  }
+
+  // timeValues and timeLegend show the x axis of a chart over the run:
+  // seconds since the start, or the wall-clock time when the toggle is on.
+  function timeValues(u, splits) {
+    return splits.map(function (v) { return wall ? wallTime(v) : fmtNum(v); });
+  }
+  function timeLegend(u, v) {
+    if (v == null) return "";
+    return wall ? wallTime(v) + " UTC (" + fmtNum(v) + " s)" : fmtNum(v) + " s";
+  }
+
   // chart draws one chart into the element id: series are {label, values,
   // color?, dash?}; opts may set the x axis (xLog, xValues) and the y unit.
   function chart(id, x, series, opts) {
@@ -76,13 +130,19 @@
     opts = opts || {};
     var title = el.dataset.title || "";
     var withData = series.filter(function (s) { return hasData(s.values); });
-    if (x.length === 0 || withData.length === 0) {
+    // A timeline of one point draws no line: a run that ended within its
+    // first second (an INCOMPLETE run with milliseconds of data) shows a
+    // note, not a full-size empty chart.
+    var tooShort = !opts.xLog && !opts.xRange && x.length < 2;
+    if (x.length === 0 || withData.length === 0 || tooShort) {
       el.innerHTML = "";
       var h = document.createElement("h3");
       h.textContent = title;
       var p = document.createElement("p");
       p.className = "empty";
-      p.textContent = "No data: the run measured nothing for this chart.";
+      p.textContent = tooShort && withData.length > 0 ?
+        "No data to chart: the run lasted " + fmtNum(data.elapsed * 1000) + " ms, less than the two seconds a line needs." :
+        "No data: the run measured nothing for this chart.";
       el.appendChild(h);
       el.appendChild(p);
       el.dataset.drawn = "empty";
@@ -93,7 +153,9 @@
     var colors = series.map(function (s, i) { return s.color || palette[i % palette.length]; });
     var counts = series.map(function () { return 0; });
     var xscale = { time: false, distr: opts.xLog ? 3 : 1 };
-    if (!opts.xLog) {
+    if (opts.xRange) {
+      xscale.range = function () { return opts.xRange; };
+    } else if (!opts.xLog) {
       // The whole run, from its start: connect and subscribe have no
       // point of their own when they last less than a second.
       xscale.range = function (u, min, max) { return [0, Math.max(max, data.elapsed)]; };
@@ -106,17 +168,20 @@
       // worse (or better) than it is.
       scales: { x: xscale, y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.08 : 1]; } } },
       axes: [
-        { label: opts.xLabel || "seconds since start", values: opts.xValues, splits: opts.xSplits },
-        { label: opts.yLabel || "", size: 60 }
+        { label: opts.xLabel || "seconds since start", values: opts.xValues || timeValues, splits: opts.xSplits,
+          stroke: axisColor, grid: { stroke: gridColor }, ticks: { stroke: gridColor } },
+        { label: opts.yLabel || "", size: 60, stroke: axisColor, grid: { stroke: gridColor }, ticks: { stroke: gridColor } }
       ],
-      series: [{ label: opts.xName || "second", value: opts.xLegend }].concat(series.map(function (s, i) {
+      series: [{ label: opts.xName || "second", value: opts.xLegend || timeLegend }].concat(series.map(function (s, i) {
         return {
           label: s.label,
           stroke: colors[i],
-          width: 1.5,
+          fill: opts.bars ? colors[i] : undefined,
+          paths: opts.bars ? uPlot.paths.bars({ size: [0.85, 80] }) : undefined,
+          width: opts.bars ? 0 : 1.5,
           dash: s.dash,
           spanGaps: !!opts.spanGaps,
-          points: { show: x.length <= 60 }
+          points: { show: !opts.bars && x.length <= 60 }
         };
       })),
       hooks: {
@@ -126,16 +191,33 @@
           // need not read the canvas back again.
           if (!el.dataset.drawn) counts[si - 1] = seriesPixels(u, colors[si - 1]);
         }],
+        setLegend: [function (u) { if (u.cursor.idx == null) legendStats(u); }],
         draw: [function (u) {
           if (el.dataset.drawn) return;
+          legendStats(u);
           el.dataset.drawn = "true";
           el.dataset.series = String(withData.length);
           el.dataset.seriesPixels = series.map(function (s, i) { return s.label + "=" + counts[i]; }).join(";");
         }]
       }
     };
+    // Off the chart, the legend shows each series' min, mean and max
+    // (uPlot's "--" says nothing on a screenshot or a print).
+    var legendText = series.map(function (s) { return seriesStats(s.values); });
+    function legendStats(u) {
+      var cells = u.root.querySelectorAll(".u-legend .u-series");
+      for (var i = 1; i < cells.length && i <= legendText.length; i++) {
+        var v = cells[i].querySelector(".u-value");
+        if (v) setText(v, legendText[i - 1]);
+      }
+      if (cells.length > 0) {
+        var xv = cells[0].querySelector(".u-value");
+        if (xv) setText(xv, "");
+      }
+    }
     var cols = [x].concat(series.map(function (s) { return s.values; }));
-    new uPlot(uopts, cols, el);
+    var u = new uPlot(uopts, cols, el);
+    if (!opts.xLog && !opts.xRange) plots.push(u);
     drawn++;
   }
 
@@ -277,6 +359,49 @@
   }
   distChart("chart-dist-e2e", "e2e");
   distChart("chart-dist-ack", "ack");
+
+  // The latency histograms: a bar per bucket, labelled by its upper
+  // bound, on a categorical axis (the buckets are already log-spaced).
+  function histChart(id, name) {
+    var h = (data.hists || []).filter(function (d) { return d.name === name; })[0];
+    if (!h || !h.counts || h.counts.length === 0) {
+      chart(id, [], [], {});
+      return;
+    }
+    var xs = h.counts.map(function (c, i) { return i; });
+    var label = function (i) { return i == null || h.upper[i] == null ? "" : "≤ " + fmtNum(h.upper[i]) + " ms"; };
+    chart(id, xs, [{ label: "count (of " + h.samples + ")", values: h.counts, color: palette[0] }], {
+      bars: true, phases: false, height: 220, xRange: [-0.5, xs.length - 0.5],
+      xLabel: "latency bucket (upper bound)", xName: "bucket",
+      xLegend: function (u, v) { return label(v); },
+      // At most about a dozen labels, so that they do not run together.
+      xValues: function (u, splits) {
+        var step = Math.ceil(xs.length / 12);
+        return splits.map(function (v) { return v === Math.round(v) && v % step === 0 ? label(v) : ""; });
+      },
+      xSplits: function () { return xs; },
+      yLabel: "count"
+    });
+  }
+  histChart("chart-hist-e2e", "e2e");
+  histChart("chart-hist-ack", "ack");
+
+  // The wall-clock toggle redraws the charts over the run with UTC times
+  // on their x axis (to line them up with a broker's log or Grafana).
+  if (wallBox) {
+    if (!data.started) {
+      wallBox.disabled = true;
+      wallBox.parentNode.title = "the run's start time is not known";
+    }
+    wallBox.addEventListener("change", function () {
+      wall = wallBox.checked;
+      plots.forEach(function (u) {
+        u.axes[0].label = wall ? "UTC time" : "seconds since start";
+        u.redraw(false, true);
+      });
+      body.dataset.wallclock = String(wall);
+    });
+  }
 
   body.dataset.chartsDrawn = String(drawn);
 })();
