@@ -13,10 +13,10 @@ import (
 )
 
 // htmlTile is one headline figure of the page's first screen: Label over
-// Value, Detail under it in small print; Class (pass, fail, warn or "")
+// Value (its Unit in smaller print), Detail under it in small print; Class (pass, fail, warn or "")
 // colours it.
 type htmlTile struct {
-	Label, Value, Detail, Class string
+	Label, Value, Unit, Detail, Class string
 }
 
 // tiles are the headline figures a reader looks for first, in the order
@@ -30,7 +30,7 @@ func tiles(r *Result) []htmlTile {
 	rateTile := func(label string, rt, n metric.Name, word string) htmlTile {
 		t := htmlTile{Label: label, Value: absent, Detail: count(top, n) + " " + word}
 		if f, ok := top[rt].(float64); ok {
-			t.Value = fmtRate(f) + " msg/s"
+			t.Value, t.Unit = fmtRate(f), "msg/s"
 		}
 		return t
 	}

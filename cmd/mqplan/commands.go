@@ -285,7 +285,7 @@ func cmdRun(e *env, args []string) (retErr error) {
 	}
 	res := report.EvaluateWithBaseline(prog.Plan, prog.Thresholds, st, base)
 	stampRun(res)
-	res.CommandLine = commandLine("run", args)
+	res.CommandLine = commandLine("run", raw)
 	if exporter != nil {
 		exporter.Finish(liveFinal(st, res))
 	}

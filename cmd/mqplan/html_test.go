@@ -64,6 +64,9 @@ func TestHTMLReportInBrowser(t *testing.T) {
 			if strings.Contains(string(html), "html-test-password") {
 				t.Error("the report shows the plan's password")
 			}
+			if !strings.Contains(string(html), "<code>mqplan run --quiet --out ") {
+				t.Error("the report lacks the command line that made it")
+			}
 
 			p := browsertest.Open(t, page, 1400, browsertest.ChartsReady, browsertest.ChartsState)
 			browsertest.SaveScreenshot(t, p, tt.screenshot)
@@ -84,6 +87,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 			charts := map[string]int{
 				"chart-rate": 2, "chart-latency": 3, "chart-connections": 2 + 2, "chart-errors": 2, "chart-lag": 1,
 				"chart-cpu": len(tt.procs), "chart-rss": len(tt.procs), "chart-dist-e2e": 2, "chart-dist-ack": 2,
+				"chart-hist-e2e": 1, "chart-hist-ack": 1,
 			}
 			for id, series := range tt.own {
 				charts[id] = len(series)
