@@ -123,7 +123,8 @@
   }
 
   // chart draws one chart into the element id: series are {label, values,
-  // color?, dash?}; opts may set the x axis (xLog, xValues) and the y unit.
+  // color?, dash?, stats?} (stats: the legend's text off the cursor, its
+  // min, mean and max by default); opts may set the x axis (xLog, xValues) and the y unit.
   function chart(id, x, series, opts) {
     var el = document.getElementById(id);
     if (!el) return;
@@ -203,7 +204,7 @@
     };
     // Off the chart, the legend shows each series' min, mean and max
     // (uPlot's "--" says nothing on a screenshot or a print).
-    var legendText = series.map(function (s) { return seriesStats(s.values); });
+    var legendText = series.map(function (s) { return s.stats || seriesStats(s.values); });
     function legendStats(u) {
       var cells = u.root.querySelectorAll(".u-legend .u-series");
       for (var i = 1; i < cells.length && i <= legendText.length; i++) {
@@ -370,7 +371,7 @@
     }
     var xs = h.counts.map(function (c, i) { return i; });
     var label = function (i) { return i == null || h.upper[i] == null ? "" : "≤ " + fmtNum(h.upper[i]) + " ms"; };
-    chart(id, xs, [{ label: "count (of " + h.samples + ")", values: h.counts, color: palette[0] }], {
+    chart(id, xs, [{ label: "count", values: h.counts, color: palette[0], stats: h.samples + " in all, in " + xs.length + " buckets" }], {
       bars: true, phases: false, height: 220, xRange: [-0.5, xs.length - 0.5],
       xLabel: "latency bucket (upper bound)", xName: "bucket",
       xLegend: function (u, v) { return label(v); },
