@@ -211,20 +211,19 @@ func mdErrors(b *bytes.Buffer, r *Result) {
 	b.WriteByte('\n')
 }
 
-// mdChart draws the timeline as two Mermaid xychart-beta line charts, the
-// send and receive rates and the p99 latency, at most mdChartPoints points
-// each.
+// mdChart draws the timeline as three Mermaid xychart-beta line charts,
+// one series each (xychart has no legend, and the send and receive lines
+// lie on each other): the send rate, the receive rate and the p99
+// latency, at most mdChartPoints points each.
 func mdChart(b *bytes.Buffer, r *Result) {
 	pts := chartPoints(r.Timeline, mdChartPoints)
 	if len(pts) == 0 {
 		return
 	}
-	labels := make([]string, len(pts))
 	sent := make([]string, len(pts))
 	recv := make([]string, len(pts))
 	p99 := make([]string, len(pts))
 	for i, p := range pts {
-		labels[i] = strconv.Quote(strconv.FormatFloat(p.at.Seconds(), 'f', -1, 64))
 		sent[i] = strconv.FormatFloat(p.sendRate, 'f', -1, 64)
 		recv[i] = strconv.FormatFloat(p.recvRate, 'f', -1, 64)
 		p99[i] = strconv.FormatFloat(p.p99ms, 'f', -1, 64)
@@ -233,23 +232,45 @@ func mdChart(b *bytes.Buffer, r *Result) {
 	if pts[0].seconds > 1 {
 		per = fmt.Sprintf(", averaged over %d s", pts[0].seconds)
 	}
+	// A numeric x axis from the first point to the last: Mermaid spaces
+	// the points evenly over it and picks a few round ticks, where a
+	// label per point ran together (and two close ends read alike).
+	first, last := pts[0].at.Seconds(), pts[len(pts)-1].at.Seconds()
+	if last <= first {
+		last = first + 1
+	}
+	xAxis := fmt.Sprintf("    x-axis \"seconds since start\" %s --> %s\n", strconv.FormatFloat(first, 'f', -1, 64), strconv.FormatFloat(last, 'f', -1, 64))
 	b.WriteString("### Over time\n\n")
-	fmt.Fprintf(b, "Send rate (first line) and receive rate (second line) in messages per second%s; x: seconds since the start.\n\n", per)
-	b.WriteString("```mermaid\nxychart-beta\n    title \"Send and receive rate\"\n")
-	fmt.Fprintf(b, "    x-axis \"s\" [%s]\n", strings.Join(labels, ", "))
-	b.WriteString("    y-axis \"msg/s\"\n")
-	fmt.Fprintf(b, "    line [%s]\n", strings.Join(sent, ", "))
-	fmt.Fprintf(b, "    line [%s]\n", strings.Join(recv, ", "))
-	b.WriteString("```\n\n")
+	fmt.Fprintf(b, "Send and receive rates in messages per second%s, one chart each.\n\n", per)
+	mdLineChart(b, "Send rate (msg/s)", xAxis, "msg/s", mdSentColor, sent)
+	b.WriteByte('\n')
+	mdLineChart(b, "Receive rate (msg/s)", xAxis, "msg/s", mdReceivedColor, recv)
+	b.WriteByte('\n')
 	worst := ""
 	if pts[0].seconds > 1 {
 		worst = fmt.Sprintf(", the worst second of every %d", pts[0].seconds)
 	}
 	fmt.Fprintf(b, "End-to-end latency p99 of the deliveries received in each second%s, in milliseconds (0 where nothing was received).\n\n", worst)
-	b.WriteString("```mermaid\nxychart-beta\n    title \"Latency p99\"\n")
-	fmt.Fprintf(b, "    x-axis \"s\" [%s]\n", strings.Join(labels, ", "))
-	b.WriteString("    y-axis \"ms\"\n")
-	fmt.Fprintf(b, "    line [%s]\n", strings.Join(p99, ", "))
+	mdLineChart(b, "Latency p99 (ms)", xAxis, "ms", mdLatencyColor, p99)
+}
+
+// The Markdown charts' colours: Mermaid's default palette starts with a
+// pale lavender that a single line on white barely shows; these are the
+// HTML page's, strong on a light and a dark background alike.
+const (
+	mdSentColor     = "#0969da"
+	mdReceivedColor = "#1a7f37"
+	mdLatencyColor  = "#cf222e"
+)
+
+// mdLineChart writes one xychart-beta chart of one line in colour, its
+// palette set by an init directive (GitHub and mermaid-cli honour it).
+func mdLineChart(b *bytes.Buffer, title, xAxis, yUnit, colour string, values []string) {
+	fmt.Fprintf(b, "```mermaid\n%%%%{init: {\"theme\": \"base\", \"themeVariables\": {\"xyChart\": {\"plotColorPalette\": \"%s\"}}}}%%%%\n", colour)
+	fmt.Fprintf(b, "xychart-beta\n    title %s\n", strconv.Quote(title))
+	b.WriteString(xAxis)
+	fmt.Fprintf(b, "    y-axis %s\n", strconv.Quote(yUnit))
+	fmt.Fprintf(b, "    line [%s]\n", strings.Join(values, ", "))
 	b.WriteString("```\n")
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,10 +78,14 @@ func TestChartPoints(t *testing.T) {
 	}
 }
 
-// TestMarkdownChart: the Mermaid blocks are xychart-beta with as many
-// values as labels, at most mdChartPoints, and none without a timeline.
+// TestMarkdownChart: the Mermaid blocks are xychart-beta charts of one
+// line each (xychart has no legend), each in its own strong colour set by
+// an init directive, with a numeric x axis (Mermaid's sparse ticks, never
+// a label per point) and at most mdChartPoints values; none without a
+// timeline.
 func TestMarkdownChart(t *testing.T) {
-	list := regexp.MustCompile(`(?m)^    (x-axis "s"|line) \[([^\]]*)\]$`)
+	block := regexp.MustCompile("(?s)```mermaid\n%%\\{init: \\{\"theme\": \"base\", \"themeVariables\": \\{\"xyChart\": \\{\"plotColorPalette\": \"(#[0-9a-f]{6})\"\\}\\}\\}\\}%%\n" +
+		"xychart-beta\n    title \"[^\"]+\"\n    x-axis \"seconds since start\" ([0-9.]+) --> ([0-9.]+)\n    y-axis \"[^\"]+\"\n    line \\[([^\\]]*)\\]\n```")
 	for _, n := range []int{0, 1, 3, 59, 60, 61, 1000} {
 		r := Evaluate(testPlan(), nil, fullStats(t))
 		r.Timeline = timeline(n)
@@ -89,8 +94,9 @@ func TestMarkdownChart(t *testing.T) {
 			t.Fatal(err)
 		}
 		md := b.String()
-		if got := strings.Count(md, "```mermaid\nxychart-beta\n"); n == 0 && got != 0 || n > 0 && got != 2 {
-			t.Errorf("%d seconds: %d Mermaid charts", n, got)
+		charts := block.FindAllStringSubmatch(md, -1)
+		if all := strings.Count(md, "```mermaid"); all != len(charts) || n == 0 && all != 0 || n > 0 && all != 3 {
+			t.Errorf("%d seconds: %d Mermaid charts, %d of them as they should be; want 3", n, all, len(charts))
 			continue
 		}
 		want := min(n, mdChartPoints)
@@ -100,13 +106,20 @@ func TestMarkdownChart(t *testing.T) {
 		if n == 1000 {
 			want = 59 // buckets of 17 s
 		}
-		for _, m := range list.FindAllStringSubmatch(md, -1) {
-			if got := len(strings.Split(m[2], ", ")); got != want {
-				t.Errorf("%d seconds: %s has %d values, want %d", n, m[1], got, want)
+		colours := map[string]bool{}
+		for _, m := range charts {
+			colours[m[1]] = true
+			if got := len(strings.Split(m[4], ", ")); got != want {
+				t.Errorf("%d seconds: a line has %d values, want %d", n, got, want)
+			}
+			from, _ := strconv.ParseFloat(m[2], 64)
+			to, _ := strconv.ParseFloat(m[3], 64)
+			if !(from < to) {
+				t.Errorf("%d seconds: x axis %s --> %s does not grow", n, m[2], m[3])
 			}
 		}
-		if got := len(list.FindAllString(md, -1)); n > 0 && got != 5 {
-			t.Errorf("%d seconds: %d axis and line lists, want 2 axes and 3 lines", n, got)
+		if n > 0 && len(colours) != 3 {
+			t.Errorf("%d seconds: colours %v, want one of its own per chart", n, colours)
 		}
 	}
 }

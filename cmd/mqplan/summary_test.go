@@ -79,8 +79,8 @@ func TestStepSummary(t *testing.T) {
 					t.Errorf("summary %d is %q, want %q", i, headings[i], w)
 				}
 			}
-			// Each summary has its sections and its two charts.
-			for section, per := range map[string]int{"### Thresholds": 1, "### Groups": 1, "### Latency": 1, "### Delivery": 1, "```mermaid\nxychart-beta": 2} {
+			// Each summary has its sections and its three charts.
+			for section, per := range map[string]int{"### Thresholds": 1, "### Groups": 1, "### Latency": 1, "### Delivery": 1, "```mermaid\n%%{init": 3, "xychart-beta\n": 3} {
 				if got := strings.Count(got, section); got != per*len(tt.want) {
 					t.Errorf("%q appears %d times, want %d", section, got, per*len(tt.want))
 				}
