@@ -89,9 +89,8 @@ type htmlErrorKind struct {
 // moreLikeIt is how the runner counts an error kind's further errors
 // after its first message (runner's errorSamples).
 var (
-	moreLikeIt  = regexp.MustCompile(`^(.*) \(and (\d+) more like it\)$`)
-	otherKinds  = regexp.MustCompile(`^(\d+) more of other kinds$`)
-	errorPrefix = regexp.MustCompile(`^((?:group|publish|subscribe|connect|client)\b[^:]*): `)
+	moreLikeIt = regexp.MustCompile(`^(.*) \(and (\d+) more like it\)$`)
+	otherKinds = regexp.MustCompile(`^(\d+) more of other kinds$`)
 )
 
 // errorKinds splits the error samples into a count and the first
