@@ -1,7 +1,10 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/mqplan/mqplan/brokerstat"
+	"github.com/mqplan/mqplan/internal/browsertest"
 	"github.com/mqplan/mqplan/stats"
 )
 
@@ -179,4 +183,51 @@ func goldenResult(t *testing.T, name string) *Result {
 	}
 	t.Fatalf("no golden case %q", name)
 	return nil
+}
+
+// TestHTMLLegendsInBrowser: off the cursor, each legend shows its
+// series' min, mean and max (uPlot alone shows "--", which a screenshot
+// or a print keeps), the histogram's its sample count; the wall-clock
+// toggle redraws the charts without a script error.
+func TestHTMLLegendsInBrowser(t *testing.T) {
+	if browsertest.Binary() == "" && os.Getenv("CI") == "" {
+		t.Skip("chromium is not installed (apt-get install chromium); skipping the browser test")
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, []byte(renderHTML(t, goldenResult(t, "pass"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const read = `(function () {
+  function legend(id) {
+    return Array.from(document.querySelectorAll("#" + id + " .u-legend .u-value")).map(function (e) { return e.textContent; });
+  }
+  var out = {rate: legend("chart-rate"), hist: legend("chart-hist-e2e")};
+  document.getElementById("wallclock").click();
+  out.wall = document.body.dataset.wallclock || "";
+  out.errors = document.body.dataset.errors || "";
+  return out;
+})()`
+	p := browsertest.Open(t, path, 1400, browsertest.ChartsReady, read)
+	for _, e := range p.Errors {
+		t.Errorf("browser error: %s", e)
+	}
+	var got struct {
+		Rate, Hist   []string
+		Wall, Errors string
+	}
+	if err := json.Unmarshal(p.Value, &got); err != nil {
+		t.Fatalf("reading the page: %v (%s)", err, p.Value)
+	}
+	// The x series' cell first (empty off the cursor), then sent/s and
+	// received/s: the fixture sends 800/s and receives 799/s every second.
+	want := []string{"", "min 800 · mean 800 · max 800", "min 799 · mean 799 · max 799"}
+	if fmt.Sprint(got.Rate) != fmt.Sprint(want) {
+		t.Errorf("rate legend %q, want %q", got.Rate, want)
+	}
+	if len(got.Hist) != 2 || !strings.HasSuffix(got.Hist[1], " in all, in 3 buckets") {
+		t.Errorf("histogram legend %q, want its sample count", got.Hist)
+	}
+	if got.Wall != "true" || got.Errors != "0" {
+		t.Errorf("after the wall-clock toggle: wallclock %q, %s script errors", got.Wall, got.Errors)
+	}
 }
