@@ -80,8 +80,12 @@ func checkCleanRun(t *testing.T, prog *plans.Program, st *stats.Stats, fanout in
 	t.Logf("sent %d expected %d received %d ambiguous %d (received %d)", m.Sent, m.Expected, m.Received, m.ChurnAmbiguous, m.ChurnAmbiguousReceived)
 }
 
+// Not parallel: beside the package's parallel tests under -race its
+// clean subscribers' fences came back late enough that most windows were
+// ambiguous (154 of 240 messages) and the broker had not read the last
+// acknowledgements when the wait ended; it runs before them, as
+// TestLateIsNotLostByBroker does.
 func TestCleanChurnEmbedded(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		pubChurn bool

@@ -405,11 +405,13 @@ func shippedScaling(f, brokerName string) (name string, args []string) {
 		// TLS handshakes several times over: a gentler storm keeps
 		// connect.p99 about what the plan promises for a normal
 		// build (2,000 TLS handshakes at 1,000/s queue up to a 7 s
-		// p99 here; at 200/s p99 is 150 ms). The case is named for
-		// what it checks; the storm as shipped runs without -race.
+		// p99 here; at 200/s p99 read 150 ms on a quiet machine and
+		// 1.38 s beside the other packages' tests, mqplan at 164 % of
+		// a core: over TLS, 100/s). The case is named for what it
+		// checks; the storm as shipped runs without -race.
 		rate := 400
 		if brokerName == "mosquitto-tls" {
-			rate = 200
+			rate = 100
 		}
 		name = fmt.Sprintf("%s at %d a second under race, 3s hold", name, rate)
 		args = []string{"run", "--quiet", "--set", "duration=3s", "--set", "drain=3s", "--set", fmt.Sprintf("groups.idle.connect_rate=%d/s", rate)}

@@ -42,11 +42,11 @@ import (
 // by a quarter of a second or more; a run that lagged so is too disturbed
 // to judge, and is run again (at most three times) rather than passed.
 //
-// Not parallel with the package's other tests: Go runs it before their
-// parallel phase starts, so that they do not lag its generator by hundreds
-// of milliseconds. Its four runs (200 and 100 msg/s, a few percent of a
-// core each) go side by side, so the package waits about 25 s for it
-// rather than the 60 s of one after the other.
+// Not parallel: Go runs it before the package's parallel tests start, so
+// that they do not lag its generator by hundreds of milliseconds. Its four
+// runs go one after the other for the same reason: side by side, under
+// -race and beside other packages, a steady second of the soak on
+// Mosquitto read 96.2/s after 101.8/s with only 19 ms of lag recorded.
 func TestProfileNeverFalls(t *testing.T) {
 	plans := []struct {
 		name, path string
@@ -65,7 +65,6 @@ func TestProfileNeverFalls(t *testing.T) {
 	for _, p := range plans {
 		for _, b := range brokers {
 			t.Run(p.name+"/"+b.name, func(t *testing.T) {
-				t.Parallel()
 				url := b.url(t)
 				const attempts = 3
 				for attempt := 1; ; attempt++ {
