@@ -326,9 +326,13 @@ func required(key string) map[string]any { return map[string]any{"required": []a
 // no stages (which give the rate instead); its own publish.stages stand
 // for either.
 func stagedPublishSchema() map[string]any {
+	// The rule is about a publish mapping: a null publish (the key with
+	// no value) publishes nothing, and "required" holds vacuously for a
+	// null, so every alternative of a oneOf would match it.
 	groupsWith := func(publish map[string]any) map[string]any {
 		return map[string]any{"properties": map[string]any{"groups": map[string]any{
-			"items": map[string]any{"properties": map[string]any{"publish": publish}}}}}
+			"items": map[string]any{"properties": map[string]any{"publish": map[string]any{
+				"if": map[string]any{"type": "object"}, "then": publish}}}}}}
 	}
 	return map[string]any{
 		"if": map[string]any{"required": []any{"stages"}},
