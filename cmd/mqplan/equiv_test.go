@@ -156,6 +156,7 @@ func runTwice(t *testing.T, args []string, brokers [2][]string, plan string) (co
 // acknowledged, none lost or duplicated). The two runs of a plan go side
 // by side, each on its own broker.
 func TestWorkersEqualOneProcess(t *testing.T) {
+	t.Parallel() // beside TestWorkersEqualBrokerFaults
 	files, err := fs.Glob(plans.Shipped, "*.yaml")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("shipped plans: %v %v", files, err)
